@@ -1,0 +1,98 @@
+// The cluster: devices (GPUs, CPU sockets, PCIe switches, NVSwitches, NICs, network switches,
+// storage) and directed links on a Boost.Graph. A full-duplex cable is two directed links, each
+// its own engine resource (split-duplex, STYLE.md 3.3 habit 1). Switch crossbars are non-blocking:
+// only their ports (the links) constrain traffic.
+#pragma once
+#include <boost/graph/adjacency_list.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/engine.hpp"
+
+namespace stacksim::topo {
+
+enum class DeviceKind { Gpu, Cpu, PcieSwitch, NvSwitch, Nic, NetworkSwitch, Storage };
+const char* device_kind_name(DeviceKind k);
+
+struct Device {
+  DeviceKind kind = DeviceKind::Gpu;
+  std::string name;          // unique, e.g. "node3.gpu5", "leaf12", "spine0"
+  int32_t node = -1;         // server index, -1 for fabric switches and shared storage
+  int32_t local_index = -1;  // index within its node among devices of its kind
+  int32_t tier = 0;          // network switches: 1 = leaf, 2 = spine, 3 = core
+  bool in_switch_reduction = false;  // NVSwitch generations with NVLS / SHARP switches
+};
+
+enum class LinkKind { NvLink, Pcie, Network, CpuInterconnect, StorageLink };
+const char* link_kind_name(LinkKind k);
+
+struct Link {
+  LinkKind kind = LinkKind::NvLink;
+  double bandwidth_Bps = 0.0;  // one direction, bytes per second
+  double latency_s = 0.0;
+};
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, Device, Link>;
+using DeviceId = uint32_t;
+using LinkId = uint32_t;
+
+struct Route {
+  std::vector<LinkId> links;  // in order from source to destination
+  double latency_s = 0.0;     // sum of link latencies
+  double bottleneck_Bps = 0.0;
+};
+
+class Cluster {
+ public:
+  DeviceId add_device(Device d);
+  LinkId add_link(DeviceId from, DeviceId to, Link l);     // one direction
+  void add_duplex(DeviceId a, DeviceId b, Link l);         // a->b and b->a
+
+  const Graph& graph() const { return g_; }
+  size_t num_devices() const;
+  size_t num_links() const;
+  const Device& device(DeviceId id) const;
+  const Link& link(LinkId id) const;
+  DeviceId link_source(LinkId id) const;
+  DeviceId link_target(LinkId id) const;
+  DeviceId find(const std::string& name) const;  // std::out_of_range if absent
+
+  // GPUs are numbered 0..num_gpus-1 in node-major order (rank r lives on node r / gpus_per_node).
+  int num_gpus() const { return static_cast<int>(gpus_.size()); }
+  int num_nodes() const { return num_nodes_; }
+  int gpus_per_node() const { return gpus_per_node_; }
+  DeviceId gpu(int rank) const { return gpus_.at(rank); }
+  int node_of_gpu(int rank) const;
+  bool same_node(int rank_a, int rank_b) const { return node_of_gpu(rank_a) == node_of_gpu(rank_b); }
+
+  // Route between two devices: fewest hops; among equal-cost next hops (ECMP) the choice is a
+  // deterministic hash of (ecmp_key, hop). Cached per (source, destination, key % ways).
+  // Throws std::runtime_error if dst is unreachable.
+  Route route(DeviceId src, DeviceId dst, uint64_t ecmp_key = 0) const;
+  Route gpu_route(int src_rank, int dst_rank, uint64_t ecmp_key = 0) const {
+    return route(gpu(src_rank), gpu(dst_rank), ecmp_key);
+  }
+
+  // Throws std::runtime_error naming a device if some GPU cannot reach every other GPU.
+  void check_connected() const;
+
+  // Creates one engine resource per directed link (capacity = bandwidth) and returns the map
+  // link id -> resource id.
+  std::vector<sim::ResourceId> bind(sim::Engine& engine) const;
+
+  // Set by builders.
+  void set_shape(int num_nodes, int gpus_per_node) { num_nodes_ = num_nodes; gpus_per_node_ = gpus_per_node; }
+
+ private:
+  Graph g_;
+  std::vector<Graph::edge_descriptor> edges_;
+  std::vector<DeviceId> gpus_;
+  int num_nodes_ = 0;
+  int gpus_per_node_ = 0;
+  struct RouteCache;
+  mutable std::shared_ptr<RouteCache> cache_;
+};
+
+}  // namespace stacksim::topo
