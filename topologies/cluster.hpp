@@ -6,6 +6,8 @@
 #include <boost/graph/adjacency_list.hpp>
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -84,6 +86,8 @@ class Cluster {
 
   // Set by builders.
   void set_shape(int num_nodes, int gpus_per_node) { num_nodes_ = num_nodes; gpus_per_node_ = gpus_per_node; }
+  // The NIC through which a device of a node reaches other nodes (GPU i -> rail NIC).
+  void set_gateway(DeviceId device, DeviceId nic) { gateway_[device] = nic; }
 
  private:
   Graph g_;
@@ -91,6 +95,7 @@ class Cluster {
   std::vector<DeviceId> gpus_;
   int num_nodes_ = 0;
   int gpus_per_node_ = 0;
+  std::map<DeviceId, DeviceId> gateway_;
   struct RouteCache;
   mutable std::shared_ptr<RouteCache> cache_;
 };
