@@ -1,0 +1,110 @@
+#include "models/hardware/gpu_spec.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "config/yaml.hpp"
+
+namespace stacksim::hw {
+
+double GpuSpec::peak(const std::string& dtype) const {
+  auto it = peak_flops_per_s.find(dtype);
+  return it == peak_flops_per_s.end() ? 0.0 : it->second;
+}
+
+double GpuSpec::max_efficiency(const std::string& dtype) const {
+  auto it = gemm_max_efficiency.find(dtype);
+  if (it != gemm_max_efficiency.end()) return it->second;
+  it = gemm_max_efficiency.find("bf16");
+  return it == gemm_max_efficiency.end() ? 0.75 : it->second;
+}
+
+GpuSpec GpuCatalog::parse_file(const std::string& path) {
+  using sim::Dimension;
+  const config::Node n = config::Node::load_file(path);
+  n.require_map();
+  n.check_keys({"name", "aliases", "architecture", "sm_count", "boost_clock", "peak", "memory", "l2_cache",
+                "tdp", "calibration", "sources", "notes"});
+  GpuSpec g;
+  g.file = path;
+  g.name = n.required_string("name");
+  const config::Node al = n["aliases"];
+  for (size_t i = 0; al.is_sequence() && i < al.size(); ++i) g.aliases.push_back(al.at(i).as_string());
+  g.architecture = n.required_string("architecture");
+  g.sm_count = static_cast<int>(n.positive("sm_count", n.required_int("sm_count")));
+  const config::Node pk = n["peak"];
+  pk.check_keys({"fp32", "tf32", "fp16", "bf16", "fp8"});
+  for (const std::string d : {"fp32", "tf32", "fp16", "bf16", "fp8"})
+    if (pk.has(d)) g.peak_flops_per_s[d] = pk.positive(d, pk.required_quantity(d, Dimension::FlopRate));
+  if (!g.peak_flops_per_s.count("fp16") && !g.peak_flops_per_s.count("bf16"))
+    pk.fail("fp16", "a 16-bit peak is required", "add fp16: <TFLOPS> (dense, no sparsity)");
+  const config::Node mem = n["memory"];
+  mem.check_keys({"capacity", "bandwidth", "type"});
+  g.memory_bytes = mem.positive("capacity", mem.required_quantity("capacity", Dimension::Bytes));
+  g.hbm_Bps = mem.positive("bandwidth", mem.required_quantity("bandwidth", Dimension::Bandwidth));
+  g.l2_bytes = n.optional_quantity("l2_cache", Dimension::Bytes).value_or(0);
+  const config::Node cal = n["calibration"];
+  cal.check_keys({"gemm_max_efficiency", "hbm_efficiency", "kernel_overhead", "attention_efficiency", "source"});
+  const config::Node ge = cal["gemm_max_efficiency"];
+  ge.check_keys({"fp32", "tf32", "fp16", "bf16", "fp8"});
+  for (const std::string d : {"fp32", "tf32", "fp16", "bf16", "fp8"})
+    if (ge.has(d)) {
+      const double e = ge.required_number(d);
+      if (!(e > 0 && e <= 1)) ge.fail(d, "an efficiency must be in (0, 1]", "use the measured fraction of peak");
+      g.gemm_max_efficiency[d] = e;
+    }
+  auto fraction = [](const config::Node& node, const std::string& key, double fallback) {
+    const double v = node.optional_number(key).value_or(fallback);
+    if (!(v > 0 && v <= 1)) node.fail(key, "an efficiency must be in (0, 1]", "use a fraction such as 0.85");
+    return v;
+  };
+  g.hbm_efficiency = fraction(cal, "hbm_efficiency", 0.85);
+  g.kernel_overhead_s = cal.non_negative("kernel_overhead",
+                                         cal.optional_quantity("kernel_overhead", Dimension::Time).value_or(4e-6));
+  const config::Node att = cal["attention_efficiency"];
+  att.check_keys({"forward", "backward"});
+  g.attention_forward_efficiency = fraction(att, "forward", 0.5);
+  g.attention_backward_efficiency = fraction(att, "backward", 0.4);
+  return g;
+}
+
+void GpuCatalog::add(const GpuSpec& g) {
+  gpus_[g.name] = g;
+  for (const auto& a : g.aliases) alias_[a] = g.name;
+}
+
+GpuCatalog GpuCatalog::load_dir(const std::string& dir) {
+  GpuCatalog c;
+  std::vector<std::string> files;
+  if (std::filesystem::is_directory(dir + "/gpus"))
+    for (const auto& e : std::filesystem::directory_iterator(dir + "/gpus"))
+      if (e.path().extension() == ".yaml") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) c.add(parse_file(f));
+  if (c.gpus_.empty()) throw config::InputError(dir + "/gpus", 0, "", "no GPU profiles found", "check the folder");
+  return c;
+}
+
+bool GpuCatalog::has(const std::string& name) const { return gpus_.count(name) || alias_.count(name); }
+
+const GpuSpec& GpuCatalog::get(const std::string& name) const {
+  if (auto it = gpus_.find(name); it != gpus_.end()) return it->second;
+  if (auto it = alias_.find(name); it != alias_.end()) return gpus_.at(it->second);
+  std::vector<std::string> names;
+  for (const auto& [k, v] : gpus_) names.push_back(k);
+  for (const auto& [k, v] : alias_) names.push_back(k);
+  const std::string near = config::nearest(name, names);
+  std::string all;
+  for (const auto& [k, v] : gpus_) all += (all.empty() ? "" : ", ") + k;
+  throw config::InputError("", 0, "gpu", "unknown GPU '" + name + "'",
+                           (near.empty() ? "" : "did you mean '" + near + "'? ") + "Known GPUs: " + all +
+                               " (add one as models/hardware/gpus/<name>.yaml)");
+}
+
+std::vector<std::string> GpuCatalog::names() const {
+  std::vector<std::string> v;
+  for (const auto& [k, s] : gpus_) v.push_back(k);
+  return v;
+}
+
+}  // namespace stacksim::hw
