@@ -145,9 +145,14 @@ Route Cluster::route(DeviceId src, DeviceId dst, uint64_t ecmp_key) const {
       throw std::runtime_error("no route from " + device(src).name + " to " + device(dst).name);
     DeviceId cur = src;
     for (int hop = 0; cur != dst; ++hop) {
+      // Among next hops on a shortest path, the widest links win (NVLink over PCIe); ECMP
+      // spreads over the equally wide ones.
       std::vector<LinkId> next;
+      double widest = 0;
       for (LinkId l : c.out_links[cur])
-        if ((*dist)[link_target(l)] == (*dist)[cur] - 1) next.push_back(l);
+        if ((*dist)[link_target(l)] == (*dist)[cur] - 1) widest = std::max(widest, link(l).bandwidth_Bps);
+      for (LinkId l : c.out_links[cur])
+        if ((*dist)[link_target(l)] == (*dist)[cur] - 1 && link(l).bandwidth_Bps == widest) next.push_back(l);
       const LinkId l = next[mix(ecmp_key * 131 + hop) % next.size()];
       r.links.push_back(l);
       cur = link_target(l);
