@@ -1,0 +1,44 @@
+// stacksim command line: parses arguments, calls the analysis library, formats output.
+// Exit codes (DESIGN.md): 0 success, 2 bad input (file, key, reason named), 1 internal error.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "config/error.hpp"
+#include "models/analysis/commands.hpp"
+
+namespace {
+
+const char* kUsage =
+    "usage: stacksim <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run SCENARIO.yaml [--set KEY=VALUE]... [--json FILE] [--trace FILE] [-v]\n"
+    "      simulate one training step (or the collective benchmark) the scenario describes\n"
+    "  validate CASES.yaml [--json FILE] [--kind KIND,...] [--source KEY,...]\n"
+    "      predict every published case and print predicted vs measured with the error summary\n"
+    "  catalog [gpus|nodes|nics]\n"
+    "      list the bundled hardware catalogue\n"
+    "\n"
+    "Run 'stacksim <command> --help' for the options of one command.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    return stacksim::analysis::run_command(command, args, std::cout, std::cerr);
+  } catch (const stacksim::config::InputError& e) {
+    std::cerr << "stacksim " << command << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "stacksim " << command << ": internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

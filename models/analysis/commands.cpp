@@ -1,0 +1,177 @@
+#include "models/analysis/commands.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <algorithm>
+
+#include "config/error.hpp"
+#include "models/analysis/catalogs.hpp"
+#include "models/analysis/output.hpp"
+#include "models/analysis/scenario.hpp"
+#include "models/analysis/training.hpp"
+#include "models/analysis/validation.hpp"
+
+namespace stacksim::analysis {
+namespace {
+
+struct Args {
+  std::vector<std::string> positional;
+  std::vector<std::string> sets;
+  std::string json, trace, output;
+  std::vector<std::string> kinds, sources, ids;
+  bool verbose = false, help = false;
+};
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+Args parse_args(const std::string& command, const std::vector<std::string>& args,
+                const std::vector<std::string>& allowed) {
+  Args a;
+  auto allowed_flag = [&](const std::string& f) {
+    for (const auto& x : allowed) if (x == f) return true;
+    return false;
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& x = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size())
+        throw config::InputError("command line", 0, x, "needs a value", "write " + x + " VALUE");
+      return args[++i];
+    };
+    if (x == "--help" || x == "-h") { a.help = true; continue; }
+    if (x.rfind("-", 0) == 0 && x.size() > 1 && !allowed_flag(x)) {
+      std::string valid;
+      for (const auto& f : allowed) valid += (valid.empty() ? "" : ", ") + f;
+      const std::string near = config::nearest(x, allowed);
+      throw config::InputError("command line", 0, x, "unknown option for '" + command + "'",
+                               near.empty() ? "valid options: " + valid : "did you mean " + near + "?");
+    }
+    if (x == "--set") a.sets.push_back(value());
+    else if (x == "--json") a.json = value();
+    else if (x == "--trace") a.trace = value();
+    else if (x == "-o" || x == "--output") a.output = value();
+    else if (x == "--kind") for (auto& k : split_commas(value())) a.kinds.push_back(k);
+    else if (x == "--source") for (auto& k : split_commas(value())) a.sources.push_back(k);
+    else if (x == "--id") for (auto& k : split_commas(value())) a.ids.push_back(k);
+    else if (x == "-v" || x == "--verbose") a.verbose = true;
+    else a.positional.push_back(x);
+  }
+  return a;
+}
+
+const char* kRunHelp =
+    "usage: stacksim run SCENARIO.yaml [--set KEY=VALUE]... [--json FILE] [--trace FILE] [-v]\n"
+    "  Simulates one training step of the scenario (or its collective benchmark) and prints the\n"
+    "  step time, throughput, TFLOP/s per GPU, MFU, memory per GPU and where the time goes.\n"
+    "  --set KEY=VALUE  override any scenario key, e.g. --set hardware.gpu=H200-SXM-141GB\n"
+    "                   --set parallelism.tp=4 --set cluster.nodes=16 (repeatable)\n"
+    "  --json FILE      write the result as JSON (step_time_s, tokens_per_s, tflops_per_gpu, mfu,\n"
+    "                   memory_per_gpu_bytes, breakdown, bottleneck, ...)\n"
+    "  --trace FILE     write the step's timeline as Chrome-trace JSON (open in ui.perfetto.dev)\n"
+    "  -v               print engine statistics (events, solves, simulated seconds per wall second)\n";
+
+const char* kValidateHelp =
+    "usage: stacksim validate CASES.yaml [--json FILE] [--kind K,...] [--source KEY,...] [--id SUBSTR,...]\n"
+    "  Predicts every case of a stacksim-validation/1 file and prints predicted vs measured per\n"
+    "  case, then MAPE and max error per kind and source. Cases that cannot be built are listed\n"
+    "  with the reason and counted apart.\n";
+
+int cmd_run(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
+  const Args a = parse_args("run", raw, {"--set", "--json", "--trace", "-v", "--verbose"});
+  if (a.help) { out << kRunHelp; return 0; }
+  if (a.positional.size() != 1)
+    throw config::InputError("command line", 0, "SCENARIO", "run takes exactly one scenario file",
+                             "write: stacksim run scenarios/llama3-70b-64xh100.yaml");
+  const Scenario s = load_scenario(a.positional[0], a.sets);
+  RunOptions options;
+  options.trace_path = a.trace;
+  if (s.kind == WorkloadKind::CollectiveBenchmark) {
+    const auto rows = run_collective_benchmark(s.bench);
+    print_collective_table(s, rows, out);
+    if (!a.json.empty()) write_json_atomically(a.json, collective_table_json(s, rows));
+    return 0;
+  }
+  const TrainingResult r = simulate_training(s.training, options);
+  print_training(s, r, a.verbose, out);
+  if (!a.json.empty()) write_json_atomically(a.json, training_json(s, r));
+  return 0;
+}
+
+int cmd_validate(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
+  const Args a = parse_args("validate", raw, {"--json", "--kind", "--source", "--id"});
+  if (a.help) { out << kValidateHelp; return 0; }
+  if (a.positional.size() != 1)
+    throw config::InputError("command line", 0, "CASES", "validate takes exactly one case file",
+                             "write: stacksim validate ../shared/validation/cases.yaml");
+  ValidationFilter f{a.kinds, a.sources, a.ids};
+  const auto outcomes = validate_file(a.positional[0], f);
+  print_validation(outcomes, out);
+  if (!a.json.empty()) write_json_atomically(a.json, validation_json(outcomes));
+  return 0;
+}
+
+int cmd_catalog(const std::vector<std::string>& raw, std::ostream& out) {
+  const Args a = parse_args("catalog", raw, {});
+  if (a.help) {
+    out << "usage: stacksim catalog [gpus|nodes|nics]\n  Lists the bundled hardware catalogue (models/hardware).\n";
+    return 0;
+  }
+  const std::string what = a.positional.empty() ? "all" : a.positional[0];
+  if (what != "all" && what != "gpus" && what != "nodes" && what != "nics")
+    throw config::InputError("command line", 0, what, "unknown catalogue section", "use gpus, nodes or nics");
+  const Catalogs& c = Catalogs::bundled();
+  char line[256];
+  if (what == "all" || what == "gpus") {
+    out << "GPUs:\n";
+    for (const auto& n : c.gpus.names()) {
+      const auto& g = c.gpus.get(n);
+      std::snprintf(line, sizeof line, "  %-18s %-10s %4d SMs  bf16/fp16 %6.0f TFLOP/s  HBM %5.0f GB at %5.0f GB/s\n",
+                    n.c_str(), g.architecture.c_str(), g.sm_count,
+                    std::max(g.peak("bf16"), g.peak("fp16")) / 1e12, g.memory_bytes / 1e9, g.hbm_Bps / 1e9);
+      out << line;
+    }
+  }
+  if (what == "all" || what == "nodes") {
+    out << "nodes:\n";
+    for (const auto& n : c.nodes.node_names()) {
+      const auto& s = c.nodes.node(n);
+      std::snprintf(line, sizeof line, "  %-14s %2d x %-16s %-8s %5.0f GB/s/GPU  %d x %s\n", n.c_str(), s.gpus_per_node,
+                    s.gpu.c_str(), s.intra_type.c_str(), s.intra_bandwidth_Bps / 1e9, s.nics, s.nic.c_str());
+      out << line;
+    }
+  }
+  if (what == "all" || what == "nics") {
+    out << "NICs:\n";
+    for (const auto& n : c.nodes.nic_names()) {
+      const auto& s = c.nodes.nic(n);
+      std::snprintf(line, sizeof line, "  %-12s %6.0f Gb/s  %s (%s)\n", n.c_str(), s.bandwidth_Bps * 8 / 1e9,
+                    s.fabric.c_str(), s.generation.c_str());
+      out << line;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_command(const std::string& command, const std::vector<std::string>& args, std::ostream& out,
+                std::ostream& err) {
+  if (command == "run") return cmd_run(args, out, err);
+  if (command == "validate") return cmd_validate(args, out, err);
+  if (command == "catalog") return cmd_catalog(args, out);
+  const std::vector<std::string> commands{"run", "validate", "catalog"};
+  const std::string near = config::nearest(command, commands);
+  throw config::InputError("command line", 0, command, "unknown command",
+                           near.empty() ? "run 'stacksim --help' for the list"
+                                        : "did you mean '" + near + "'?");
+}
+
+}  // namespace stacksim::analysis

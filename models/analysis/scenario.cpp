@@ -1,0 +1,153 @@
+#include "models/analysis/scenario.hpp"
+
+#include <cmath>
+#include <filesystem>
+
+#include "config/yaml.hpp"
+#include "models/analysis/catalogs.hpp"
+
+namespace stacksim::analysis {
+namespace {
+
+const std::vector<std::string> kTopKeys = {"name", "description", "hardware", "cluster", "model",
+                                           "parallelism", "collective"};
+
+coll::CollectiveOp parse_op(const config::Node& n) {
+  const std::string s = n.as_string();
+  static const std::vector<std::pair<std::string, coll::CollectiveOp>> ops = {
+      {"all_reduce", coll::CollectiveOp::AllReduce}, {"reduce_scatter", coll::CollectiveOp::ReduceScatter},
+      {"all_gather", coll::CollectiveOp::AllGather}, {"all_to_all", coll::CollectiveOp::AllToAll},
+      {"broadcast", coll::CollectiveOp::Broadcast}, {"send_recv", coll::CollectiveOp::SendRecv}};
+  std::vector<std::string> names;
+  for (const auto& [name, op] : ops) {
+    if (name == s) return op;
+    names.push_back(name);
+  }
+  const std::string near = config::nearest(s, names);
+  n.fail("", "unknown collective '" + s + "'",
+         near.empty() ? "use one of all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send_recv"
+                      : "did you mean '" + near + "'?");
+}
+
+coll::Algorithm parse_algorithm(const config::Node& n) {
+  const std::string s = n.as_string();
+  if (s == "auto") return coll::Algorithm::Auto;
+  if (s == "ring") return coll::Algorithm::Ring;
+  if (s == "tree") return coll::Algorithm::Tree;
+  if (s == "hierarchical") return coll::Algorithm::Hierarchical;
+  if (s == "nvls" || s == "in_switch") return coll::Algorithm::InSwitch;
+  n.fail("", "unknown algorithm '" + s + "'", "use auto, ring, tree, hierarchical or nvls");
+}
+
+CollectiveBenchSetup parse_bench(const config::Node& c, const topo::ClusterConfig& cluster,
+                                 int cluster_gpus) {
+  c.check_keys({"op", "gpus", "ranks", "sizes", "algorithm"});
+  CollectiveBenchSetup b;
+  b.cluster = cluster;
+  b.op = parse_op(c["op"]);
+  if (c.has("algorithm")) b.algorithm = parse_algorithm(c["algorithm"]);
+  if (c.has("ranks")) {
+    const config::Node r = c["ranks"];
+    if (!r.is_sequence()) r.fail("", "expected a list of GPU ranks", "write e.g. ranks: [0, 1, 2, 3]");
+    for (size_t i = 0; i < r.size(); ++i) {
+      const long long v = r.at(i).as_int();
+      if (v < 0 || v >= cluster_gpus)
+        r.at(i).fail("", "GPU " + std::to_string(v) + " does not exist (the cluster has " +
+                             std::to_string(cluster_gpus) + " GPUs: 0.." + std::to_string(cluster_gpus - 1) + ")",
+                     "name GPUs that exist, or add nodes");
+      b.ranks.push_back(static_cast<int>(v));
+    }
+  } else {
+    const long long n = c.has("gpus") ? c.required_int("gpus") : cluster_gpus;
+    if (n < 2 || n > cluster_gpus)
+      c.fail("gpus", "needs between 2 and " + std::to_string(cluster_gpus) + " GPUs, got " + std::to_string(n),
+             "use at most the cluster's GPU count, or add nodes");
+    for (int i = 0; i < n; ++i) b.ranks.push_back(i);
+  }
+  if (b.ranks.size() < 2) c.fail("ranks", "a collective needs at least 2 GPUs", "list two or more ranks");
+  const config::Node sizes = c["sizes"];
+  if (sizes.is_null()) {
+    for (double s = 1024; s <= 8.0 * (1ull << 30); s *= 2) b.sizes_bytes.push_back(s);
+  } else if (sizes.is_sequence()) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      try {
+        b.sizes_bytes.push_back(sim::parse_quantity(sizes.at(i).as_string(), sim::Dimension::Bytes, 1.0));
+      } catch (const std::invalid_argument& e) {
+        sizes.at(i).fail("", e.what(), "write a size such as '1 MiB'");
+      }
+      if (!(b.sizes_bytes.back() > 0)) sizes.at(i).fail("", "sizes must be positive", "use a size above 0");
+    }
+  } else {
+    sizes.check_keys({"min", "max", "factor"});
+    const double lo = sizes.positive("min", sizes.required_quantity("min", sim::Dimension::Bytes, 1.0));
+    const double hi = sizes.positive("max", sizes.required_quantity("max", sim::Dimension::Bytes, 1.0));
+    const double f = sizes.optional_number("factor").value_or(2.0);
+    if (!(f > 1.0)) sizes.fail("factor", "must be greater than 1", "use e.g. factor: 2");
+    if (hi < lo) sizes.fail("max", "is smaller than min", "swap them");
+    for (double s = lo; s <= hi * (1 + 1e-12); s *= f) b.sizes_bytes.push_back(std::round(s));
+  }
+  return b;
+}
+
+}  // namespace
+
+Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const std::string& base_dir) {
+  const config::Node top(root, origin, "");
+  top.require_map();
+  top.check_keys(kTopKeys);
+  const Catalogs& cat = Catalogs::bundled();
+  Scenario s;
+  s.file = origin;
+  s.yaml = root;
+  s.name = top.string_or("name", std::filesystem::path(origin).stem().string());
+
+  if (!top.has("cluster"))
+    top.fail("cluster", "missing", "add a 'cluster:' section, e.g. cluster: {node: dgx-h100, nodes: 8}");
+  // hardware.gpu is the what-if knob of the GPU in every node; it wins over cluster.gpu.
+  const config::Node hw = top["hardware"];
+  hw.check_keys({"gpu"});
+  YAML::Node cluster_yaml = YAML::Clone(root["cluster"]);
+  if (hw.has("gpu")) cluster_yaml["gpu"] = hw.required_string("gpu");
+  const config::Node cluster_node(cluster_yaml, origin, "cluster");
+  const topo::ClusterConfig cc = topo::parse_cluster_config(cluster_node, cat.nodes);
+  const std::string gpu_name = cc.gpu;
+  cat.gpus.get(gpu_name);  // unknown GPU -> InputError with the nearest name
+
+  if (top.has("collective")) {
+    if (top.has("model") || top.has("parallelism"))
+      top.fail("collective", "a scenario is either a training job or a collective benchmark",
+               "remove 'collective' or 'model'/'parallelism'");
+    s.kind = WorkloadKind::CollectiveBenchmark;
+    s.bench = parse_bench(top["collective"], cc, cc.num_gpus());
+    s.bench.name = s.name;
+    return s;
+  }
+  if (!top.has("model")) top.fail("model", "missing", "add a 'model:' section (or 'collective:' for a benchmark)");
+  if (!top.has("parallelism")) top.fail("parallelism", "missing", "add a 'parallelism:' section with tp, pp, dp, ...");
+  s.kind = WorkloadKind::Training;
+  TrainingSetup& t = s.training;
+  t.name = s.name;
+  t.origin = origin;
+  t.cluster = cc;
+  t.gpu = gpu_name;
+  t.model = workload::parse_model(top["model"], base_dir);
+  YAML::Node plan_yaml = YAML::Clone(root["parallelism"]);
+  if (plan_yaml["recompute"] && plan_yaml["recompute"].as<std::string>() == "auto") {
+    t.recompute_auto = true;
+    plan_yaml["recompute"] = "none";
+  }
+  const config::Node plan_node(plan_yaml, origin, "parallelism");
+  t.plan = workload::parse_plan(plan_node);
+  workload::check_plan(t.model, t.plan, cc.num_gpus(), plan_node);
+  return s;
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  const config::Node file = config::Node::load_file(path);
+  YAML::Node root = file.yaml();
+  for (const auto& o : overrides) config::apply_override(root, o, "--set " + o);
+  const std::string base = std::filesystem::path(path).parent_path().string();
+  return scenario_from_yaml(root, path, base.empty() ? "." : base);
+}
+
+}  // namespace stacksim::analysis

@@ -1,0 +1,202 @@
+#include "models/analysis/training.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+#include "models/analysis/catalogs.hpp"
+#include "models/collectives/collective.hpp"
+#include "models/compute/gpu_model.hpp"
+#include "models/workload/ops.hpp"
+#include "models/workload/program_builder.hpp"
+#include "models/workload/replay.hpp"
+#include "sim/units.hpp"
+
+namespace stacksim::analysis {
+namespace {
+
+// Human labels for the breakdown's categories, used in the bottleneck verdict.
+std::string label(const std::string& category) {
+  if (category == "gemm") return "GEMM compute";
+  if (category == "attention") return "attention compute";
+  if (category == "elementwise") return "element-wise/memory-bound kernels";
+  if (category == "optimizer") return "optimizer step";
+  if (category == "tp_comm") return "exposed tensor-parallel communication";
+  if (category == "cp_comm") return "exposed context-parallel communication";
+  if (category == "ep_comm") return "exposed expert-parallel all-to-all";
+  if (category == "pp_comm") return "exposed pipeline send/recv";
+  if (category == "dp_comm") return "exposed data-parallel communication";
+  if (category == "pipeline_bubble") return "pipeline bubble";
+  if (category == "data_wait") return "waiting for the data loader";
+  return "idle";
+}
+
+}  // namespace
+
+TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& options) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  const Catalogs& cat = Catalogs::bundled();
+  const hw::GpuSpec& gpu = cat.gpus.get(setup.gpu);
+  const compute::GpuModel gpu_model(gpu);
+  TrainingResult r;
+  r.notes = setup.notes;
+  workload::ParallelPlan plan = setup.plan;
+  // recompute: auto = the least recomputation that fits in memory.
+  if (setup.recompute_auto) {
+    for (auto rc : {workload::Recompute::None, workload::Recompute::Selective, workload::Recompute::Full}) {
+      plan.recompute = rc;
+      if (!workload::out_of_memory(workload::memory_per_gpu(setup.model, plan), gpu.memory_bytes)) break;
+    }
+  }
+  r.recompute = workload::recompute_name(plan.recompute);
+  r.memory = workload::memory_per_gpu(setup.model, plan);
+  r.memory_per_gpu_bytes = r.memory.total_bytes();
+  r.gpu_memory_bytes = gpu.memory_bytes;
+  r.oom = workload::out_of_memory(r.memory, gpu.memory_bytes);
+  if (r.oom)
+    r.oom_detail = sim::format_bytes(r.memory_per_gpu_bytes) + " needed per GPU, " + sim::format_bytes(gpu.memory_bytes) +
+                   " available";
+
+  topo::ClusterConfig cc = setup.cluster;
+  const topo::Cluster cluster = topo::build_cluster(cc);
+  const coll::CommTuning tuning = coll::tuning_for(cc.node, cc.nic);
+  const workload::StepProgram program = workload::build_step_program(setup.model, plan, gpu_model);
+  workload::ReplayOptions ro;
+  ro.trace_path = options.trace_path;
+  const workload::ReplayResult rr = workload::replay_step(program, cluster, tuning, ro);
+
+  r.num_gpus = plan.num_gpus();
+  r.step_time_s = rr.step_time_s;
+  r.tokens_per_step = static_cast<double>(plan.global_batch) * setup.model.seq_len;
+  r.tokens_per_s = r.tokens_per_step / r.step_time_s;
+  r.tokens_per_s_per_gpu = r.tokens_per_s / r.num_gpus;
+  r.model_flops_per_step = workload::model_flops_per_step(setup.model, plan);
+  r.hardware_flops_per_step = workload::hardware_flops_per_step(setup.model, plan);
+  r.model_tflops_per_gpu = r.model_flops_per_step / r.step_time_s / r.num_gpus / 1e12;
+  r.hardware_tflops_per_gpu = r.hardware_flops_per_step / r.step_time_s / r.num_gpus / 1e12;
+  r.sc21_tflops_per_gpu = workload::megatron_sc21_flops(plan.global_batch, setup.model.seq_len, setup.model.layers,
+                                                        setup.model.hidden, setup.model.vocab) /
+                          r.step_time_s / r.num_gpus / 1e12;
+  r.peak_tflops = gpu_model.peak(compute::DType::BF16) / 1e12;
+  r.mfu = r.model_tflops_per_gpu / r.peak_tflops;
+  r.hfu = r.hardware_tflops_per_gpu / r.peak_tflops;
+  double worst = -1;
+  for (uint16_t c = 0; c < workload::kNumCategories; ++c) {
+    const std::string name = workload::category_name(c);
+    r.breakdown.emplace_back(name, rr.breakdown_s[c]);
+    if (rr.breakdown_s[c] > worst) {
+      worst = rr.breakdown_s[c];
+      r.bottleneck = label(name);
+    }
+  }
+  r.critical_stage = rr.critical_stage;
+  r.tasks = rr.tasks;
+  r.engine = rr.engine_stats;
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return r;
+}
+
+nlohmann::json training_json(const Scenario& s, const TrainingResult& r) {
+  nlohmann::json breakdown = nlohmann::json::object();
+  for (const auto& [k, v] : r.breakdown) breakdown[k] = v;
+  const auto& m = r.memory;
+  return nlohmann::json{
+      {"scenario", s.name},
+      {"num_gpus", r.num_gpus},
+      {"step_time_s", r.step_time_s},
+      {"tokens_per_step", r.tokens_per_step},
+      {"tokens_per_s", r.tokens_per_s},
+      {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+      {"tflops_per_gpu", r.model_tflops_per_gpu},
+      {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
+      {"sc21_tflops_per_gpu", r.sc21_tflops_per_gpu},
+      {"flops_convention", "model FLOPs: 6 x GEMM params x tokens + 12 x layers x seq x q_width x tokens (no recompute)"},
+      {"peak_tflops", r.peak_tflops},
+      {"mfu", r.mfu},
+      {"hfu", r.hfu},
+      {"recompute", r.recompute},
+      {"memory_per_gpu_bytes", r.memory_per_gpu_bytes},
+      {"memory", {{"weights_bytes", m.weights_bytes}, {"gradients_bytes", m.gradients_bytes},
+                  {"optimizer_bytes", m.optimizer_bytes}, {"activations_bytes", m.activations_bytes},
+                  {"buffers_bytes", m.buffers_bytes}, {"reserve_bytes", m.reserve_bytes},
+                  {"gpu_capacity_bytes", r.gpu_memory_bytes}}},
+      {"oom", r.oom},
+      {"breakdown", breakdown},
+      {"bottleneck", r.bottleneck},
+      {"critical_stage", r.critical_stage},
+      {"notes", r.notes},
+      {"engine", {{"tasks", r.tasks}, {"events", r.engine.events}, {"solves", r.engine.solves},
+                  {"wall_s", r.wall_s}}}};
+}
+
+void print_training(const Scenario& s, const TrainingResult& r, bool verbose, std::ostream& out) {
+  char line[256];
+  out << "scenario " << s.name << ": " << r.num_gpus << " GPUs (" << s.training.gpu << ", " << s.training.cluster.node.name
+      << " x " << s.training.cluster.nodes << ")\n";
+  const auto& p = s.training.plan;
+  std::snprintf(line, sizeof line, "plan: tp %d pp %d dp %d cp %d ep %d vp %d, micro-batch %d, global batch %d, %s, recompute %s, zero %d\n",
+                p.tp, p.pp, p.dp, p.cp, p.ep, p.vp, p.micro_batch, p.global_batch, workload::precision_name(p.precision),
+                r.recompute.c_str(), p.zero);
+  out << line;
+  std::snprintf(line, sizeof line, "step time        %s\n", sim::format_seconds(r.step_time_s).c_str()); out << line;
+  std::snprintf(line, sizeof line, "tokens/s         %.4g (%.4g per GPU)\n", r.tokens_per_s, r.tokens_per_s_per_gpu); out << line;
+  std::snprintf(line, sizeof line, "TFLOP/s per GPU  %.1f model, %.1f with recompute (peak %.0f)\n", r.model_tflops_per_gpu,
+                r.hardware_tflops_per_gpu, r.peak_tflops); out << line;
+  std::snprintf(line, sizeof line, "MFU              %.1f%%\n", 100 * r.mfu); out << line;
+  std::snprintf(line, sizeof line, "memory per GPU   %s of %s%s\n", sim::format_bytes(r.memory_per_gpu_bytes).c_str(),
+                sim::format_bytes(r.gpu_memory_bytes).c_str(), r.oom ? "  -> OUT OF MEMORY" : ""); out << line;
+  out << "where the time goes (critical stage " << r.critical_stage << "):\n";
+  for (const auto& [k, v] : r.breakdown) {
+    if (v <= 0) continue;
+    std::snprintf(line, sizeof line, "  %-16s %10s  %5.1f%%\n", k.c_str(), sim::format_seconds(v).c_str(), 100 * v / r.step_time_s);
+    out << line;
+  }
+  out << "bottleneck: " << r.bottleneck << "\n";
+  for (const auto& n : r.notes) out << "note: " << n << "\n";
+  if (verbose) {
+    std::snprintf(line, sizeof line, "engine: %zu tasks, %llu events, %llu solves, %.3f s wall (%.3g simulated s per wall s)\n",
+                  r.tasks, static_cast<unsigned long long>(r.engine.events), static_cast<unsigned long long>(r.engine.solves),
+                  r.wall_s, r.step_time_s / std::max(1e-9, r.wall_s));
+    out << line;
+  }
+}
+
+std::vector<CollectiveRow> run_collective_benchmark(const CollectiveBenchSetup& b) {
+  const topo::Cluster cluster = topo::build_cluster(b.cluster);
+  const coll::CommTuning tuning = coll::tuning_for(b.cluster.node, b.cluster.nic);
+  std::vector<CollectiveRow> rows;
+  for (double bytes : b.sizes_bytes) {
+    coll::Collective c;
+    c.op = b.op;
+    c.ranks = b.ranks;
+    c.bytes = bytes;
+    c.algorithm = b.algorithm;
+    if (c.op == coll::CollectiveOp::SendRecv) c.peer = b.ranks.back();
+    const coll::CollectiveTiming t = coll::time_collective(cluster, tuning, c);
+    rows.push_back({bytes, t.seconds, t.algbw_Bps / 1e9, t.busbw_Bps / 1e9,
+                    std::string(coll::algorithm_name(t.algorithm)) + "/" + t.protocol});
+  }
+  return rows;
+}
+
+nlohmann::json collective_table_json(const Scenario& s, const std::vector<CollectiveRow>& rows) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& r : rows)
+    j.push_back({{"bytes", r.bytes}, {"time_s", r.seconds}, {"algbw_GBps", r.algbw_GBps}, {"busbw_GBps", r.busbw_GBps},
+                 {"algorithm", r.algorithm}});
+  return nlohmann::json{{"scenario", s.name}, {"op", coll::op_name(s.bench.op)}, {"gpus", s.bench.ranks.size()}, {"rows", j}};
+}
+
+void print_collective_table(const Scenario& s, const std::vector<CollectiveRow>& rows, std::ostream& out) {
+  char line[200];
+  out << "# " << s.name << ": " << coll::op_name(s.bench.op) << " on " << s.bench.ranks.size() << " GPUs ("
+      << s.bench.cluster.node.name << " x " << s.bench.cluster.nodes << ")\n";
+  std::snprintf(line, sizeof line, "%14s %12s %12s %12s  %s\n", "size (B)", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "algorithm");
+  out << line;
+  for (const auto& r : rows) {
+    std::snprintf(line, sizeof line, "%14.0f %12.2f %12.2f %12.2f  %s\n", r.bytes, r.seconds * 1e6, r.algbw_GBps, r.busbw_GBps,
+                  r.algorithm.c_str());
+    out << line;
+  }
+}
+
+}  // namespace stacksim::analysis

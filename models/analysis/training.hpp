@@ -1,0 +1,64 @@
+// Simulating one training step of a scenario and the metrics the field reports.
+// Model FLOPs follow Megatron-LM/NeMo (no recomputation; see models/workload/flops.hpp);
+// MFU divides them by the dense 16-bit peak of the GPU (the convention of PaLM and MegatronLM,
+// also for FP8 runs); the SC'21 figure uses Narayanan et al.'s recompute-inclusive count.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "models/analysis/scenario.hpp"
+#include "models/workload/memory.hpp"
+#include "sim/engine.hpp"
+
+namespace stacksim::analysis {
+
+struct RunOptions {
+  std::string trace_path;
+};
+
+struct TrainingResult {
+  int num_gpus = 0;
+  double step_time_s = 0;
+  double tokens_per_step = 0;
+  double tokens_per_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double model_flops_per_step = 0;
+  double hardware_flops_per_step = 0;
+  double model_tflops_per_gpu = 0;
+  double hardware_tflops_per_gpu = 0;
+  double sc21_tflops_per_gpu = 0;
+  double mfu = 0;
+  double hfu = 0;
+  double peak_tflops = 0;              // the dense 16-bit peak used for MFU
+  workload::MemoryFootprint memory;
+  double memory_per_gpu_bytes = 0;
+  double gpu_memory_bytes = 0;
+  bool oom = false;
+  std::string oom_detail;
+  std::string recompute;               // the recomputation simulated
+  std::vector<std::pair<std::string, double>> breakdown;  // seconds, sums to step_time_s
+  std::string bottleneck;
+  int critical_stage = 0;
+  size_t tasks = 0;
+  sim::EngineStats engine;
+  double wall_s = 0;
+  std::vector<std::string> notes;
+};
+
+TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& options);
+
+nlohmann::json training_json(const Scenario& s, const TrainingResult& r);
+void print_training(const Scenario& s, const TrainingResult& r, bool verbose, std::ostream& out);
+
+struct CollectiveRow {
+  double bytes = 0, seconds = 0, algbw_GBps = 0, busbw_GBps = 0;
+  std::string algorithm;
+};
+std::vector<CollectiveRow> run_collective_benchmark(const CollectiveBenchSetup& b);
+nlohmann::json collective_table_json(const Scenario& s, const std::vector<CollectiveRow>& rows);
+void print_collective_table(const Scenario& s, const std::vector<CollectiveRow>& rows, std::ostream& out);
+
+}  // namespace stacksim::analysis

@@ -1,0 +1,220 @@
+#include "models/analysis/training_cases.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "models/analysis/scenario.hpp"
+#include "models/analysis/training.hpp"
+
+namespace stacksim::analysis {
+namespace {
+
+bool has(const YAML::Node& n, const char* key) { return n && n[key] && !n[key].IsNull(); }
+
+template <typename T>
+T get(const YAML::Node& n, const char* key) { return n[key].as<T>(); }
+
+// Node type for a canonical GPU name (validation README). Names that leave the memory size open
+// ("A100-SXM4") get the 80 GB system, the variant of every A100 system in the sources.
+std::string node_for_gpu(const std::string& gpu) {
+  if (gpu.rfind("V100", 0) == 0) return "dgx-2-v100";
+  if (gpu == "A100-SXM4-40GB") return "dgx-a100-40gb";
+  if (gpu.rfind("A100-SXM4", 0) == 0) return "dgx-a100";
+  if (gpu.rfind("A100-PCIe", 0) == 0) return "pcie-a100";
+  if (gpu.rfind("H100-SXM5", 0) == 0) return "dgx-h100";
+  if (gpu.rfind("H100-PCIe", 0) == 0) return "pcie-h100";
+  if (gpu.rfind("H800", 0) == 0) return "hgx-h800";
+  if (gpu.rfind("H200", 0) == 0) return "dgx-h200";
+  if (gpu.rfind("B200", 0) == 0) return "dgx-b200";
+  throw std::runtime_error("no node type is known for GPU '" + gpu + "'");
+}
+
+// NIC catalogue name for a stated fabric and line rate.
+std::string nic_for(const std::string& fabric, int gbps) {
+  if (fabric == "roce" || fabric == "ethernet") return gbps >= 400 ? "roce-400" : "roce-200";
+  if (gbps >= 800) return "cx8-xdr800";
+  if (gbps >= 400) return "cx7-ndr400";
+  if (gbps >= 200) return "cx6-hdr200";
+  return "cx5-edr100";
+}
+
+}  // namespace
+
+YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>& defaults) {
+  const YAML::Node hw = c["hardware"], m = c["model"], p = c["parallelism"];
+  if (!has(hw, "gpu")) throw std::runtime_error("hardware.gpu is null");
+  if (!has(hw, "num_gpus")) throw std::runtime_error("hardware.num_gpus is null");
+  const std::string gpu = get<std::string>(hw, "gpu");
+  const int gpus = get<int>(hw, "num_gpus");
+
+  YAML::Node s;
+  s["name"] = get<std::string>(c, "id");
+  // --- cluster
+  YAML::Node cl;
+  cl["node"] = node_for_gpu(gpu);
+  cl["gpu"] = gpu;
+  int per_node = 8;
+  if (has(hw, "gpus_per_node")) {
+    per_node = get<int>(hw, "gpus_per_node");
+    cl["gpus_per_node"] = per_node;
+  } else {
+    defaults.push_back("hardware.gpus_per_node: the node type's default");
+    per_node = gpu.rfind("V100", 0) == 0 ? 16 : 8;
+  }
+  if (gpus < per_node) cl["gpus_per_node"] = gpus;  // a single partial node
+  cl["nodes"] = std::max(1, (gpus + per_node - 1) / per_node);
+  const YAML::Node inter = hw["inter_node"];
+  if (has(inter, "nic_gbps")) {
+    cl["nic"] = nic_for(has(inter, "fabric") ? get<std::string>(inter, "fabric") : "infiniband",
+                        get<int>(inter, "nic_gbps"));
+  } else {
+    defaults.push_back("hardware.inter_node.nic_gbps: the node type's NIC");
+  }
+  if (has(inter, "nics_per_node")) cl["nics_per_node"] = get<int>(inter, "nics_per_node");
+  else defaults.push_back("hardware.inter_node.nics_per_node: the node type's NIC count");
+  YAML::Node fabric;
+  fabric["topology"] = "fat_tree";
+  fabric["oversubscription"] = 1.0;
+  cl["fabric"] = fabric;
+  defaults.push_back("fabric: non-blocking two-tier fat-tree");
+  s["cluster"] = cl;
+
+  // --- model
+  if (!m) throw std::runtime_error("the case has no model");
+  for (const char* k : {"layers", "hidden", "heads", "seq_len"})
+    if (!has(m, k)) throw std::runtime_error(std::string("model.") + k + " is null");
+  YAML::Node mo;
+  mo["name"] = has(m, "name") ? get<std::string>(m, "name") : std::string("model");
+  const long long hidden = get<long long>(m, "hidden");
+  mo["layers"] = get<long long>(m, "layers");
+  mo["hidden"] = hidden;
+  mo["heads"] = get<long long>(m, "heads");
+  mo["seq_len"] = get<long long>(m, "seq_len");
+  if (has(m, "kv_heads")) mo["kv_heads"] = get<long long>(m, "kv_heads");
+  else defaults.push_back("model.kv_heads: = heads (multi-head attention)");
+  long long ffn = 4 * hidden;
+  if (has(m, "ffn_hidden")) ffn = get<long long>(m, "ffn_hidden");
+  else defaults.push_back("model.ffn_hidden: 4 * hidden");
+  mo["ffn_hidden"] = ffn;
+  if (has(m, "vocab")) mo["vocab"] = get<long long>(m, "vocab");
+  else { mo["vocab"] = 51200; defaults.push_back("model.vocab: 51200 (GPT-2 BPE padded, Megatron's default)"); }
+  if (has(m, "mlp")) {
+    mo["mlp"] = get<std::string>(m, "mlp");
+  } else {
+    // LLaMA-style gated MLPs use ~8/3 h widths; GPT-style MLPs use 4 h.
+    const bool gated = static_cast<double>(ffn) / hidden < 3.5;
+    mo["mlp"] = gated ? "swiglu" : "gelu";
+    defaults.push_back(std::string("model.mlp: ") + (gated ? "swiglu (ffn_hidden < 3.5 h)" : "gelu (ffn_hidden >= 3.5 h)"));
+  }
+  if (has(m, "moe")) {
+    const YAML::Node moe = m["moe"];
+    if (!has(moe, "experts") || !has(moe, "top_k"))
+      throw std::runtime_error("model.moe.experts or model.moe.top_k is null");
+    YAML::Node mm;
+    mm["experts"] = get<int>(moe, "experts");
+    mm["top_k"] = get<int>(moe, "top_k");
+    if (has(moe, "shared_experts")) mm["shared_experts"] = get<int>(moe, "shared_experts");
+    if (has(moe, "expert_ffn_hidden")) mm["expert_ffn_hidden"] = get<long long>(moe, "expert_ffn_hidden");
+    else { mm["expert_ffn_hidden"] = ffn; defaults.push_back("model.moe.expert_ffn_hidden: = ffn_hidden"); }
+    mo["moe"] = mm;
+  }
+  s["model"] = mo;
+
+  // --- parallelism
+  if (!p) throw std::runtime_error("the case has no parallelism");
+  YAML::Node pl;
+  const int cp = has(p, "cp") ? get<int>(p, "cp") : 1;
+  const int ep = has(p, "ep") ? get<int>(p, "ep") : 1;
+  int tp = has(p, "tp") ? get<int>(p, "tp") : 0;
+  int pp = has(p, "pp") ? get<int>(p, "pp") : 0;
+  int dp = has(p, "dp") ? get<int>(p, "dp") : 0;
+  if (!tp || !pp) {
+    if (!dp) throw std::runtime_error("parallelism.tp/pp and dp are null");
+    const int mp = gpus / (dp * cp);
+    if (!tp && !pp) {
+      tp = std::min(mp, per_node);
+      pp = mp / tp;
+      defaults.push_back("parallelism.tp/pp: model-parallel size split as tp = min(mp, GPUs per node), pp = mp / tp");
+    } else if (!tp) {
+      tp = mp / pp;
+      defaults.push_back("parallelism.tp: GPUs / (dp * cp * pp)");
+    } else {
+      pp = mp / tp;
+      defaults.push_back("parallelism.pp: GPUs / (dp * cp * tp)");
+    }
+  }
+  if (!dp) {
+    dp = gpus / (tp * pp * cp);
+    defaults.push_back("parallelism.dp: GPUs / (tp * pp * cp)");
+  }
+  pl["tp"] = tp; pl["pp"] = pp; pl["dp"] = dp; pl["cp"] = cp; pl["ep"] = ep;
+  if (!has(p, "cp")) defaults.push_back("parallelism.cp: 1");
+  if (has(p, "vp")) pl["vp"] = get<int>(p, "vp");
+  else { pl["vp"] = 1; defaults.push_back("parallelism.vp: 1 (no interleaving)"); }
+  if (has(p, "sequence_parallel")) pl["sequence_parallel"] = get<bool>(p, "sequence_parallel");
+  else { pl["sequence_parallel"] = false; defaults.push_back("parallelism.sequence_parallel: false"); }
+  if (has(p, "micro_batch")) pl["micro_batch"] = get<int>(p, "micro_batch");
+  else { pl["micro_batch"] = 1; defaults.push_back("parallelism.micro_batch: 1"); }
+  if (!has(p, "global_batch")) throw std::runtime_error("parallelism.global_batch is null");
+  pl["global_batch"] = get<int>(p, "global_batch");
+  if (has(p, "zero")) pl["zero"] = get<int>(p, "zero");
+  else { pl["zero"] = 0; defaults.push_back("parallelism.zero: 0"); }
+  if (has(p, "precision")) {
+    pl["precision"] = get<std::string>(p, "precision");
+  } else {
+    const bool has_bf16 = gpu.rfind("V100", 0) != 0;
+    pl["precision"] = has_bf16 ? "bf16" : "fp16";
+    defaults.push_back(std::string("parallelism.precision: ") + (has_bf16 ? "bf16" : "fp16 (no bf16 on V100)"));
+  }
+  if (has(p, "recompute")) {
+    pl["recompute"] = get<std::string>(p, "recompute");
+  } else {
+    pl["recompute"] = "auto";
+    defaults.push_back("parallelism.recompute: the least recomputation that fits in memory (none, selective, full)");
+  }
+  s["parallelism"] = pl;
+  return s;
+}
+
+void predict_training_case(const YAML::Node& c, CaseOutcome& out) {
+  const YAML::Node meas = c["measured"];
+  const YAML::Node scenario_yaml = training_case_scenario(c, out.defaults);
+  const Scenario scenario = scenario_from_yaml(scenario_yaml, "case " + out.id);
+  const TrainingResult r = simulate_training(scenario.training, RunOptions{});
+  if (r.oom) out.defaults.push_back("note: predicted out of memory (" + r.oom_detail + ")");
+  if (has(meas, "step_time_s")) {
+    out.metric = "step_time_s";
+    out.predicted = r.step_time_s;
+    out.measured = get<double>(meas, "step_time_s");
+  } else if (has(meas, "tokens_per_s_per_gpu")) {
+    out.metric = "tokens_per_s_per_gpu";
+    out.predicted = r.tokens_per_s_per_gpu;
+    out.measured = get<double>(meas, "tokens_per_s_per_gpu");
+  } else if (has(meas, "model_tflops_per_gpu")) {
+    out.metric = "model_tflops_per_gpu";
+    out.predicted = r.model_tflops_per_gpu;
+    out.measured = get<double>(meas, "model_tflops_per_gpu");
+  } else if (has(meas, "hardware_tflops_per_gpu")) {
+    // Published with the SC'21 recompute-inclusive count: compute it the same way.
+    out.metric = "hardware_tflops_per_gpu (SC'21 count)";
+    out.predicted = r.sc21_tflops_per_gpu;
+    out.measured = get<double>(meas, "hardware_tflops_per_gpu");
+  } else if (has(meas, "mfu")) {
+    out.metric = "mfu";
+    out.predicted = r.mfu;
+    out.measured = get<double>(meas, "mfu");
+  } else {
+    out.error = "the case publishes no step time, throughput, TFLOP/s or MFU (only: see measured.other)";
+  }
+}
+
+}  // namespace stacksim::analysis
+
+namespace stacksim::analysis {
+
+void predict_dataloader_case(const YAML::Node& c, CaseOutcome& out) {
+  out.metric = "step_time_s";
+  out.error = "the host data-loader model (issue 4) is not built yet";
+}
+
+}  // namespace stacksim::analysis

@@ -1,0 +1,26 @@
+// Turning a published training case (stacksim-validation/1) into a scenario, with ONE global
+// policy for every field the source left null (validation README: "One global default policy for
+// unknowns"). The policy is documented in docs/validation.md and every default applied is listed
+// in the case's output, so its effect can be audited. Nothing here looks at a case's id or source.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+#include <vector>
+
+#include "models/analysis/validation.hpp"
+
+namespace stacksim::analysis {
+
+// The scenario YAML a training case describes, with `defaults` naming each policy decision.
+// Throws std::runtime_error when a field the model cannot do without is null.
+YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>& defaults);
+
+// Predicts the case's primary metric: step time where published (or derived), else the
+// published throughput/FLOP-rate metric computed the source's way.
+void predict_training_case(const YAML::Node& c, CaseOutcome& out);
+
+// The data-loader cases (a CPU-bound loader feeding a GPU step).
+void predict_dataloader_case(const YAML::Node& c, CaseOutcome& out);
+
+}  // namespace stacksim::analysis

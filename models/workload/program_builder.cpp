@@ -1,0 +1,174 @@
+#include "models/workload/program_builder.hpp"
+
+#include <stdexcept>
+
+#include "models/workload/ops.hpp"
+
+namespace stacksim::workload {
+namespace {
+
+compute::DType gemm_dtype(Precision p) {
+  switch (p) {
+    case Precision::FP32: return compute::DType::FP32;
+    case Precision::TF32: return compute::DType::TF32;
+    case Precision::FP16: return compute::DType::FP16;
+    case Precision::BF16: return compute::DType::BF16;
+    case Precision::FP8: return compute::DType::FP8;
+  }
+  return compute::DType::BF16;
+}
+
+// Non-GEMM kernels run in 16-bit even in FP8 training (Transformer Engine keeps attention and
+// element-wise work in BF16).
+compute::DType other_dtype(Precision p) {
+  if (p == Precision::FP32 || p == Precision::TF32) return gemm_dtype(p);
+  return p == Precision::FP16 ? compute::DType::FP16 : compute::DType::BF16;
+}
+
+Group to_group(CommGroup g) {
+  switch (g) {
+    case CommGroup::TP: return Group::TP;
+    case CommGroup::CP: return Group::CP;
+    case CommGroup::EP: return Group::EP;
+    case CommGroup::DP: return Group::DP;
+    case CommGroup::PP: break;
+  }
+  throw std::logic_error("pipeline transfers are not layer ops");
+}
+
+coll::CollectiveOp to_collective(CommKind k) {
+  switch (k) {
+    case CommKind::AllReduce: return coll::CollectiveOp::AllReduce;
+    case CommKind::AllGather: return coll::CollectiveOp::AllGather;
+    case CommKind::ReduceScatter: return coll::CollectiveOp::ReduceScatter;
+    case CommKind::AllToAll: return coll::CollectiveOp::AllToAll;
+    case CommKind::SendRecv: return coll::CollectiveOp::SendRecv;
+  }
+  return coll::CollectiveOp::AllReduce;
+}
+
+uint16_t category_of(OpClass c) {
+  switch (c) {
+    case OpClass::Gemm: return kCatGemm;
+    case OpClass::Attention: return kCatAttention;
+    case OpClass::Optimizer: return kCatOptimizer;
+    default: return kCatElementwise;
+  }
+}
+
+class Coster {
+ public:
+  Coster(const ParallelPlan& plan, const compute::GpuModel& gpu)
+      : gpu_(gpu), gemm_(gemm_dtype(plan.precision)), other_(other_dtype(plan.precision)) {}
+
+  CostedOp cost(const Op& op) const {
+    CostedOp c;
+    c.name = op.name;
+    if (op.kind == OpKind::Comm) {
+      c.kind = CostedOp::Kind::Collective;
+      c.group = to_group(op.group);
+      c.op = to_collective(op.comm);
+      c.bytes = op.comm_bytes;
+      // Ring attention exchanges the next K/V block while the current one is processed.
+      c.overlaps_next = op.group == CommGroup::CP;
+      return c;
+    }
+    c.kind = CostedOp::Kind::Compute;
+    c.category = category_of(op.cls);
+    switch (op.kind) {
+      case OpKind::Gemm:
+        c.seconds = gpu_.gemm(op.m, op.n, op.k, gemm_, op.batch).seconds;
+        break;
+      case OpKind::Attention: {
+        const auto& a = op.attention;
+        c.seconds = op.backward ? gpu_.attention_backward(a.batch, a.heads, a.kv_heads, a.seq_q, a.seq_kv,
+                                                          a.head_dim, a.causal, other_).seconds
+                                : gpu_.attention_forward(a.batch, a.heads, a.kv_heads, a.seq_q, a.seq_kv,
+                                                         a.head_dim, a.causal, other_).seconds;
+        break;
+      }
+      case OpKind::MemoryBound:
+        c.seconds = gpu_.memory_bound(op.bytes, op.flops).seconds;
+        break;
+      case OpKind::Comm:
+        break;
+    }
+    return c;
+  }
+
+  std::vector<CostedOp> cost_all(const std::vector<Op>& ops) const {
+    std::vector<CostedOp> out;
+    out.reserve(ops.size());
+    for (const Op& op : ops) {
+      if (op.kind == OpKind::Comm && op.group == CommGroup::PP) continue;  // the replay sends activations
+      out.push_back(cost(op));
+    }
+    return out;
+  }
+
+ private:
+  const compute::GpuModel& gpu_;
+  compute::DType gemm_, other_;
+};
+
+}  // namespace
+
+StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& plan,
+                               const compute::GpuModel& gpu) {
+  const Coster coster(plan, gpu);
+  StepProgram p;
+  p.pp = plan.pp; p.vp = plan.vp; p.tp = plan.tp; p.cp = plan.cp; p.dp = plan.dp; p.ep = plan.ep;
+  p.micro_batches = plan.num_micro_batches();
+  p.schedule = plan.schedule == Schedule::GPipe ? 0 : 1;
+  p.zero = plan.zero;
+  p.overlap_grad_reduce = plan.overlap_grad_reduce;
+  p.overlap_param_gather = plan.overlap_param_gather;
+  p.dp_bucket_bytes = plan.dp_bucket_bytes;
+
+  // Identical layers share one costed program (costing is the expensive part for big models).
+  std::vector<LayerProgram> by_kind(2);
+  std::vector<bool> costed(2, false);
+  p.layers.reserve(model.layers);
+  for (int l = 0; l < model.layers; ++l) {
+    const int kind = model.is_moe_layer(l) ? 1 : 0;
+    if (!costed[kind]) {
+      LayerProgram& lp = by_kind[kind];
+      lp.forward = coster.cost_all(layer_forward_ops(model, plan, l));
+      lp.backward = coster.cost_all(layer_backward_ops(model, plan, l));
+      const double params = layer_params_per_rank(model, plan, l);
+      lp.param_bytes = 2.0 * params;  // 16-bit weights gathered by ZeRO/FSDP
+      lp.grad_bytes = 2.0 * params;   // 16-bit gradients reduced over data parallelism
+      costed[kind] = true;
+    }
+    p.layers.push_back(by_kind[kind]);
+  }
+  if (plan.first_stage_layers > 0 || plan.last_stage_layers > 0) {
+    const int V = plan.pp * plan.vp;
+    const int first = plan.first_stage_layers > 0 ? plan.first_stage_layers : -1;
+    const int last = plan.last_stage_layers > 0 ? plan.last_stage_layers : -1;
+    const int fixed = (first > 0 ? first : 0) + (last > 0 ? last : 0);
+    const int middle_stages = V - (first > 0) - (last > 0);
+    const int rest = model.layers - fixed;
+    if (middle_stages <= 0 || rest % middle_stages != 0)
+      throw std::invalid_argument("first/last stage layers leave an uneven split");
+    p.vstage_begin.push_back(0);
+    for (int v = 0; v < V; ++v) {
+      int n = rest / middle_stages;
+      if (v == 0 && first > 0) n = first;
+      if (v == V - 1 && last > 0) n = last;
+      p.vstage_begin.push_back(p.vstage_begin.back() + n);
+    }
+  }
+  p.pre_forward = coster.cost_all(embedding_forward_ops(model, plan));
+  p.post_backward = coster.cost_all(embedding_backward_ops(model, plan));
+  p.post_forward = coster.cost_all(head_forward_ops(model, plan));
+  p.pre_backward = coster.cost_all(head_backward_ops(model, plan));
+  const double embedding_params = embedding_params_per_rank(model, plan);
+  p.embedding_param_bytes = 2.0 * embedding_params;
+  p.embedding_grad_bytes = 2.0 * embedding_params;
+  p.optimizer = coster.cost_all(optimizer_ops(model, plan));
+  p.p2p_bytes = pipeline_p2p_bytes(model, plan);
+  return p;
+}
+
+}  // namespace stacksim::workload

@@ -1,0 +1,15 @@
+// Costs a parallel plan's ops on a GPU model and assembles the per-rank step program the replay
+// runs: the transformer's per-layer op lists (models/workload/ops.hpp) become compute tasks with
+// roofline times (models/compute/gpu_model.hpp) and collectives on their parallel groups.
+#pragma once
+#include "models/compute/gpu_model.hpp"
+#include "models/workload/model_config.hpp"
+#include "models/workload/parallel_plan.hpp"
+#include "models/workload/replay.hpp"
+
+namespace stacksim::workload {
+
+StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& plan,
+                               const compute::GpuModel& gpu);
+
+}  // namespace stacksim::workload

@@ -1,0 +1,484 @@
+#include "models/workload/replay.hpp"
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include "models/workload/pipeline_schedule.hpp"
+#include "sim/trace.hpp"
+
+namespace stacksim::workload {
+namespace {
+
+const std::vector<std::string> kCategoryNames = {
+    "gemm", "attention", "elementwise", "optimizer", "tp_comm", "cp_comm", "ep_comm",
+    "pp_comm", "dp_comm", "pipeline_bubble", "data_wait", "idle"};
+
+uint16_t comm_category(Group g) {
+  switch (g) {
+    case Group::TP: return kCatTpComm;
+    case Group::CP: return kCatCpComm;
+    case Group::EP: return kCatEpComm;
+    case Group::DP: return kCatDpComm;
+  }
+  return kCatTpComm;
+}
+
+// A communication interval attributed to a stage's representative rank: the tasks
+// [first, exit] of one or more collectives appended together.
+struct CommSpan {
+  int stage;
+  uint16_t category;
+  sim::TaskId first;
+  sim::TaskId exit;
+};
+
+class StepBuilder {
+ public:
+  StepBuilder(const StepProgram& p, const topo::Cluster& cluster, const coll::CommTuning& tuning)
+      : p_(p), cluster_(cluster), tuning_(tuning) {
+    link_res_ = cluster.bind(engine_);
+    gpu_res_.reserve(cluster.num_gpus());
+    for (int r = 0; r < cluster.num_gpus(); ++r)
+      gpu_res_.push_back(engine_.add_resource({"gpu" + std::to_string(r) + ".sm", 1.0}));
+    stages_.resize(p.pp);
+    for (int s = 0; s < p.pp; ++s) {
+      const int rep = global_rank(p, 0, 0, 0, s);
+      const std::string proc = "stage " + std::to_string(s) + " (gpu " + std::to_string(rep) + ")";
+      stages_[s].rep = rep;
+      stages_[s].compute_track = g_.add_track(proc, "compute");
+      stages_[s].comm_track = g_.add_track(proc, "tp/cp/ep/pp comm");
+      stages_[s].dp_track = g_.add_track(proc, "dp comm");
+      stages_[s].cursor = add_join({});
+    }
+  }
+
+  ReplayResult run(const ReplayOptions& options) {
+    build_pipeline();
+    build_tail();
+    sim::ExecutionResult r = sim::execute(engine_, g_);
+    if (!r.completed) throw std::logic_error("replay: the step's task graph has a dependency cycle");
+    if (!options.trace_path.empty()) {
+      const std::string tmp = options.trace_path + ".tmp";
+      {
+        std::ofstream out(tmp, std::ios::binary);
+        if (!out) throw std::runtime_error("cannot write trace file " + options.trace_path);
+        sim::write_chrome_trace(g_, r, kCategoryNames, out);
+      }
+      std::rename(tmp.c_str(), options.trace_path.c_str());
+    }
+    ReplayResult out;
+    out.step_time_s = r.makespan.seconds();
+    out.tasks = g_.size();
+    out.engine_stats = engine_.stats();
+    out.critical_stage = critical_stage(r);
+    out.breakdown_s = breakdown(r, out.critical_stage);
+    return out;
+  }
+
+ private:
+  struct StageState {
+    int rep = 0;
+    sim::TrackId compute_track = 0, comm_track = 0, dp_track = 0;
+    sim::TaskId cursor = sim::kNoTask;
+    sim::TaskId dp_cursor = sim::kNoTask;   // data-parallel stream (gradient buckets, gathers)
+    sim::TaskId ag_cursor = sim::kNoTask;   // FSDP all-gather stream
+    sim::TaskId rs_cursor = sim::kNoTask;   // FSDP reduce-scatter stream
+    // Gradient readiness of the last micro-batch, in backward order: (task, bytes).
+    std::vector<std::pair<sim::TaskId, double>> grads_ready;
+    std::vector<sim::TaskId> chunk_param_gather;  // ZeRO-1/2 overlapped gather per chunk
+  };
+
+  sim::TaskId add_join(const std::vector<sim::TaskId>& deps, sim::TrackId track = sim::kNoTrack) {
+    sim::TaskSpec t;
+    t.track = sim::kNoTrack;
+    (void)track;
+    const sim::TaskId id = g_.add(t);
+    for (sim::TaskId d : deps)
+      if (d != sim::kNoTask) g_.add_dependency(d, id);
+    return id;
+  }
+
+  sim::TaskId add_compute(int s, const CostedOp& op) {
+    sim::TaskSpec t;
+    t.activity.work = op.seconds;
+    t.activity.usages = {{gpu_res_[stages_[s].rep], 1.0}};
+    t.category = op.category;
+    t.track = stages_[s].compute_track;
+    t.name = g_.intern(op.name);
+    const sim::TaskId id = g_.add(t);
+    g_.add_dependency(stages_[s].cursor, id);
+    stages_[s].cursor = id;
+    if (task_stage_.size() <= id) task_stage_.resize(id + 1, -1);
+    task_stage_[id] = s;
+    return id;
+  }
+
+  // Ranks of every group of kind `g` that the ranks of stage s (data-parallel replica 0 for
+  // TP/CP; all replicas for DP/EP) belong to.
+  std::vector<std::vector<int>> groups(Group g, int s) const {
+    std::vector<std::vector<int>> out;
+    switch (g) {
+      case Group::TP:
+        for (int c = 0; c < p_.cp; ++c) {
+          std::vector<int> r;
+          for (int t = 0; t < p_.tp; ++t) r.push_back(global_rank(p_, t, c, 0, s));
+          out.push_back(r);
+        }
+        break;
+      case Group::CP:
+        for (int t = 0; t < p_.tp; ++t) {
+          std::vector<int> r;
+          for (int c = 0; c < p_.cp; ++c) r.push_back(global_rank(p_, t, c, 0, s));
+          out.push_back(r);
+        }
+        break;
+      case Group::EP:
+        // Expert parallelism is carved out of data parallelism (Megatron-Core): ep consecutive
+        // data-parallel ranks of the same (tp, cp, pp) position form an expert group.
+        for (int t = 0; t < p_.tp; ++t)
+          for (int c = 0; c < p_.cp; ++c) {
+            std::vector<int> r;
+            for (int d = 0; d < p_.ep; ++d) r.push_back(global_rank(p_, t, c, d, s));
+            out.push_back(r);
+          }
+        break;
+      case Group::DP:
+        for (int t = 0; t < p_.tp; ++t)
+          for (int c = 0; c < p_.cp; ++c) {
+            std::vector<int> r;
+            for (int d = 0; d < p_.dp; ++d) r.push_back(global_rank(p_, t, c, d, s));
+            out.push_back(r);
+          }
+        break;
+    }
+    return out;
+  }
+
+  // Appends the collective `op` on every group of kind `g` of stage s, all starting after `deps`.
+  // Returns a task that completes when all of them have (or kNoTask if the groups are trivial).
+  sim::TaskId add_group_collective(int s, Group g, coll::CollectiveOp op, double bytes,
+                                   const std::vector<sim::TaskId>& deps, sim::TrackId track,
+                                   uint16_t category) {
+    const auto gs = groups(g, s);
+    if (gs.empty() || gs.front().size() < 2 || bytes <= 0) return sim::kNoTask;
+    const sim::TaskId first = static_cast<sim::TaskId>(g_.size());
+    std::vector<sim::TaskId> exits;
+    for (const auto& ranks : gs) {
+      coll::Collective c;
+      c.op = op;
+      c.ranks = ranks;
+      c.bytes = bytes;
+      exits.push_back(coll::append_collective(g_, cluster_, link_res_, tuning_, c, deps, category,
+                                              track, &gpu_res_));
+    }
+    const sim::TaskId exit = exits.size() == 1 ? exits.front() : add_join(exits);
+    spans_.push_back({s, category, first, exit});
+    return exit;
+  }
+
+  void run_collective_op(int s, const CostedOp& op, std::vector<sim::TaskId>& pending_overlap) {
+    const uint16_t cat = comm_category(op.group);
+    const sim::TaskId exit = add_group_collective(s, op.group, op.op, op.bytes,
+                                                  {stages_[s].cursor}, stages_[s].comm_track, cat);
+    if (exit == sim::kNoTask) return;
+    if (op.overlaps_next)
+      pending_overlap.push_back(exit);  // joined after the next compute op
+    else
+      stages_[s].cursor = add_join({stages_[s].cursor, exit});
+  }
+
+  void run_ops(int s, const std::vector<CostedOp>& ops) {
+    std::vector<sim::TaskId> pending;
+    for (const CostedOp& op : ops) {
+      if (op.kind == CostedOp::Kind::Collective) {
+        run_collective_op(s, op, pending);
+        continue;
+      }
+      add_compute(s, op);
+      if (!pending.empty()) {
+        pending.push_back(stages_[s].cursor);
+        stages_[s].cursor = add_join(pending);
+        pending.clear();
+      }
+    }
+    if (!pending.empty()) {
+      pending.push_back(stages_[s].cursor);
+      stages_[s].cursor = add_join(pending);
+    }
+  }
+
+  // FSDP: gather one layer's parameters on the all-gather stream, at most two layers ahead of
+  // the compute that needs them (PyTorch FSDP's forward/backward prefetch of one unit).
+  sim::TaskId fsdp_gather(int s, double bytes, sim::TaskId limiter) {
+    StageState& st = stages_[s];
+    const sim::TaskId exit = add_group_collective(s, Group::DP, coll::CollectiveOp::AllGather,
+                                                  bytes, {st.ag_cursor, limiter}, st.dp_track,
+                                                  kCatDpComm);
+    if (exit != sim::kNoTask) st.ag_cursor = exit;
+    return exit;
+  }
+
+  void build_item(int s, const PipelineItem& it) {
+    StageState& st = stages_[s];
+    const int V = p_.pp * p_.vp;
+    const int vs = virtual_stage(it.chunk, s, p_.pp);
+    const auto [l0, l1] = layer_range(vs);
+    const bool fsdp = p_.zero >= 3 && p_.dp > 1;
+    const bool last_mb = it.micro_batch == p_.micro_batches - 1;
+
+    std::vector<sim::TaskId> gate_deps{st.cursor};
+    if (!it.backward && it.micro_batch == 0 && it.chunk < static_cast<int>(st.chunk_param_gather.size()))
+      gate_deps.push_back(st.chunk_param_gather[it.chunk]);
+    st.cursor = add_join(gate_deps);
+    const sim::TaskId entry = st.cursor;
+    item_entry_[key(it.micro_batch, vs, it.backward)] = entry;
+
+    std::vector<sim::TaskId> layer_done;  // compute end per processed layer (for FSDP prefetch)
+    auto run_layer = [&](int l, const std::vector<CostedOp>& ops) {
+      if (fsdp) {
+        const sim::TaskId limiter = layer_done.size() >= 2 ? layer_done[layer_done.size() - 2] : entry;
+        const sim::TaskId gathered = fsdp_gather(s, p_.layers[l].param_bytes, limiter);
+        st.cursor = add_join({st.cursor, gathered});
+      }
+      run_ops(s, ops);
+      layer_done.push_back(st.cursor);
+    };
+
+    if (!it.backward) {
+      if (vs == 0) run_ops(s, p_.pre_forward);
+      for (int l = l0; l < l1; ++l) run_layer(l, p_.layers[l].forward);
+      if (vs == V - 1) run_ops(s, p_.post_forward);
+    } else {
+      if (vs == V - 1) run_ops(s, p_.pre_backward);
+      for (int l = l1 - 1; l >= l0; --l) {
+        run_layer(l, p_.layers[l].backward);
+        if (fsdp) {
+          const sim::TaskId rs = add_group_collective(
+              s, Group::DP, coll::CollectiveOp::ReduceScatter, p_.layers[l].grad_bytes,
+              {st.rs_cursor, st.cursor}, st.dp_track, kCatDpComm);
+          if (rs != sim::kNoTask) st.rs_cursor = rs;
+        } else if (last_mb) {
+          st.grads_ready.push_back({st.cursor, p_.layers[l].grad_bytes});
+        }
+      }
+      if (vs == 0) {
+        run_ops(s, p_.post_backward);
+        if (!fsdp && last_mb) st.grads_ready.push_back({st.cursor, p_.embedding_grad_bytes});
+      }
+    }
+    item_exit_[key(it.micro_batch, vs, it.backward)] = st.cursor;
+  }
+
+  static uint64_t key(int mb, int vs, bool backward) {
+    return (static_cast<uint64_t>(mb) << 33) | (static_cast<uint64_t>(vs) << 1) | (backward ? 1 : 0);
+  }
+
+  ScheduleKind schedule_kind() const {
+    if (p_.schedule == 0) return ScheduleKind::GPipe;
+    return p_.vp > 1 ? ScheduleKind::Interleaved : ScheduleKind::OneFOneB;
+  }
+
+  void build_pipeline() {
+    const bool zero12_overlapped_gather = p_.zero >= 1 && p_.zero <= 2 && p_.overlap_param_gather && p_.dp > 1;
+    for (int s = 0; s < p_.pp; ++s) {
+      if (zero12_overlapped_gather) {
+        // Steady state: the gather of updated parameters issued at the end of the previous step
+        // overlaps this step's first forward (Megatron-Core's overlap_param_gather).
+        for (int c = 0; c < p_.vp; ++c)
+          stages_[s].chunk_param_gather.push_back(add_group_collective(
+              s, Group::DP, coll::CollectiveOp::AllGather, chunk_param_bytes(s, c), {},
+              stages_[s].dp_track, kCatDpComm));
+      }
+      for (const PipelineItem& it : stage_schedule(schedule_kind(), p_.pp, p_.vp, p_.micro_batches, s))
+        build_item(s, it);
+    }
+    // Activations forward and gradients backward between consecutive virtual stages.
+    const int V = p_.pp * p_.vp;
+    for (int mb = 0; mb < p_.micro_batches; ++mb)
+      for (int vs = 0; vs < V; ++vs) {
+        if (vs > 0) link_stages(mb, vs - 1, vs, false);
+        if (vs < V - 1) link_stages(mb, vs + 1, vs, true);
+      }
+  }
+
+  void link_stages(int mb, int from_vs, int to_vs, bool backward) {
+    const int from_s = from_vs % p_.pp, to_s = to_vs % p_.pp;
+    const sim::TaskId produced = item_exit_.at(key(mb, from_vs, backward));
+    const sim::TaskId consumer = item_entry_.at(key(mb, to_vs, backward));
+    if (from_s == to_s || p_.p2p_bytes <= 0) {
+      g_.add_dependency(produced, consumer);
+      return;
+    }
+    const sim::TaskId first = static_cast<sim::TaskId>(g_.size());
+    std::vector<sim::TaskId> exits;
+    for (int t = 0; t < p_.tp; ++t)
+      for (int c = 0; c < p_.cp; ++c) {
+        coll::Collective x;
+        x.op = coll::CollectiveOp::SendRecv;
+        const int src = global_rank(p_, t, c, 0, from_s), dst = global_rank(p_, t, c, 0, to_s);
+        x.ranks = {src, dst};
+        x.peer = dst;
+        x.bytes = p_.p2p_bytes;
+        exits.push_back(coll::append_collective(g_, cluster_, link_res_, tuning_, x, {produced},
+                                                kCatPpComm, stages_[to_s].comm_track, nullptr));
+      }
+    const sim::TaskId exit = exits.size() == 1 ? exits.front() : add_join(exits);
+    g_.add_dependency(exit, consumer);
+    spans_.push_back({to_s, kCatPpComm, first, exit});
+  }
+
+  std::pair<int, int> layer_range(int vs) const {
+    if (!p_.vstage_begin.empty()) return {p_.vstage_begin[vs], p_.vstage_begin[vs + 1]};
+    const int per = static_cast<int>(p_.layers.size()) / (p_.pp * p_.vp);
+    return {vs * per, (vs + 1) * per};
+  }
+
+  double chunk_param_bytes(int s, int chunk) const {
+    const int V = p_.pp * p_.vp;
+    const int vs = virtual_stage(chunk, s, p_.pp);
+    const auto [l0, l1] = layer_range(vs);
+    double b = 0;
+    for (int l = l0; l < l1; ++l) b += p_.layers[l].param_bytes;
+    if (vs == 0 || vs == V - 1) b += p_.embedding_param_bytes;
+    return b;
+  }
+
+  void build_tail() {
+    std::vector<sim::TaskId> ends;
+    for (int s = 0; s < p_.pp; ++s) {
+      StageState& st = stages_[s];
+      std::vector<sim::TaskId> before_optimizer{st.cursor, st.rs_cursor, st.ag_cursor};
+      if (p_.zero < 3 && p_.dp > 1) {
+        // Gradient buckets in backward order, each reduced once its last gradient is ready.
+        const coll::CollectiveOp op =
+            p_.zero == 0 ? coll::CollectiveOp::AllReduce : coll::CollectiveOp::ReduceScatter;
+        double bucket = 0;
+        sim::TaskId ready = sim::kNoTask;
+        for (size_t i = 0; i < st.grads_ready.size(); ++i) {
+          bucket += st.grads_ready[i].second;
+          ready = p_.overlap_grad_reduce ? st.grads_ready[i].first : st.cursor;
+          const bool last = i + 1 == st.grads_ready.size();
+          if (bucket >= p_.dp_bucket_bytes || last) {
+            const sim::TaskId e = add_group_collective(s, Group::DP, op, bucket, {st.dp_cursor, ready},
+                                                       st.dp_track, kCatDpComm);
+            if (e != sim::kNoTask) st.dp_cursor = e;
+            bucket = 0;
+          }
+        }
+        before_optimizer.push_back(st.dp_cursor);
+      }
+      st.cursor = add_join(before_optimizer);
+      run_ops(s, p_.optimizer);
+      if (p_.zero >= 1 && p_.zero <= 2 && p_.dp > 1 && !p_.overlap_param_gather) {
+        double bytes = 0;
+        for (int c = 0; c < p_.vp; ++c) bytes += chunk_param_bytes(s, c);
+        const sim::TaskId e = add_group_collective(s, Group::DP, coll::CollectiveOp::AllGather, bytes,
+                                                   {st.cursor}, st.dp_track, kCatDpComm);
+        if (e != sim::kNoTask) st.cursor = add_join({st.cursor, e});
+      }
+      ends.push_back(st.cursor);
+    }
+    add_join(ends);
+  }
+
+  int critical_stage(const sim::ExecutionResult& r) const {
+    int best = 0;
+    for (int s = 1; s < p_.pp; ++s)
+      if (r.end[stages_[s].cursor] > r.end[stages_[best].cursor]) best = s;
+    return best;
+  }
+
+  // Where the critical stage's representative GPU spends the step: compute by class, then
+  // communication it waits for (not hidden under compute) by kind, then idle time (the pipeline
+  // bubble when pp > 1). Sums to the step time by construction.
+  std::vector<double> breakdown(const sim::ExecutionResult& r, int s) const {
+    std::vector<double> out(kNumCategories, 0.0);
+    struct Edge { int64_t t; int delta; uint16_t cat; bool compute; };
+    std::vector<Edge> edges;
+    for (size_t id = 0; id < task_stage_.size(); ++id) {
+      if (task_stage_[id] != s) continue;
+      if (r.end[id] <= r.start[id]) continue;
+      edges.push_back({r.start[id].ps(), +1, g_.task(static_cast<sim::TaskId>(id)).category, true});
+      edges.push_back({r.end[id].ps(), -1, g_.task(static_cast<sim::TaskId>(id)).category, true});
+    }
+    for (const CommSpan& sp : spans_) {
+      if (sp.stage != s) continue;
+      int64_t begin = r.end[sp.exit].ps();
+      for (sim::TaskId t = sp.first; t <= sp.exit; ++t) begin = std::min(begin, r.start[t].ps());
+      if (r.end[sp.exit].ps() <= begin) continue;
+      edges.push_back({begin, +1, sp.category, false});
+      edges.push_back({r.end[sp.exit].ps(), -1, sp.category, false});
+    }
+    std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
+      if (a.t != b.t) return a.t < b.t;
+      return a.delta < b.delta;  // ends before starts at the same instant
+    });
+    std::array<int, kNumCategories> compute_active{}, comm_active{};
+    static constexpr std::array<uint16_t, 5> kCommPriority = {kCatTpComm, kCatEpComm, kCatCpComm,
+                                                              kCatPpComm, kCatDpComm};
+    int64_t prev = 0;
+    const int64_t end = r.makespan.ps();
+    size_t i = 0;
+    auto attribute = [&](int64_t a, int64_t b) {
+      if (b <= a) return;
+      const double dt = static_cast<double>(b - a) * 1e-12;
+      for (uint16_t c = 0; c < kNumCategories; ++c)
+        if (compute_active[c] > 0) { out[c] += dt; return; }
+      for (uint16_t c : kCommPriority)
+        if (comm_active[c] > 0) { out[c] += dt; return; }
+      out[p_.pp > 1 ? kCatPipelineBubble : kCatIdle] += dt;
+    };
+    while (i < edges.size()) {
+      const int64_t t = edges[i].t;
+      attribute(prev, std::min(t, end));
+      prev = std::max(prev, std::min(t, end));
+      for (; i < edges.size() && edges[i].t == t; ++i)
+        (edges[i].compute ? compute_active : comm_active)[edges[i].cat] += edges[i].delta;
+    }
+    attribute(prev, end);
+    return out;
+  }
+
+  const StepProgram& p_;
+  const topo::Cluster& cluster_;
+  const coll::CommTuning& tuning_;
+  sim::Engine engine_;
+  sim::TaskGraph g_;
+  std::vector<sim::ResourceId> link_res_;
+  std::vector<sim::ResourceId> gpu_res_;
+  std::vector<StageState> stages_;
+  std::vector<int> task_stage_;
+  std::vector<CommSpan> spans_;
+  std::map<uint64_t, sim::TaskId> item_entry_, item_exit_;
+};
+
+}  // namespace
+
+const char* category_name(uint16_t c) {
+  return c < kCategoryNames.size() ? kCategoryNames[c].c_str() : "unknown";
+}
+const std::vector<std::string>& category_names() { return kCategoryNames; }
+
+int global_rank(const StepProgram& p, int tp_i, int cp_i, int dp_i, int pp_i) {
+  return tp_i + p.tp * (cp_i + p.cp * (dp_i + p.dp * pp_i));
+}
+
+ReplayResult replay_step(const StepProgram& program, const topo::Cluster& cluster,
+                         const coll::CommTuning& tuning, const ReplayOptions& options) {
+  const int gpus = program.tp * program.cp * program.dp * program.pp;
+  if (gpus > cluster.num_gpus())
+    throw std::invalid_argument("replay: the plan needs " + std::to_string(gpus) +
+                                " GPUs but the cluster has " + std::to_string(cluster.num_gpus()));
+  const size_t V = static_cast<size_t>(program.pp * program.vp);
+  if (program.vstage_begin.empty() ? program.layers.size() % V != 0
+                                   : program.vstage_begin.size() != V + 1 ||
+                                         program.vstage_begin.back() != static_cast<int>(program.layers.size()))
+    throw std::invalid_argument("replay: the layers do not split over pp*vp virtual stages");
+  StepBuilder b(program, cluster, tuning);
+  return b.run(options);
+}
+
+}  // namespace stacksim::workload

@@ -1,0 +1,101 @@
+// Replays one training step of a parallel plan as per-rank task graphs on the engine.
+//
+// What is simulated (DESIGN.md "workload replay"):
+//  - Pipeline stages run their schedule (GPipe / 1F1B / interleaved) as an in-order sequence of
+//    tasks per stage; activations and gradients cross stages as flows on the real links.
+//  - Tensor/context/expert-parallel collectives sit in the stage's program order (Megatron runs
+//    them synchronously); context-parallel K/V exchange overlaps the attention kernel.
+//  - Data-parallel gradient reduction (all-reduce, or reduce-scatter with a distributed optimizer)
+//    runs in buckets on a separate stream as soon as the last micro-batch's backward of the
+//    bucket's layers is done; ZeRO-1/2 gather updated parameters after the optimizer (overlapped
+//    with the next step's forward when overlap_param_gather is set); ZeRO-3/FSDP gathers each
+//    layer's parameters before its forward and backward and reduce-scatters its gradients.
+//  - Communication kernels occupy SMs: a running collective takes a share of its GPUs' compute
+//    resource, slowing overlapped compute (see the collective tuning's sm_fraction).
+// Symmetry (exact, never at the cost of shared links): every data-parallel replica and every rank
+// of a tensor/context group runs the same program, so compute is simulated for one representative
+// rank per pipeline stage, while every flow of every collective the stage's ranks take part in
+// (including the data-parallel groups spanning all replicas) is simulated on the links.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/collectives/collective.hpp"
+#include "sim/task_graph.hpp"
+#include "topologies/cluster.hpp"
+
+namespace stacksim::workload {
+
+// Breakdown categories (seconds of the critical rank's step).
+enum Category : uint16_t {
+  kCatGemm, kCatAttention, kCatElementwise, kCatOptimizer,
+  kCatTpComm, kCatCpComm, kCatEpComm, kCatPpComm, kCatDpComm,
+  kCatPipelineBubble, kCatDataWait, kCatIdle, kNumCategories
+};
+const char* category_name(uint16_t c);
+const std::vector<std::string>& category_names();
+
+enum class Group { TP, CP, EP, DP };
+
+// One op of a rank's program with its cost already computed.
+struct CostedOp {
+  enum class Kind { Compute, Collective } kind = Kind::Compute;
+  std::string name;
+  uint16_t category = kCatGemm;   // compute class
+  double seconds = 0.0;           // compute: time on a whole GPU
+  Group group = Group::TP;        // collective
+  coll::CollectiveOp op = coll::CollectiveOp::AllReduce;
+  double bytes = 0.0;             // collective: nccl-tests buffer size per rank
+  bool overlaps_next = false;     // collective runs concurrently with the next compute op (CP)
+};
+
+// The ops of one layer for one micro-batch on one rank.
+struct LayerProgram {
+  std::vector<CostedOp> forward;
+  std::vector<CostedOp> backward;  // includes recomputed forward ops first, if any
+  double param_bytes = 0.0;        // this rank's parameter bytes of the layer (16-bit)
+  double grad_bytes = 0.0;         // gradient bytes reduced over DP for the layer
+};
+
+struct StepProgram {
+  int pp = 1, vp = 1, tp = 1, cp = 1, dp = 1, ep = 1;
+  int micro_batches = 1;
+  int schedule = 1;                // ScheduleKind as int (0 GPipe, 1 1F1B, 2 interleaved)
+  int zero = 0;                    // 0..3
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = false;
+  double dp_bucket_bytes = 40e6;
+  std::vector<LayerProgram> layers;          // one per model layer, in order
+  // Layers of virtual stage v are [vstage_begin[v], vstage_begin[v+1]); empty = an even split.
+  std::vector<int> vstage_begin;
+  std::vector<CostedOp> pre_forward;         // embedding (first virtual stage)
+  std::vector<CostedOp> post_forward;        // logits + loss (last virtual stage)
+  std::vector<CostedOp> pre_backward;        // loss + logits backward (last virtual stage)
+  std::vector<CostedOp> post_backward;       // embedding backward (first virtual stage)
+  double embedding_param_bytes = 0.0;
+  double embedding_grad_bytes = 0.0;
+  std::vector<CostedOp> optimizer;           // after gradients are reduced
+  double p2p_bytes = 0.0;                    // activation bytes one rank sends between stages
+  double data_wait_s = 0.0;                  // exposed data-loader wait at the step start
+};
+
+struct ReplayResult {
+  double step_time_s = 0.0;
+  std::vector<double> breakdown_s;           // per Category, sums to step_time_s
+  int critical_stage = 0;
+  size_t tasks = 0;
+  sim::EngineStats engine_stats;
+};
+
+struct ReplayOptions {
+  std::string trace_path;                    // write a Chrome trace when not empty
+};
+
+// Global rank of (tp, cp, dp, pp) coordinates: Megatron's default order tp-cp-dp-pp.
+int global_rank(const StepProgram& p, int tp_i, int cp_i, int dp_i, int pp_i);
+
+ReplayResult replay_step(const StepProgram& program, const topo::Cluster& cluster,
+                         const coll::CommTuning& tuning, const ReplayOptions& options);
+
+}  // namespace stacksim::workload

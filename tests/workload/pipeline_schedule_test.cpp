@@ -1,0 +1,66 @@
+// Pipeline schedules: structural properties every valid schedule must have, and the 1F1B order
+// of Narayanan et al. (2021), Figure 4.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "models/workload/pipeline_schedule.hpp"
+
+using namespace stacksim::workload;
+
+namespace {
+
+// Every (micro-batch, chunk) appears once forward and once backward, and its backward comes
+// after its forward on the same rank.
+void expect_complete(const std::vector<PipelineItem>& items, int m, int vp) {
+  ASSERT_EQ(items.size(), static_cast<size_t>(2 * m * vp));
+  std::set<std::tuple<int, int, bool>> seen;
+  std::set<std::pair<int, int>> forwarded;
+  for (const auto& it : items) {
+    EXPECT_TRUE(seen.insert({it.micro_batch, it.chunk, it.backward}).second);
+    if (!it.backward) forwarded.insert({it.micro_batch, it.chunk});
+    else EXPECT_TRUE(forwarded.count({it.micro_batch, it.chunk})) << "backward before forward";
+  }
+}
+
+}  // namespace
+
+TEST(PipelineSchedule, OneFOneBWarmupIsStagesAfterThisOne) {
+  // Stage 0 of 4 warms up with pp-1 = 3 forwards, then alternates F/B, then drains.
+  const auto items = stage_schedule(ScheduleKind::OneFOneB, 4, 1, 8, 0);
+  expect_complete(items, 8, 1);
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(items[i].backward);
+  EXPECT_FALSE(items[3].backward);
+  EXPECT_TRUE(items[4].backward);
+  EXPECT_EQ(items[4].micro_batch, 0);
+  // The last stage never warms up: F0 B0 F1 B1 ...
+  const auto last = stage_schedule(ScheduleKind::OneFOneB, 4, 1, 8, 3);
+  for (size_t i = 0; i < last.size(); ++i) EXPECT_EQ(last[i].backward, i % 2 == 1);
+}
+
+TEST(PipelineSchedule, GPipeRunsAllForwardsFirst) {
+  const auto items = stage_schedule(ScheduleKind::GPipe, 4, 1, 6, 1);
+  expect_complete(items, 6, 1);
+  for (int i = 0; i < 6; ++i) EXPECT_FALSE(items[i].backward);
+  for (int i = 6; i < 12; ++i) EXPECT_TRUE(items[i].backward);
+}
+
+TEST(PipelineSchedule, InterleavedCoversEveryChunkAndKeepsMegatronWarmup) {
+  const int pp = 4, vp = 3, m = 8;
+  for (int s = 0; s < pp; ++s) {
+    const auto items = stage_schedule(ScheduleKind::Interleaved, pp, vp, m, s);
+    expect_complete(items, m, vp);
+    // Warm-up length (pp - s - 1) * 2 + (vp - 1) * pp forwards before the first backward.
+    const int warmup = (pp - s - 1) * 2 + (vp - 1) * pp;
+    for (int i = 0; i < warmup; ++i) EXPECT_FALSE(items[i].backward) << "stage " << s << " item " << i;
+    // The first forwards run micro-batches 0..pp-1 of chunk 0, then chunk 1.
+    EXPECT_EQ(items[0].chunk, 0);
+    EXPECT_EQ(items[pp].chunk, 1);
+    EXPECT_EQ(items[pp].micro_batch, 0);
+  }
+}
+
+TEST(PipelineSchedule, RejectsBadShapes) {
+  EXPECT_THROW(stage_schedule(ScheduleKind::OneFOneB, 0, 1, 4, 0), std::invalid_argument);
+  EXPECT_THROW(stage_schedule(ScheduleKind::OneFOneB, 4, 1, 4, 4), std::invalid_argument);
+}

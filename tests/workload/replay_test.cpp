@@ -1,0 +1,98 @@
+// Replay of a training step on an idealised cluster, against closed forms:
+//  - 1F1B: step = (m + p - 1) * (t_f + t_b), bubble fraction (p - 1) / (m + p - 1)
+//    (Narayanan et al., SC'21, section 2.2.1);
+//  - interleaved with v chunks: bubble fraction (p - 1) / (m*v + p - 1) (same paper, 2.2.2);
+//  - GPipe: the same bubble as 1F1B for equal stage times.
+#include <gtest/gtest.h>
+
+#include "models/workload/replay.hpp"
+
+using namespace stacksim;
+using namespace stacksim::workload;
+
+namespace {
+
+topo::Cluster ideal_cluster(int gpus) {
+  topo::Cluster c;
+  const topo::DeviceId sw = c.add_device({topo::DeviceKind::NvSwitch, "switch", 0, 0, 0, false});
+  for (int i = 0; i < gpus; ++i) {
+    const topo::DeviceId g =
+        c.add_device({topo::DeviceKind::Gpu, "gpu" + std::to_string(i), 0, i, 0, false});
+    c.add_duplex(g, sw, {topo::LinkKind::NvLink, 1e15, 0.0});
+  }
+  c.set_shape(1, gpus);
+  return c;
+}
+
+CostedOp compute(double seconds, uint16_t category = kCatGemm) {
+  CostedOp op;
+  op.kind = CostedOp::Kind::Compute;
+  op.name = "op";
+  op.category = category;
+  op.seconds = seconds;
+  return op;
+}
+
+// A pipeline of `pp` stages, one layer per virtual stage, forward t_f and backward 2*t_f per layer.
+StepProgram pipeline(int pp, int vp, int m, double t_f, int schedule) {
+  StepProgram p;
+  p.pp = pp;
+  p.vp = vp;
+  p.micro_batches = m;
+  p.schedule = schedule;
+  for (int l = 0; l < pp * vp; ++l) {
+    LayerProgram layer;
+    layer.forward = {compute(t_f)};
+    layer.backward = {compute(2 * t_f)};
+    p.layers.push_back(layer);
+  }
+  return p;
+}
+
+double bubble_fraction(const ReplayResult& r) { return r.breakdown_s[kCatPipelineBubble] / r.step_time_s; }
+
+}  // namespace
+
+TEST(Replay, OneFOneBMatchesTheClosedForm) {
+  const int pp = 4, m = 8;
+  const double t_f = 1e-3, t_b = 2e-3;
+  const topo::Cluster cluster = ideal_cluster(pp);
+  const ReplayResult r = replay_step(pipeline(pp, 1, m, t_f, 1), cluster, coll::CommTuning{}, {});
+  EXPECT_NEAR(r.step_time_s, (m + pp - 1) * (t_f + t_b), 1e-9);
+  EXPECT_NEAR(bubble_fraction(r), double(pp - 1) / (m + pp - 1), 1e-6);
+  double sum = 0;
+  for (double x : r.breakdown_s) sum += x;
+  EXPECT_NEAR(sum, r.step_time_s, 1e-9);  // the breakdown accounts for every second
+}
+
+TEST(Replay, InterleavingDividesTheBubbleByTheChunkCount) {
+  const int pp = 4, vp = 2, m = 8;
+  const double t_f = 1e-3;  // per chunk; a stage's forward per micro-batch is vp * t_f
+  const topo::Cluster cluster = ideal_cluster(pp);
+  const ReplayResult r = replay_step(pipeline(pp, vp, m, t_f, 1), cluster, coll::CommTuning{}, {});
+  EXPECT_NEAR(bubble_fraction(r), double(pp - 1) / (m * vp + pp - 1), 1e-6);
+}
+
+TEST(Replay, GPipeHasTheSameBubbleAsOneFOneB) {
+  const int pp = 4, m = 6;
+  const topo::Cluster cluster = ideal_cluster(pp);
+  const ReplayResult r = replay_step(pipeline(pp, 1, m, 1e-3, 0), cluster, coll::CommTuning{}, {});
+  EXPECT_NEAR(bubble_fraction(r), double(pp - 1) / (m + pp - 1), 1e-6);
+}
+
+TEST(Replay, NoPipelineMeansNoBubble) {
+  const topo::Cluster cluster = ideal_cluster(1);
+  const ReplayResult r = replay_step(pipeline(1, 1, 5, 1e-3, 1), cluster, coll::CommTuning{}, {});
+  EXPECT_NEAR(r.step_time_s, 5 * 3e-3, 1e-9);
+  EXPECT_EQ(r.breakdown_s[kCatPipelineBubble], 0.0);
+  EXPECT_NEAR(r.breakdown_s[kCatGemm], r.step_time_s, 1e-9);
+}
+
+TEST(Replay, IsDeterministic) {
+  const topo::Cluster cluster = ideal_cluster(4);
+  const StepProgram p = pipeline(4, 2, 8, 1e-3, 1);
+  const ReplayResult a = replay_step(p, cluster, coll::CommTuning{}, {});
+  const ReplayResult b = replay_step(p, cluster, coll::CommTuning{}, {});
+  EXPECT_EQ(a.step_time_s, b.step_time_s);
+  EXPECT_EQ(a.breakdown_s, b.breakdown_s);
+}
