@@ -27,6 +27,9 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p) {
       per_layer = s * b * h * (attention_part + mlp_part) / t;
     else
       per_layer = s * b * h * (10.0 * (attention_part + mlp_part) / 34.0 + 24.0 * (attention_part + mlp_part) / 34.0 / t);
+    // Unfused attention keeps its s x s scores, softmax output and dropout mask: 5*a*s^2*b / t.
+    if (m.attention == AttentionImpl::Unfused && p.recompute == Recompute::None)
+      per_layer += 5.0 * m.heads * s * static_cast<double>(m.seq_len) * b / t;
   }
   const double in_flight_layers =
       p.pp > 1 ? m.layers * (p.vp > 1 ? 1.0 + (p.pp - 1.0) / (p.pp * p.vp) : 1.0) : m.layers / 1.0;

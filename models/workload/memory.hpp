@@ -5,8 +5,8 @@
 //    weights (plus two gathered layers in flight).
 //  - Activations (Korthikanti et al. 2022, section 4): per layer and micro-batch
 //    s*b*h*(10 + 24/t) bytes with tensor parallelism, s*b*h*34/t with sequence parallelism, the
-//    MLP part (19 of the 34) scaled by ffn_hidden/(4h) (x1.5 for gated MLPs). Attention is
-//    flash-style: the 5*a*s^2*b score term is never stored. Full recomputation keeps only the
+//    MLP part (19 of the 34) scaled by ffn_hidden/(4h) (x1.5 for gated MLPs). Unfused attention
+//    adds the 5*a*s^2*b/t score term (selective recomputation drops it); flash attention never stores it. Full recomputation keeps only the
 //    layer input, 2*s*b*h (/t with SP). The first 1F1B stage holds pp micro-batches in flight
 //    (x (1 + (pp-1)/(pp*vp)) when interleaved), i.e. all the model's layers' worth.
 //  - Logits of the last stage in fp32, and a reserve for the CUDA context, NCCL buffers and

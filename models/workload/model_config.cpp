@@ -73,7 +73,7 @@ void check_model(const ModelConfig& m, const config::Node& n) {
 ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
   n.require_map();
   n.check_keys({"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "seq_len",
-                "mlp", "norm", "tied_embeddings", "moe", "hf_config"});
+                "mlp", "norm", "tied_embeddings", "moe", "hf_config", "attention"});
   ModelConfig m;
   if (n.has("hf_config")) {
     std::filesystem::path p = n.required_string("hf_config");
@@ -106,6 +106,12 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
     if (s == "gelu") m.mlp = Mlp::Gelu;
     else if (s == "swiglu") m.mlp = Mlp::SwiGlu;
     else n.fail("mlp", "unknown MLP '" + s + "'", "use gelu or swiglu");
+  }
+  if (n.has("attention")) {
+    const std::string s = n.required_string("attention");
+    if (s == "flash") m.attention = AttentionImpl::Flash;
+    else if (s == "unfused") m.attention = AttentionImpl::Unfused;
+    else n.fail("attention", "unknown attention implementation '" + s + "'", "use flash or unfused");
   }
   if (n.has("norm")) {
     const std::string s = n.required_string("norm");

@@ -12,6 +12,7 @@
 //     vocab: 128256
 //     seq_len: 8192
 //     mlp: swiglu            # gelu | swiglu
+//     attention: flash       # flash | unfused
 //     tied_embeddings: false
 //     moe: {experts: 8, top_k: 2, shared_experts: 0, expert_ffn_hidden: 14336,
 //           first_dense_layers: 0, imbalance: 1.1}
@@ -25,6 +26,10 @@
 namespace stacksim::workload {
 
 enum class Mlp { Gelu, SwiGlu };
+// flash: fused attention kernels (FlashAttention, cuDNN), no s^2 tensors in HBM. unfused: Megatron's
+// pre-2022 attention (QK^T batched GEMM, fused scale-mask-softmax, dropout, PV batched GEMM) whose
+// s^2 score tensors cross HBM several times and are kept for the backward pass.
+enum class AttentionImpl { Flash, Unfused };
 
 struct MoeConfig {
   int experts = 0;            // routed experts (0 = dense model)
@@ -40,6 +45,7 @@ struct ModelConfig {
   int layers = 0;
   int64_t hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn_hidden = 0, vocab = 0, seq_len = 0;
   Mlp mlp = Mlp::Gelu;
+  AttentionImpl attention = AttentionImpl::Flash;
   bool tied_embeddings = false;
   MoeConfig moe;
 

@@ -84,13 +84,27 @@ std::vector<Op> attention_block_forward(const ModelConfig& m, const ParallelPlan
   if (p.cp > 1)  // ring attention: the K/V blocks of the other cp ranks
     ops.push_back(comm("cp k/v exchange", CommKind::AllGather, CommGroup::CP,
                        2.0 * kAct * p.micro_batch * m.seq_len * kv));
-  Op a;
-  a.name = "attention";
-  a.kind = OpKind::Attention;
-  a.cls = OpClass::Attention;
-  a.attention = attention_shape(m, p);
-  a.flops = 4.0 * a.attention.batch * a.attention.heads * a.attention.seq_q * a.attention.seq_kv * m.head_dim * 0.5;
-  ops.push_back(a);
+  const AttentionShape sh = attention_shape(m, p);
+  if (m.attention == AttentionImpl::Unfused) {
+    // Megatron's unfused core attention on b*(a/t) heads: scores over the full s x s (masked, not
+    // skipped), softmax and dropout as memory-bound passes over the 16-bit scores (+ a 1-byte mask).
+    const int64_t bh = sh.batch * sh.heads;
+    const double scores = static_cast<double>(bh) * sh.seq_q * sh.seq_kv;
+    Op qk = gemm("attention scores (QK^T)", sh.seq_q, sh.seq_kv, m.head_dim, bh);
+    Op sm = memory("scale-mask-softmax", OpClass::Attention, 2.0 * kAct * scores);
+    Op dr = memory("attention dropout", OpClass::Attention, (2.0 * kAct + 1.0) * scores);
+    Op pv = gemm("attention values (PV)", sh.seq_q, m.head_dim, sh.seq_kv, bh);
+    qk.cls = pv.cls = OpClass::Attention;
+    for (const Op& o : {qk, sm, dr, pv}) ops.push_back(o);
+  } else {
+    Op a;
+    a.name = "attention";
+    a.kind = OpKind::Attention;
+    a.cls = OpClass::Attention;
+    a.attention = sh;
+    a.flops = 4.0 * sh.batch * sh.heads * sh.seq_q * sh.seq_kv * m.head_dim * 0.5;
+    ops.push_back(a);
+  }
   ops.push_back(gemm("attention output projection", d.T, d.h, q));
   tp_exit(ops, m, p, d, "(attention)");
   ops.push_back(memory("dropout + residual", OpClass::Elementwise, 3.5 * kAct * d.Tn * d.h));
@@ -148,6 +162,7 @@ std::vector<Op> backward_of(const std::vector<Op>& fwd) {
         Op dgrad = gemm(f.name + " dgrad", f.m, f.k, f.n, f.batch);
         Op wgrad = gemm(f.name + " wgrad", f.k, f.n, f.m, f.batch);
         dgrad.backward = wgrad.backward = true;
+        dgrad.cls = wgrad.cls = f.cls;
         out.push_back(dgrad);
         out.push_back(wgrad);
         break;
@@ -215,10 +230,11 @@ std::vector<Op> layer_backward_ops(const ModelConfig& m, const ParallelPlan& p, 
       out.push_back(o);
     }
   } else if (p.recompute == Recompute::Selective) {
+    // Selective recomputation (Korthikanti et al. 2022): the core attention only.
     for (Op o : fwd)
-      if (o.kind == OpKind::Attention) {
+      if (o.cls == OpClass::Attention) {
         o.recompute = true;
-        o.name = "recompute attention";
+        o.name = "recompute " + o.name;
         out.push_back(o);
       }
   }

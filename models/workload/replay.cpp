@@ -101,18 +101,30 @@ class StepBuilder {
     return id;
   }
 
-  sim::TaskId add_compute(int s, const CostedOp& op) {
+  // One task for a run of consecutive compute ops (a kernel sequence on the stream): the replay
+  // cost is per task, and nothing can interleave with the ops of one stream anyway. The parts are
+  // kept for the breakdown.
+  sim::TaskId add_compute(int s, const CostedOp* first, const CostedOp* last) {
     sim::TaskSpec t;
-    t.activity.work = op.seconds;
+    double seconds = 0;
+    const uint32_t part0 = static_cast<uint32_t>(parts_.size());
+    for (const CostedOp* op = first; op != last; ++op) {
+      seconds += op->seconds;
+      parts_.push_back({op->category, op->seconds});
+    }
+    t.activity.work = seconds;
     t.activity.usages = {{gpu_res_[stages_[s].rep], 1.0}};
-    t.category = op.category;
+    t.category = first->category;
     t.track = stages_[s].compute_track;
-    t.name = g_.intern(op.name);
+    const std::string name = last - first == 1 ? first->name : first->name + " .. " + (last - 1)->name;
+    t.name = g_.intern(name);
     const sim::TaskId id = g_.add(t);
     g_.add_dependency(stages_[s].cursor, id);
     stages_[s].cursor = id;
     if (task_stage_.size() <= id) task_stage_.resize(id + 1, -1);
     task_stage_[id] = s;
+    if (task_parts_.size() <= id) task_parts_.resize(id + 1, {0, 0});
+    task_parts_[id] = {part0, static_cast<uint32_t>(parts_.size() - part0)};
     return id;
   }
 
@@ -192,12 +204,16 @@ class StepBuilder {
 
   void run_ops(int s, const std::vector<CostedOp>& ops) {
     std::vector<sim::TaskId> pending;
-    for (const CostedOp& op : ops) {
-      if (op.kind == CostedOp::Kind::Collective) {
-        run_collective_op(s, op, pending);
+    for (size_t i = 0; i < ops.size();) {
+      if (ops[i].kind == CostedOp::Kind::Collective) {
+        run_collective_op(s, ops[i], pending);
+        ++i;
         continue;
       }
-      add_compute(s, op);
+      size_t j = i;
+      while (j < ops.size() && ops[j].kind == CostedOp::Kind::Compute) ++j;
+      add_compute(s, ops.data() + i, ops.data() + j);
+      i = j;
       if (!pending.empty()) {
         pending.push_back(stages_[s].cursor);
         stages_[s].cursor = add_join(pending);
@@ -398,11 +414,26 @@ class StepBuilder {
     std::vector<double> out(kNumCategories, 0.0);
     struct Edge { int64_t t; int delta; uint16_t cat; bool compute; };
     std::vector<Edge> edges;
+    // Compute tasks are split into their parts' categories in proportion to the parts' times (a
+    // task slowed by sharing its GPU stretches every part alike).
     for (size_t id = 0; id < task_stage_.size(); ++id) {
       if (task_stage_[id] != s) continue;
       if (r.end[id] <= r.start[id]) continue;
-      edges.push_back({r.start[id].ps(), +1, g_.task(static_cast<sim::TaskId>(id)).category, true});
-      edges.push_back({r.end[id].ps(), -1, g_.task(static_cast<sim::TaskId>(id)).category, true});
+      const auto [p0, np] = task_parts_[id];
+      double nominal = 0;
+      for (uint32_t k = p0; k < p0 + np; ++k) nominal += parts_[k].second;
+      int64_t t = r.start[id].ps();
+      const int64_t span = (r.end[id] - r.start[id]).ps();
+      int64_t used = 0;
+      for (uint32_t k = p0; k < p0 + np; ++k) {
+        const int64_t d = k + 1 == p0 + np ? span - used
+                                           : static_cast<int64_t>(span * (nominal > 0 ? parts_[k].second / nominal : 0.0));
+        if (d <= 0) continue;
+        edges.push_back({t, +1, parts_[k].first, true});
+        edges.push_back({t + d, -1, parts_[k].first, true});
+        t += d;
+        used += d;
+      }
     }
     for (const CommSpan& sp : spans_) {
       if (sp.stage != s) continue;
@@ -451,6 +482,8 @@ class StepBuilder {
   std::vector<sim::ResourceId> gpu_res_;
   std::vector<StageState> stages_;
   std::vector<int> task_stage_;
+  std::vector<std::pair<uint32_t, uint32_t>> task_parts_;   // (first part, count) per task
+  std::vector<std::pair<uint16_t, double>> parts_;          // (category, nominal seconds)
   std::vector<CommSpan> spans_;
   std::map<uint64_t, sim::TaskId> item_entry_, item_exit_;
 };
