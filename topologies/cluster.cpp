@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <tuple>
 
 namespace stacksim::topo {
 
@@ -48,6 +49,7 @@ uint64_t mix(uint64_t x) {  // splitmix64: a deterministic hash for ECMP choices
 struct Cluster::RouteCache {
   std::mutex mutex;
   std::map<DeviceId, std::vector<int>> dist_to;  // full-graph BFS, small graphs only
+  std::map<std::tuple<DeviceId, DeviceId, uint64_t>, Route> routes;  // memoised routes
   std::vector<std::vector<LinkId>> out_links;    // adjacency by link id, in insertion order
   std::vector<std::vector<LinkId>> in_links;
 };
@@ -93,6 +95,18 @@ DeviceId Cluster::find(const std::string& name) const {
 int Cluster::node_of_gpu(int rank) const { return device(gpu(rank)).node; }
 
 Route Cluster::route(DeviceId src, DeviceId dst, uint64_t ecmp_key) const {
+  if (cache_) {
+    std::lock_guard<std::mutex> lock(cache_->mutex);
+    auto it = cache_->routes.find({src, dst, ecmp_key});
+    if (it != cache_->routes.end()) return it->second;
+  }
+  Route r = compute_route(src, dst, ecmp_key);
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  cache_->routes.emplace(std::make_tuple(src, dst, ecmp_key), r);
+  return r;
+}
+
+Route Cluster::compute_route(DeviceId src, DeviceId dst, uint64_t ecmp_key) const {
   if (!cache_) {
     auto c = std::make_shared<RouteCache>();
     c->out_links.resize(num_devices());

@@ -90,6 +90,7 @@ class Cluster {
   void set_gateway(DeviceId device, DeviceId nic) { gateway_[device] = nic; }
 
  private:
+  Route compute_route(DeviceId src, DeviceId dst, uint64_t ecmp_key) const;
   Graph g_;
   std::vector<Graph::edge_descriptor> edges_;
   std::vector<DeviceId> gpus_;

@@ -287,6 +287,12 @@ Choice choose(const topo::Cluster& c, const CommTuning& t, const Collective& col
 
 }  // namespace
 
+// Each phase becomes ONE activity over the union of its flows' links: the work is the largest
+// flow's (efficiency-inflated) volume W, and a link crossed by flows of volumes v_f gets weight
+// sum(v_f / eff_f) / W. Alone on the links this reproduces every flow's time; shared with other
+// traffic, the phase advances at the pace of its most loaded link, as a synchronous ring or
+// all-to-all does (a step waits for its slowest hop). It also makes a collective one activity
+// instead of one per rank (identical flows merged, STYLE.md 3.3 habit 2).
 sim::TaskId append_collective(sim::TaskGraph& g, const topo::Cluster& c,
                               const std::vector<sim::ResourceId>& link_res, const CommTuning& t,
                               const Collective& col, const std::vector<sim::TaskId>& deps, uint16_t category,
@@ -296,48 +302,41 @@ sim::TaskId append_collective(sim::TaskGraph& g, const topo::Cluster& c,
                                  ch.protocol.name + ")");
   std::vector<sim::TaskId> before = deps;
   bool first_phase = true;
+  sim::TaskId last = sim::kNoTask;
   for (const Phase& ph : ch.plan.phases) {
-    std::vector<sim::TaskId> flows;
-    flows.reserve(ph.flows.size());
+    std::map<topo::LinkId, double> load;  // inflated bytes per link
+    double work = 0, latency = 0, bus_share = 0;
     for (size_t i = 0; i < ph.flows.size(); ++i) {
       const Flow& f = ph.flows[i];
       const topo::Route r = route_of(c, f, static_cast<uint64_t>(f.src) * 7919 + i);
-      sim::TaskSpec spec;
-      const double eff = flow_efficiency(c, t, ch.protocol, ph, r);
-      spec.activity.work = f.bytes / eff;
-      spec.activity.usages.reserve(r.links.size());
-      for (topo::LinkId l : r.links) spec.activity.usages.push_back({link_res[l], 1.0});
-      if (ch.protocol.bus_cap_Bps > 0 && ch.plan.bus_bytes > 0)
-        spec.activity.bound = ch.protocol.bus_cap_Bps * f.bytes / ch.plan.bus_bytes / eff;
-      double latency = r.latency_s;
-      if (first_phase) latency += ch.protocol.latency_s + (ch.multi_node ? t.network_latency_s : 0.0);
-      spec.activity.latency = sim::Time::from_seconds(latency);
-      spec.category = category;
-      spec.track = i == 0 ? track : sim::kNoTrack;  // one row per collective in traces
-      spec.name = name;
-      const sim::TaskId id = g.add(spec);
-      for (sim::TaskId d : before)
-        if (d != sim::kNoTask) g.add_dependency(d, id);
-      flows.push_back(id);
+      const double v = f.bytes / flow_efficiency(c, t, ch.protocol, ph, r);
+      for (topo::LinkId l : r.links) load[l] += v;
+      if (v > work) { work = v; bus_share = f.bytes; }
+      latency = std::max(latency, r.latency_s);
     }
+    sim::TaskSpec spec;
+    spec.activity.work = work;
+    if (work > 0)
+      for (const auto& [l, bytes] : load) spec.activity.usages.push_back({link_res[l], bytes / work});
+    if (ch.protocol.bus_cap_Bps > 0 && ch.plan.bus_bytes > 0 && bus_share > 0)
+      spec.activity.bound = ch.protocol.bus_cap_Bps * work / ch.plan.bus_bytes;
+    if (first_phase) latency += ch.protocol.latency_s + (ch.multi_node ? t.network_latency_s : 0.0);
+    spec.activity.latency = sim::Time::from_seconds(latency);
+    spec.category = category;
+    spec.track = track;
+    spec.name = name;
+    last = g.add(spec);
+    for (sim::TaskId d : before)
+      if (d != sim::kNoTask) g.add_dependency(d, last);
+    before = {last};
     first_phase = false;
-    sim::TaskSpec join;
-    join.category = category;
-    const sim::TaskId j = g.add(join);
-    for (sim::TaskId f : flows) g.add_dependency(f, j);
-    if (flows.empty())
-      for (sim::TaskId d : before)
-        if (d != sim::kNoTask) g.add_dependency(d, j);
-    before = {j};
   }
-  if (ch.plan.phases.empty()) {
-    sim::TaskSpec join;
-    const sim::TaskId j = g.add(join);
+  if (last == sim::kNoTask) {
+    last = g.add(sim::TaskSpec{});
     for (sim::TaskId d : deps)
-      if (d != sim::kNoTask) g.add_dependency(d, j);
-    return j;
+      if (d != sim::kNoTask) g.add_dependency(d, last);
   }
-  return before.front();
+  return last;
 }
 
 CollectiveTiming time_collective(const topo::Cluster& c, const CommTuning& t, const Collective& col) {
