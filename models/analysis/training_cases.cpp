@@ -106,11 +106,12 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     mo["mlp"] = gated ? "swiglu" : "gelu";
     defaults.push_back(std::string("model.mlp: ") + (gated ? "swiglu (ffn_hidden < 3.5 h)" : "gelu (ffn_hidden >= 3.5 h)"));
   }
-  // Attention implementation: as stated; else fused flash-style kernels on Hopper and later, and
+  // Attention implementation: as stated (FlashAttention -> FlashAttention-2 kernels); else the
+  // best fused kernels (cuDNN) on Hopper and later, and
   // Megatron's unfused attention on Volta/Ampere, the stacks those generations shipped with.
   const std::string att = has(m, "attention") ? get<std::string>(m, "attention") : "";
   if (att.find("Flash") != std::string::npos || att.find("flash") != std::string::npos) {
-    mo["attention"] = "flash";
+    mo["attention"] = "flash2";  // FlashAttention as stated: FlashAttention-2-class kernels
   } else {
     const bool old_gen = gpu.rfind("V100", 0) == 0 || gpu.rfind("A100", 0) == 0;
     mo["attention"] = old_gen ? "unfused" : "flash";

@@ -339,6 +339,11 @@ sim::TaskId append_collective(sim::TaskGraph& g, const topo::Cluster& c,
   return last;
 }
 
+double estimate_seconds(const topo::Cluster& c, const CommTuning& t, const Collective& col) {
+  const Choice ch = choose(c, t, col);
+  return estimate(c, t, ch.plan, ch.protocol, ch.multi_node);
+}
+
 CollectiveTiming time_collective(const topo::Cluster& c, const CommTuning& t, const Collective& col) {
   sim::Engine engine;
   const auto res = c.bind(engine);

@@ -57,6 +57,9 @@ struct CommTuning {
   double nvls_efficiency = 0;   // in-switch reduction: algbw / port bandwidth (0 = no NVLS)
   double network_efficiency = 1.0;  // fraction of the NIC line rate reached
   double network_latency_s = 0;     // extra start-up latency when the group spans nodes
+  // Share of a GPU's SMs a running communication kernel occupies (NCCL channels); compute that
+  // overlaps a collective runs on the rest.
+  double sm_fraction = 0.15;
   std::string intra_generation, nic_generation;
 };
 
@@ -71,6 +74,9 @@ sim::TaskId append_collective(sim::TaskGraph& graph, const topo::Cluster& cluste
                               const std::vector<sim::ResourceId>& link_resources, const CommTuning& tuning,
                               const Collective& c, const std::vector<sim::TaskId>& deps, uint16_t category,
                               sim::TrackId track, const std::vector<sim::ResourceId>* gpu_resources);
+
+// The collective's time alone on idle links (the estimate NCCL-like protocol choice uses).
+double estimate_seconds(const topo::Cluster& cluster, const CommTuning& tuning, const Collective& c);
 
 struct CollectiveTiming {
   double seconds = 0, algbw_Bps = 0, busbw_Bps = 0;

@@ -13,6 +13,8 @@
 //  - nvlink5-nvswitch4 (B200): ring 682.2 and NVLS 838.0 GB/s busbw at 8 GiB on 8x B200
 //    (ml-engineering network chapter, MLE_NET): 0.758 and 838/1.75/900 = 0.532; latencies as H100.
 //  - nvlink2-nvswitch1 (V100, DGX-2) and pcie: no measurement in the sources; assumed like A100.
+//  - sm_fraction 0.15: NCCL runs 16-32 channels, one thread block (SM) each, on 132-SM Hoppers and
+//    108-SM Amperes, i.e. 12-30% of the SMs while a collective is in flight (assumption: 0.15).
 //  - NICs: 192 GB/s all-reduce busbw on DGX A100 with 8x HDR 200 Gb/s (NVIDIA, nccl#812): 0.96;
 //    46-48 GB/s per NDR 400 NIC (nccl-tests#290): 0.94. EDR/XDR/RoCE: assumptions.
 #include <stdexcept>

@@ -96,12 +96,13 @@ KernelCost GpuModel::gemm(int64_t m, int64_t n, int64_t k, DType dtype, int64_t 
 }
 
 KernelCost GpuModel::attention_forward(int64_t b, int64_t h, int64_t kvh, int64_t sq, int64_t skv, int64_t d,
-                                       bool causal, DType dtype) const {
+                                       bool causal, DType dtype, AttentionKernel kernel) const {
   KernelCost c;
   c.flops = 4.0 * b * h * sq * skv * d * (causal ? 0.5 : 1.0);
   const double elem = bytes_per_element(dtype == DType::FP8 ? DType::BF16 : dtype);
   c.bytes = (2.0 * b * h * sq * d + 2.0 * b * kvh * skv * d) * elem;  // Q, O and K, V
-  const double rate = peak(dtype == DType::FP8 ? DType::BF16 : dtype) * spec_.attention_forward_efficiency;
+  const double rate = peak(dtype == DType::FP8 ? DType::BF16 : dtype) *
+                      (kernel == AttentionKernel::Flash2 ? spec_.flash2_forward_efficiency : spec_.attention_forward_efficiency);
   const double compute = c.flops / rate, memory = c.bytes / hbm_rate_Bps();
   c.memory_bound = memory > compute;
   c.seconds = std::max(compute, memory) + spec_.kernel_overhead_s;
@@ -110,13 +111,14 @@ KernelCost GpuModel::attention_forward(int64_t b, int64_t h, int64_t kvh, int64_
 }
 
 KernelCost GpuModel::attention_backward(int64_t b, int64_t h, int64_t kvh, int64_t sq, int64_t skv, int64_t d,
-                                        bool causal, DType dtype) const {
+                                        bool causal, DType dtype, AttentionKernel kernel) const {
   KernelCost c;
   // dQ, dK, dV and the recomputed scores: 2.5x the forward FLOPs (FlashAttention-2, section 3.2).
   c.flops = 2.5 * 4.0 * b * h * sq * skv * d * (causal ? 0.5 : 1.0);
   const double elem = bytes_per_element(dtype == DType::FP8 ? DType::BF16 : dtype);
   c.bytes = (4.0 * b * h * sq * d + 4.0 * b * kvh * skv * d) * elem;
-  const double rate = peak(dtype == DType::FP8 ? DType::BF16 : dtype) * spec_.attention_backward_efficiency;
+  const double rate = peak(dtype == DType::FP8 ? DType::BF16 : dtype) *
+                      (kernel == AttentionKernel::Flash2 ? spec_.flash2_backward_efficiency : spec_.attention_backward_efficiency);
   const double compute = c.flops / rate, memory = c.bytes / hbm_rate_Bps();
   c.memory_bound = memory > compute;
   c.seconds = std::max(compute, memory) + spec_.kernel_overhead_s;

@@ -20,6 +20,8 @@
 namespace stacksim::compute {
 
 enum class DType { FP32, TF32, FP16, BF16, FP8 };
+// Fused attention kernel family: the best available (cuDNN, FlashAttention-3) or FlashAttention-2.
+enum class AttentionKernel { Fused, Flash2 };
 DType parse_dtype(const std::string& s);  // fp32, tf32, fp16, bf16, fp8 (fp8_e4m3*, fp8_e5m2*)
 const char* dtype_name(DType d);
 double bytes_per_element(DType d);
@@ -38,9 +40,11 @@ class GpuModel {
 
   KernelCost gemm(int64_t m, int64_t n, int64_t k, DType dtype, int64_t batch = 1) const;
   KernelCost attention_forward(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q, int64_t seq_kv,
-                               int64_t head_dim, bool causal, DType dtype) const;
+                               int64_t head_dim, bool causal, DType dtype,
+                               AttentionKernel kernel = AttentionKernel::Fused) const;
   KernelCost attention_backward(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q, int64_t seq_kv,
-                                int64_t head_dim, bool causal, DType dtype) const;
+                                int64_t head_dim, bool causal, DType dtype,
+                                AttentionKernel kernel = AttentionKernel::Fused) const;
   KernelCost memory_bound(double bytes, double flops = 0) const;
   double kernel_overhead_s() const { return spec_.kernel_overhead_s; }
   double hbm_rate_Bps() const { return spec_.hbm_Bps * spec_.hbm_efficiency; }

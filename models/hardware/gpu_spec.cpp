@@ -44,7 +44,8 @@ GpuSpec GpuCatalog::parse_file(const std::string& path) {
   g.hbm_Bps = mem.positive("bandwidth", mem.required_quantity("bandwidth", Dimension::Bandwidth));
   g.l2_bytes = n.optional_quantity("l2_cache", Dimension::Bytes).value_or(0);
   const config::Node cal = n["calibration"];
-  cal.check_keys({"gemm_max_efficiency", "hbm_efficiency", "kernel_overhead", "attention_efficiency", "source"});
+  cal.check_keys({"gemm_max_efficiency", "hbm_efficiency", "kernel_overhead", "attention_efficiency",
+                 "flash2_efficiency", "source"});
   const config::Node ge = cal["gemm_max_efficiency"];
   ge.check_keys({"fp32", "tf32", "fp16", "bf16", "fp8"});
   for (const std::string d : {"fp32", "tf32", "fp16", "bf16", "fp8"})
@@ -65,6 +66,10 @@ GpuSpec GpuCatalog::parse_file(const std::string& path) {
   att.check_keys({"forward", "backward"});
   g.attention_forward_efficiency = fraction(att, "forward", 0.5);
   g.attention_backward_efficiency = fraction(att, "backward", 0.4);
+  const config::Node f2 = cal["flash2_efficiency"];
+  f2.check_keys({"forward", "backward"});
+  g.flash2_forward_efficiency = fraction(f2, "forward", g.attention_forward_efficiency);
+  g.flash2_backward_efficiency = fraction(f2, "backward", g.attention_backward_efficiency);
   return g;
 }
 

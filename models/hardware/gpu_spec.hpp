@@ -14,7 +14,8 @@
 //     gemm_max_efficiency: {bf16: 0.80, fp16: 0.80, fp8: 0.71, tf32: 0.75}  # MAMF / peak
 //     hbm_efficiency: 0.89          # STREAM copy / peak
 //     kernel_overhead: 4 us         # per-kernel floor (launch + prologue)
-//     attention_efficiency: {forward: 0.55, backward: 0.45}  # fused attention FLOP rate / peak
+//     attention_efficiency: {forward: 0.55, backward: 0.45}  # best fused attention (cuDNN/FA3) / peak
+//     flash2_efficiency: {forward: 0.35, backward: 0.28}     # FlashAttention-2 kernels / peak
 //   sources: [...]
 #pragma once
 #include <map>
@@ -36,8 +37,10 @@ struct GpuSpec {
   std::map<std::string, double> gemm_max_efficiency;  // per dtype
   double hbm_efficiency = 0.85;
   double kernel_overhead_s = 4e-6;
-  double attention_forward_efficiency = 0.5;
+  double attention_forward_efficiency = 0.5;    // best fused kernels (cuDNN, FlashAttention-3)
   double attention_backward_efficiency = 0.4;
+  double flash2_forward_efficiency = 0.5;       // FlashAttention-2-class kernels
+  double flash2_backward_efficiency = 0.4;
   std::string file;
 
   double peak(const std::string& dtype) const;            // 0 if unsupported

@@ -110,8 +110,9 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
   if (n.has("attention")) {
     const std::string s = n.required_string("attention");
     if (s == "flash") m.attention = AttentionImpl::Flash;
+    else if (s == "flash2") m.attention = AttentionImpl::Flash2;
     else if (s == "unfused") m.attention = AttentionImpl::Unfused;
-    else n.fail("attention", "unknown attention implementation '" + s + "'", "use flash or unfused");
+    else n.fail("attention", "unknown attention implementation '" + s + "'", "use flash, flash2 or unfused");
   }
   if (n.has("norm")) {
     const std::string s = n.required_string("norm");

@@ -12,7 +12,7 @@
 //     vocab: 128256
 //     seq_len: 8192
 //     mlp: swiglu            # gelu | swiglu
-//     attention: flash       # flash | unfused
+//     attention: flash       # flash | flash2 | unfused
 //     tied_embeddings: false
 //     moe: {experts: 8, top_k: 2, shared_experts: 0, expert_ffn_hidden: 14336,
 //           first_dense_layers: 0, imbalance: 1.1}
@@ -26,10 +26,11 @@
 namespace stacksim::workload {
 
 enum class Mlp { Gelu, SwiGlu };
-// flash: fused attention kernels (FlashAttention, cuDNN), no s^2 tensors in HBM. unfused: Megatron's
+// flash: the best fused attention kernels (cuDNN, FlashAttention-3); flash2: FlashAttention-2;
+// neither keeps s^2 tensors in HBM. unfused: Megatron's
 // pre-2022 attention (QK^T batched GEMM, fused scale-mask-softmax, dropout, PV batched GEMM) whose
 // s^2 score tensors cross HBM several times and are kept for the backward pass.
-enum class AttentionImpl { Flash, Unfused };
+enum class AttentionImpl { Flash, Flash2, Unfused };
 
 struct MoeConfig {
   int experts = 0;            // routed experts (0 = dense model)

@@ -58,8 +58,10 @@ uint16_t category_of(OpClass c) {
 
 class Coster {
  public:
-  Coster(const ParallelPlan& plan, const compute::GpuModel& gpu)
-      : gpu_(gpu), gemm_(gemm_dtype(plan.precision)), other_(other_dtype(plan.precision)) {}
+  Coster(const ModelConfig& model, const ParallelPlan& plan, const compute::GpuModel& gpu)
+      : gpu_(gpu), gemm_(gemm_dtype(plan.precision)), other_(other_dtype(plan.precision)),
+        kernel_(model.attention == AttentionImpl::Flash2 ? compute::AttentionKernel::Flash2
+                                                         : compute::AttentionKernel::Fused) {}
 
   CostedOp cost(const Op& op) const {
     CostedOp c;
@@ -82,9 +84,9 @@ class Coster {
       case OpKind::Attention: {
         const auto& a = op.attention;
         c.seconds = op.backward ? gpu_.attention_backward(a.batch, a.heads, a.kv_heads, a.seq_q, a.seq_kv,
-                                                          a.head_dim, a.causal, other_).seconds
+                                                          a.head_dim, a.causal, other_, kernel_).seconds
                                 : gpu_.attention_forward(a.batch, a.heads, a.kv_heads, a.seq_q, a.seq_kv,
-                                                         a.head_dim, a.causal, other_).seconds;
+                                                         a.head_dim, a.causal, other_, kernel_).seconds;
         break;
       }
       case OpKind::MemoryBound:
@@ -109,13 +111,14 @@ class Coster {
  private:
   const compute::GpuModel& gpu_;
   compute::DType gemm_, other_;
+  compute::AttentionKernel kernel_;
 };
 
 }  // namespace
 
 StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& plan,
                                const compute::GpuModel& gpu) {
-  const Coster coster(plan, gpu);
+  const Coster coster(model, plan, gpu);
   StepProgram p;
   p.pp = plan.pp; p.vp = plan.vp; p.tp = plan.tp; p.cp = plan.cp; p.dp = plan.dp; p.ep = plan.ep;
   p.micro_batches = plan.num_micro_batches();

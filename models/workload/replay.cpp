@@ -188,6 +188,22 @@ class StepBuilder {
     }
     const sim::TaskId exit = exits.size() == 1 ? exits.front() : add_join(exits);
     spans_.push_back({s, category, first, exit});
+    // Collectives off the compute stream overlap compute; their kernels hold a share of the SMs
+    // for about their duration, which overlapped compute loses (max-min: the companion is bounded
+    // at the share, compute takes the rest).
+    if (g != Group::TP && g != Group::EP && tuning_.sm_fraction > 0) {
+      coll::Collective c;
+      c.op = op;
+      c.ranks = gs.front();
+      c.bytes = bytes;
+      sim::TaskSpec sm;
+      sm.activity.work = tuning_.sm_fraction * coll::estimate_seconds(cluster_, tuning_, c);
+      sm.activity.bound = tuning_.sm_fraction;
+      sm.activity.usages = {{gpu_res_[stages_[s].rep], 1.0}};
+      const sim::TaskId id = g_.add(sm);
+      for (sim::TaskId d : deps)
+        if (d != sim::kNoTask) g_.add_dependency(d, id);
+    }
     return exit;
   }
 

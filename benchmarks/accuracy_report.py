@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Regenerates README's accuracy tables: runs `stacksim validate` on the bundled validation set and
+prints Markdown tables (per kind and source: cases, MAPE, max error, not buildable).
+
+usage: /usr/bin/python3 benchmarks/accuracy_report.py [--cases FILE] [--json existing.json]
+"""
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", default=os.path.join(ROOT, "validation", "cases.yaml"))
+    ap.add_argument("--json", help="use an existing `stacksim validate --json` output instead of running")
+    args = ap.parse_args()
+    path = args.json
+    if not path:
+        fd, path = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        subprocess.run([os.path.join(ROOT, "build", "bin", "stacksim"), "validate", args.cases, "--json", path],
+                       check=True, stdout=subprocess.DEVNULL)
+    with open(path) as f:
+        data = json.load(f)
+    rows = collections.defaultdict(list)
+    unbuildable = collections.Counter()
+    for c in data["cases"]:
+        if "error" in c:
+            unbuildable[(c["kind"], c["source"])] += 1
+        else:
+            rows[(c["kind"], c["source"])].append(abs(c["error_pct"]))
+    keys = sorted(set(rows) | set(unbuildable))
+    print("| kind | source | cases | MAPE % | max % | not buildable |")
+    print("|---|---|---:|---:|---:|---:|")
+    per_kind = collections.defaultdict(list)
+    for k in keys:
+        errs = rows.get(k, [])
+        mape = sum(errs) / len(errs) if errs else float("nan")
+        if errs:
+            per_kind[k[0]].append(mape)
+        print(f"| {k[0]} | {k[1]} | {len(errs)} | {mape:.1f} | {max(errs) if errs else float('nan'):.1f} | {unbuildable.get(k, 0)} |")
+    print()
+    print("| kind | cases | MAPE % (all cases) | macro MAPE % (each source weighs the same) | max % |")
+    print("|---|---:|---:|---:|---:|")
+    for kind, s in sorted(data["summary"]["by_kind"].items()):
+        print(f"| {kind} | {s['n']} | {s['mape_pct']:.1f} | {s['macro_mape_pct']:.1f} | {s['max_abs_error_pct']:.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+// Wall time of simulating one training step of the bundled scenarios (targets: GPT-3 175B on 1,024
+// GPUs <= 2 s; Llama-3 405B on 16,384 GPUs <= 30 s and <= 4 GiB RSS), and scenario evaluations
+// per second for a 64-GPU Llama-3 8B plan (sweep throughput).
+#include <benchmark/benchmark.h>
+
+#include "models/analysis/scenario.hpp"
+#include "models/analysis/training.hpp"
+
+using namespace stacksim::analysis;
+
+namespace {
+
+void run_scenario(benchmark::State& state, const std::string& file, const std::vector<std::string>& sets) {
+  const Scenario s = load_scenario(std::string(STACKSIM_SOURCE_DIR) + "/scenarios/" + file, sets);
+  double step = 0;
+  for (auto _ : state) {
+    const TrainingResult r = simulate_training(s.training, RunOptions{});
+    step = r.step_time_s;
+    state.counters["tasks"] = static_cast<double>(r.tasks);
+  }
+  state.counters["step_time_s"] = step;
+}
+
+void BM_Gpt3_175B_1024xA100(benchmark::State& state) { run_scenario(state, "gpt3-175b-1024xa100.yaml", {}); }
+void BM_Llama3_70B_64xH100(benchmark::State& state) { run_scenario(state, "llama3-70b-64xh100.yaml", {}); }
+void BM_Llama3_405B_16384xH100(benchmark::State& state) { run_scenario(state, "llama3-405b-16384xh100.yaml", {}); }
+void BM_Llama3_8B_64xH100(benchmark::State& state) {
+  // A sweep-sized evaluation: Llama-3 8B, TP2 PP2 DP16 on 8 nodes, global batch 128.
+  run_scenario(state, "llama3-70b-64xh100.yaml",
+               {"model.layers=32", "model.hidden=4096", "model.heads=32", "model.kv_heads=8", "model.ffn_hidden=14336",
+                "parallelism.tp=2", "parallelism.pp=2", "parallelism.cp=1", "parallelism.dp=16", "parallelism.vp=1",
+                "model.seq_len=8192"});
+}
+
+}  // namespace
+
+BENCHMARK(BM_Gpt3_175B_1024xA100)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_Llama3_70B_64xH100)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_Llama3_8B_64xH100)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Llama3_405B_16384xH100)->Unit(benchmark::kSecond)->Iterations(1);
+
+BENCHMARK_MAIN();
