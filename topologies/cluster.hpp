@@ -98,6 +98,16 @@ class Cluster {
   std::map<DeviceId, DeviceId> gateway_;
   struct RouteCache;
   mutable std::shared_ptr<RouteCache> cache_;
+
+  // Routing internals (cluster.cpp). The index is built once per graph; a mutation gives the
+  // cluster a fresh cache.
+  RouteCache& index() const;
+  void invalidate();
+  bool route_in_node(DeviceId src, DeviceId dst, uint64_t key, std::vector<LinkId>& out) const;
+  bool route_in_fabric(DeviceId from_nic, DeviceId to_nic, uint64_t key, std::vector<LinkId>& out) const;
+  bool route_by_bfs(DeviceId src, DeviceId dst, uint64_t key, std::vector<LinkId>& out) const;
+  template <typename DistOf>
+  bool walk(DeviceId src, DeviceId dst, uint64_t key, DistOf dist_of, std::vector<LinkId>& out) const;
 };
 
 }  // namespace stacksim::topo
