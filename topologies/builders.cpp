@@ -1,32 +1,112 @@
+// Cluster builders: the `cluster:` section's parser and the node / fabric layouts described in
+// builders.hpp. Sizing checks live in one place (check) so that the parser and the builder agree.
 #include "topologies/builders.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <map>
+#include <optional>
+#include <stdexcept>
 
 namespace stacksim::topo {
+namespace {
+
+const std::vector<std::string> kTopologies = {"fat_tree", "rail_optimized", "single_switch"};
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+// NIC ports a fat tree of `tiers` tiers of `radix`-port switches holds.
+long long capacity(int tiers, int radix) {
+  const long long k = radix;
+  return tiers == 2 ? k * k / 2 : k * k * k / 4;
+}
+
+// Checks shared by the parser (which rethrows them as InputError at the right key) and the
+// builder (std::invalid_argument for programmatic configs).
+struct Problem {
+  std::string key, reason, fix;
+};
+
+std::optional<Problem> check(const ClusterConfig& c) {
+  const hw::NodeSpec& s = c.node;
+  if (c.nodes < 1) return Problem{"nodes", "must be at least 1, got " + std::to_string(c.nodes), "use nodes: 1 or more"};
+  if (s.gpus_per_node < 1) return Problem{"gpus_per_node", "must be at least 1", "use the GPUs per server, e.g. 8"};
+  if (s.intra_type == "nvlink" && (s.nvlink_group_size < 2 || s.gpus_per_node % s.nvlink_group_size != 0))
+    return Problem{"gpus_per_node",
+                   "node type " + s.name + " joins GPUs in NVLink groups of " + std::to_string(s.nvlink_group_size) +
+                       ", which must divide gpus_per_node (" + std::to_string(s.gpus_per_node) + ")",
+                   "use a multiple of " + std::to_string(s.nvlink_group_size)};
+  if (s.nics < 0) return Problem{"nics_per_node", "must not be negative", "use e.g. 8 (one per GPU)"};
+  if (c.nodes > 1 && s.nics == 0)
+    return Problem{"nics_per_node", "a multi-node cluster needs NICs", "set nics_per_node to 1 or more"};
+  if (!(c.nic.bandwidth_Bps > 0)) return Problem{"nic", "NIC bandwidth must be positive", "fix the NIC's file"};
+  const FabricConfig& f = c.fabric;
+  if (std::find(kTopologies.begin(), kTopologies.end(), f.topology) == kTopologies.end())
+    return Problem{"fabric.topology", "unknown fabric topology '" + f.topology + "'", "use one of: " + joined(kTopologies)};
+  if (f.tiers != 0 && f.tiers != 2 && f.tiers != 3)
+    return Problem{"fabric.tiers", "must be 2 or 3, got " + std::to_string(f.tiers), "use tiers: 2 or tiers: 3"};
+  if (!(f.oversubscription >= 1.0))
+    return Problem{"fabric.oversubscription", "must be at least 1 (1 = non-blocking)", "use e.g. 1, 2 or 4"};
+  if (f.radix < 4 || f.radix % 2)
+    return Problem{"fabric.radix", "must be an even number of ports >= 4, got " + std::to_string(f.radix), "use e.g. 64"};
+  if (!(f.switch_latency_s >= 0)) return Problem{"fabric.switch_latency", "must not be negative", "use e.g. 0.6 us"};
+  const int leaves = leaves_needed(c);
+  const int need = tiers_needed(leaves, f.radix);
+  if (need == 0)
+    return Problem{"fabric.radix",
+                   "a three-tier fat tree of radix " + std::to_string(f.radix) + " holds at most " +
+                       std::to_string(capacity(3, f.radix)) + " NIC ports; this cluster needs " +
+                       std::to_string(leaves) + " leaves of " + std::to_string(f.radix / 2) + " ports",
+                   "use a larger radix"};
+  if (f.tiers != 0 && f.tiers < need)
+    return Problem{"fabric.tiers",
+                   "a two-tier fat tree of radix " + std::to_string(f.radix) + " holds at most " +
+                       std::to_string(f.radix) + " leaves (" + std::to_string(capacity(2, f.radix)) +
+                       " NIC ports); this cluster needs " + std::to_string(leaves) + " leaves",
+                   "use tiers: 3, a larger radix, or leave tiers out to choose automatically"};
+  return std::nullopt;
+}
+
+}  // namespace
+
+int leaves_needed(const ClusterConfig& c) {
+  if (c.nodes <= 1 || c.fabric.topology == "single_switch" || c.fabric.radix < 2) return 0;
+  const long long down = c.fabric.radix / 2;
+  const long long n = c.fabric.topology == "rail_optimized" ? c.node.nics * ceil_div(c.nodes, down)
+                                                            : ceil_div(static_cast<long long>(c.num_nics()), down);
+  return static_cast<int>(std::min<long long>(n, 1 << 30));
+}
+
+int tiers_needed(int leaves, int radix) {
+  if (leaves <= radix) return 2;
+  if (leaves <= static_cast<long long>(radix) * (radix / 2)) return 3;
+  return 0;
+}
 
 ClusterConfig parse_cluster_config(const config::Node& n, const hw::NodeCatalog& catalog) {
   n.require_map();
   n.check_keys({"node", "nodes", "gpu", "gpus_per_node", "nics_per_node", "nic", "fabric"});
   ClusterConfig c;
-  const std::string node_name = n.required_string("node");
   try {
-    c.node = catalog.node(node_name);
+    c.node = catalog.node(n.required_string("node"));
   } catch (const config::InputError& e) {
+    if (e.key() != "node") throw;  // a missing key already names itself
     n.fail("node", e.reason(), e.fix());
   }
-  c.nodes = static_cast<int>(n.required_int("nodes"));
-  if (c.nodes < 1) n.fail("nodes", "must be at least 1, got " + std::to_string(c.nodes), "use nodes: 1 or more");
+  c.nodes = static_cast<int>(std::clamp<long long>(n.required_int("nodes"), -1, 1 << 24));
   c.gpu = n.string_or("gpu", c.node.gpu);
   if (n.has("gpus_per_node")) {
     const long long g = n.required_int("gpus_per_node");
-    if (g < 1 || g > 64) n.fail("gpus_per_node", "must be between 1 and 64", "use the GPUs per server, e.g. 8");
+    if (g < 1 || g > 1024) n.fail("gpus_per_node", "must be between 1 and 1024", "use the GPUs per server, e.g. 8");
     c.node.gpus_per_node = static_cast<int>(g);
   }
   if (n.has("nics_per_node")) {
     const long long k = n.required_int("nics_per_node");
-    if (k < 0 || k > 64) n.fail("nics_per_node", "must be between 0 and 64", "use e.g. 8 (one per GPU)");
+    if (k < 0 || k > 1024) n.fail("nics_per_node", "must be between 0 and 1024", "use e.g. 8 (one per GPU)");
     c.node.nics = static_cast<int>(k);
   }
   const std::string nic_name = n.string_or("nic", c.node.nic);
@@ -38,22 +118,25 @@ ClusterConfig parse_cluster_config(const config::Node& n, const hw::NodeCatalog&
   c.node.nic = nic_name;
   const config::Node f = n["fabric"];
   f.check_keys({"topology", "tiers", "oversubscription", "radix", "switch_latency"});
-  c.fabric.topology = f.string_or("topology", "fat_tree");
-  if (c.fabric.topology != "fat_tree" && c.fabric.topology != "rail_optimized" &&
-      c.fabric.topology != "single_switch")
+  c.fabric.topology = f.string_or("topology", c.fabric.topology);
+  if (std::find(kTopologies.begin(), kTopologies.end(), c.fabric.topology) == kTopologies.end()) {
+    const std::string near = config::nearest(c.fabric.topology, kTopologies);
     f.fail("topology", "unknown fabric topology '" + c.fabric.topology + "'",
-           "use fat_tree, rail_optimized or single_switch");
-  c.fabric.tiers = static_cast<int>(f.optional_int("tiers").value_or(2));
-  if (c.fabric.tiers != 2 && c.fabric.tiers != 3) f.fail("tiers", "must be 2 or 3", "use tiers: 2 or tiers: 3");
-  c.fabric.oversubscription = f.optional_number("oversubscription").value_or(1.0);
-  if (!(c.fabric.oversubscription >= 1.0))
-    f.fail("oversubscription", "must be at least 1 (1 = non-blocking)", "use e.g. 1, 2 or 4");
-  c.fabric.radix = static_cast<int>(f.optional_int("radix").value_or(64));
-  if (c.fabric.radix < 4 || c.fabric.radix % 2) f.fail("radix", "must be an even number of ports >= 4", "use e.g. 64");
-  c.fabric.switch_latency_s =
-      f.non_negative("switch_latency", f.optional_quantity("switch_latency", sim::Dimension::Time).value_or(0.6e-6));
-  if (c.nodes > 1 && c.node.nics == 0)
-    n.fail("nics_per_node", "a multi-node cluster needs NICs", "set nics_per_node to 1 or more");
+           (near.empty() ? "" : "did you mean '" + near + "'? ") + "use one of: " + joined(kTopologies));
+  }
+  c.fabric.tiers = static_cast<int>(std::clamp<long long>(f.optional_int("tiers").value_or(0), -1, 1000));
+  if (f.has("tiers") && c.fabric.tiers != 2 && c.fabric.tiers != 3)
+    f.fail("tiers", "must be 2 or 3", "use tiers: 2 or tiers: 3, or leave it out to choose automatically");
+  c.fabric.oversubscription = f.optional_number("oversubscription").value_or(c.fabric.oversubscription);
+  c.fabric.radix = static_cast<int>(std::clamp<long long>(f.optional_int("radix").value_or(c.fabric.radix), -1, 1 << 16));
+  c.fabric.switch_latency_s = f.non_negative(
+      "switch_latency", f.optional_quantity("switch_latency", sim::Dimension::Time).value_or(c.fabric.switch_latency_s));
+  if (const auto p = check(c)) {
+    if (p->key.rfind("fabric.", 0) == 0) f.fail(p->key.substr(7), p->reason, p->fix);
+    n.fail(p->key, p->reason, p->fix);
+  }
+  if (c.fabric.tiers == 0 && c.fabric.topology != "single_switch")
+    c.fabric.tiers = tiers_needed(leaves_needed(c), c.fabric.radix);
   return c;
 }
 
@@ -66,133 +149,141 @@ struct NodeDevices {
 NodeDevices build_node(Cluster& c, const ClusterConfig& cfg, int node) {
   const hw::NodeSpec& s = cfg.node;
   const std::string p = "node" + std::to_string(node) + ".";
+  auto dev = [&](DeviceKind kind, const std::string& name, int index, bool reduction = false) {
+    return c.add_device({kind, p + name, node, index, 0, reduction});
+  };
   NodeDevices out;
   const Link pcie{LinkKind::Pcie, s.pcie_bandwidth_Bps, s.pcie_latency_s};
+
   std::vector<DeviceId> cpus;
-  for (int k = 0; k < s.cpu_sockets; ++k)
-    cpus.push_back(c.add_device({DeviceKind::Cpu, p + "cpu" + std::to_string(k), node, k, 0, false}));
-  for (int k = 1; k < s.cpu_sockets; ++k)
-    c.add_duplex(cpus[k - 1], cpus[k], {LinkKind::CpuInterconnect, s.inter_socket_Bps, 0.1e-6});
+  for (int k = 0; k < s.cpu_sockets; ++k) cpus.push_back(dev(DeviceKind::Cpu, "cpu" + std::to_string(k), k));
+  // Every pair of sockets has its own link (UPI / xGMI meshes of 2-4 sockets are fully connected).
+  for (int a = 0; a < s.cpu_sockets; ++a)
+    for (int b = a + 1; b < s.cpu_sockets; ++b)
+      c.add_duplex(cpus[a], cpus[b], {LinkKind::CpuInterconnect, s.inter_socket_Bps, s.inter_socket_latency_s});
+  std::optional<DeviceId> storage;
   if (s.storage_read_Bps > 0) {
-    const DeviceId st = c.add_device({DeviceKind::Storage, p + "nvme", node, 0, 0, false});
-    c.add_duplex(st, cpus[0], {LinkKind::StorageLink, s.storage_read_Bps, 10e-6});
+    storage = dev(DeviceKind::Storage, "nvme", 0);
+    c.add_link(*storage, cpus[0], {LinkKind::StorageLink, s.storage_read_Bps, s.storage_latency_s});
+    c.add_link(cpus[0], *storage, {LinkKind::StorageLink, s.storage_write_Bps, s.storage_latency_s});
   }
-  DeviceId nvswitch = 0;
-  const bool has_nvswitch = s.intra_type == "nvswitch";
-  if (has_nvswitch)
-    nvswitch = c.add_device({DeviceKind::NvSwitch, p + "nvswitch", node, 0, 0, s.in_switch_reduction});
+
   const int gpus = s.gpus_per_node;
   const int per_switch = std::max(1, s.gpus_per_pcie_switch);
   const int switches = (gpus + per_switch - 1) / per_switch;
+  // Switch k sits under socket k / switches_per_socket while the node's sockets have room (the
+  // catalogued layout); an override with more GPUs spreads the switches evenly instead.
+  const bool fits = switches <= s.cpu_sockets * s.pcie_switches_per_socket;
   std::vector<DeviceId> pcie_switches;
+  std::vector<int> socket_of_switch;
   for (int k = 0; k < switches; ++k) {
-    const DeviceId sw = c.add_device({DeviceKind::PcieSwitch, p + "pcie" + std::to_string(k), node, k, 0, false});
-    const int socket = static_cast<int>(static_cast<long long>(k) * s.cpu_sockets / switches);
-    // The switch's uplink to the CPU is one x16 link.
-    c.add_duplex(sw, cpus[socket], pcie);
+    const DeviceId sw = dev(DeviceKind::PcieSwitch, "pcie" + std::to_string(k), k);
+    const int socket = fits ? k / s.pcie_switches_per_socket
+                            : static_cast<int>(static_cast<long long>(k) * s.cpu_sockets / switches);
+    c.add_duplex(sw, cpus[socket], pcie);  // the switch's x16 uplink
     pcie_switches.push_back(sw);
+    socket_of_switch.push_back(socket);
   }
+
+  DeviceId nvswitch = 0;
+  if (s.intra_type == "nvswitch") nvswitch = dev(DeviceKind::NvSwitch, "nvswitch", 0, s.in_switch_reduction);
+  const Link nvlink{LinkKind::NvLink, s.intra_bandwidth_Bps, s.intra_latency_s};
   for (int i = 0; i < gpus; ++i) {
-    const DeviceId g = c.add_device({DeviceKind::Gpu, p + "gpu" + std::to_string(i), node, i, 0, false});
+    const DeviceId g = dev(DeviceKind::Gpu, "gpu" + std::to_string(i), i);
     out.gpus.push_back(g);
     c.add_duplex(g, pcie_switches[i / per_switch], pcie);
-    if (has_nvswitch) c.add_duplex(g, nvswitch, {LinkKind::NvLink, s.intra_bandwidth_Bps, s.intra_latency_s});
+    if (s.intra_type == "nvswitch") c.add_duplex(g, nvswitch, nvlink);
   }
+  if (s.intra_type == "nvlink") {
+    // Direct links inside each group; a GPU's NVLink bandwidth is split evenly over its peers.
+    const int group = s.nvlink_group_size;
+    const Link peer{LinkKind::NvLink, s.intra_bandwidth_Bps / (group - 1), s.intra_latency_s};
+    for (int a = 0; a < gpus; ++a)
+      for (int b = a + 1; b < gpus && b / group == a / group; ++b) c.add_duplex(out.gpus[a], out.gpus[b], peer);
+  }
+
   for (int k = 0; k < s.nics; ++k) {
-    const DeviceId nic = c.add_device({DeviceKind::Nic, p + "nic" + std::to_string(k), node, k, 0, false});
+    const DeviceId nic = dev(DeviceKind::Nic, "nic" + std::to_string(k), k);
     out.nics.push_back(nic);
-    const int sw = static_cast<int>(static_cast<long long>(k) * switches / s.nics);
-    c.add_duplex(nic, pcie_switches[sw], pcie);
+    c.add_duplex(nic, pcie_switches[static_cast<long long>(k) * switches / s.nics], pcie);
   }
   if (!out.nics.empty()) {
-    for (int i = 0; i < gpus; ++i)
-      c.set_gateway(out.gpus[i], out.nics[static_cast<long long>(i) * s.nics / gpus]);
-    for (DeviceId cpu : cpus) c.set_gateway(cpu, out.nics[0]);
+    for (int i = 0; i < gpus; ++i) c.set_gateway(out.gpus[i], out.nics[static_cast<long long>(i) * s.nics / gpus]);
+    // A CPU leaves the node through the first NIC under its own socket, else NIC 0.
+    for (int k = 0; k < s.cpu_sockets; ++k) {
+      DeviceId gw = out.nics[0];
+      for (int j = s.nics - 1; j >= 0; --j)
+        if (socket_of_switch[static_cast<long long>(j) * switches / s.nics] == k) gw = out.nics[j];
+      c.set_gateway(cpus[k], gw);
+      if (k == 0 && storage) c.set_gateway(*storage, gw);
+    }
   }
   return out;
 }
 
-// Adds `bw` to the (possibly existing) link a->b and b->a.
-class LinkMerger {
- public:
-  explicit LinkMerger(Cluster& c) : c_(c) {}
-  void add(DeviceId a, DeviceId b, double bw, double lat) { pending_[{a, b}] += bw; lat_ = lat; }
-  void flush() {
-    for (const auto& [ab, bw] : pending_) c_.add_duplex(ab.first, ab.second, {LinkKind::Network, bw, lat_});
-    pending_.clear();
-  }
-
- private:
-  Cluster& c_;
-  std::map<std::pair<DeviceId, DeviceId>, double> pending_;
-  double lat_ = 0;
-};
-
 void build_fabric(Cluster& c, const ClusterConfig& cfg, const std::vector<NodeDevices>& nodes) {
   const FabricConfig& f = cfg.fabric;
   const double nic_bw = cfg.nic.bandwidth_Bps;
-  const double lat = f.switch_latency_s;
-  const Link nic_link{LinkKind::Network, nic_bw, cfg.nic.latency_s};
-  std::vector<DeviceId> all_nics;
-  if (f.topology == "rail_optimized") {
-    // Rail-major order: the NICs of rail r of consecutive nodes share leaves.
-    for (int r = 0; r < cfg.node.nics; ++r)
-      for (const auto& n : nodes) all_nics.push_back(n.nics[r]);
-  } else {
-    for (const auto& n : nodes) all_nics.insert(all_nics.end(), n.nics.begin(), n.nics.end());
-  }
-  int sw_index = 0;
+  // A NIC-to-NIC path through one switch costs the NIC's published latency; every
+  // switch-to-switch link adds the switch latency.
+  const Link nic_link{LinkKind::Network, nic_bw, cfg.nic.latency_s / 2};
+  int counter[4] = {0, 0, 0, 0};
   auto new_switch = [&](int tier) {
-    return c.add_device({DeviceKind::NetworkSwitch, (tier == 1 ? "leaf" : tier == 2 ? "spine" : "core") +
-                                                        std::to_string(sw_index++), -1, -1, tier, false});
+    static const char* const kTierName[] = {"", "leaf", "spine", "core"};
+    const int index = counter[tier]++;
+    return c.add_device({DeviceKind::NetworkSwitch, kTierName[tier] + std::to_string(index), -1, index, tier, false});
   };
   if (f.topology == "single_switch") {
     const DeviceId sw = new_switch(1);
-    for (DeviceId nic : all_nics) c.add_duplex(nic, sw, nic_link);
+    for (const auto& n : nodes)
+      for (DeviceId nic : n.nics) c.add_duplex(nic, sw, nic_link);
     return;
   }
   const int down = f.radix / 2;  // NIC ports per leaf
-  const int leaves = static_cast<int>((all_nics.size() + down - 1) / down);
+  const int leaves = leaves_needed(cfg);
   std::vector<DeviceId> leaf(leaves);
   for (int i = 0; i < leaves; ++i) leaf[i] = new_switch(1);
-  for (size_t i = 0; i < all_nics.size(); ++i) c.add_duplex(all_nics[i], leaf[i / down], nic_link);
+  const int nodes_n = static_cast<int>(nodes.size());
+  const int rails = cfg.node.nics;
+  for (int n = 0; n < nodes_n; ++n)
+    for (int r = 0; r < rails; ++r) {
+      // rail_optimized: leaf (group, rail) with group = n / down, groups laid out one after the
+      // other so that a pod holds whole groups (every rail of radix/2 nodes per group).
+      const long long index = f.topology == "rail_optimized"
+                                  ? static_cast<long long>(n / down) * rails + r
+                                  : (static_cast<long long>(n) * rails + r) / down;
+      c.add_duplex(nodes[n].nics[r], leaf[index], nic_link);
+    }
   if (leaves == 1) return;
-  const double leaf_up_bw = down * nic_bw / f.oversubscription;  // per leaf, all uplinks together
-  LinkMerger merge(c);
-  if (f.tiers == 2) {
-    const int spines = std::max(1, std::min(down, leaves));
-    std::vector<DeviceId> spine(spines);
-    for (int k = 0; k < spines; ++k) spine[k] = new_switch(2);
-    for (int i = 0; i < leaves; ++i)
-      for (int k = 0; k < spines; ++k) merge.add(leaf[i], spine[k], leaf_up_bw / spines, lat);
-    merge.flush();
-    return;
-  }
-  // Three tiers: pods of `down` leaves and `down` spines; spine j of every pod meets the cores
-  // of group j. Spine uplinks are not oversubscribed.
-  const int pods = (leaves + down - 1) / down;
-  const int spines_per_pod = std::min(down, leaves);
+  const double leaf_up_Bps = down * nic_bw / f.oversubscription;  // per leaf, all uplinks together
+  const int tiers = f.tiers == 0 ? tiers_needed(leaves, f.radix) : f.tiers;
+  const int pod_leaves = tiers == 2 ? leaves : down;
+  const int pods = (leaves + pod_leaves - 1) / pod_leaves;
+  // Fewer spines than radix/2 in a small fabric give the same capacity (links merge) with fewer
+  // resources.
+  const int spines_per_pod = std::min(down, pod_leaves);
+  const Link up{LinkKind::Network, leaf_up_Bps / spines_per_pod, f.switch_latency_s};
   std::vector<std::vector<DeviceId>> spine(pods);
   for (int p = 0; p < pods; ++p)
     for (int k = 0; k < spines_per_pod; ++k) spine[p].push_back(new_switch(2));
   for (int i = 0; i < leaves; ++i)
-    for (int k = 0; k < spines_per_pod; ++k) merge.add(leaf[i], spine[i / down][k], leaf_up_bw / spines_per_pod, lat);
-  if (pods > 1) {
-    const int cores_per_group = std::max(1, down / 4);
-    const double spine_up_bw = std::min(down, leaves) * leaf_up_bw / spines_per_pod;
-    for (int k = 0; k < spines_per_pod; ++k) {
-      std::vector<DeviceId> cores;
-      for (int j = 0; j < cores_per_group; ++j) cores.push_back(new_switch(3));
-      for (int p = 0; p < pods; ++p)
-        for (DeviceId core : cores) merge.add(spine[p][k], core, spine_up_bw / cores_per_group, lat);
+    for (DeviceId sp : spine[i / pod_leaves]) c.add_duplex(leaf[i], sp, up);
+  if (pods == 1) return;
+  // Spines are not oversubscribed: a spine sends up what a full pod's leaves send it.
+  const double spine_up_Bps = pod_leaves * up.bandwidth_Bps;
+  const int cores_per_group = down;
+  const Link core_link{LinkKind::Network, spine_up_Bps / cores_per_group, f.switch_latency_s};
+  for (int k = 0; k < spines_per_pod; ++k)
+    for (int j = 0; j < cores_per_group; ++j) {
+      const DeviceId core = new_switch(3);
+      for (int p = 0; p < pods; ++p) c.add_duplex(spine[p][k], core, core_link);
     }
-  }
-  merge.flush();
 }
 
 }  // namespace
 
 Cluster build_cluster(const ClusterConfig& cfg) {
+  if (const auto p = check(cfg)) throw std::invalid_argument("cluster." + p->key + ": " + p->reason + " (" + p->fix + ")");
   Cluster c;
   std::vector<NodeDevices> nodes;
   nodes.reserve(cfg.nodes);
@@ -200,6 +291,12 @@ Cluster build_cluster(const ClusterConfig& cfg) {
   if (cfg.nodes > 1) build_fabric(c, cfg, nodes);
   c.set_shape(cfg.nodes, cfg.node.gpus_per_node);
   return c;
+}
+
+Cluster build_cluster(const ClusterConfig& cfg, const hw::NodeCatalog& catalog) {
+  catalog.node(cfg.node.name);
+  catalog.nic(cfg.nic.name);
+  return build_cluster(cfg);
 }
 
 }  // namespace stacksim::topo

@@ -9,21 +9,28 @@
 //     nic: cx7-ndr400           # optional override (models/hardware/nics/<name>.yaml)
 //     fabric:
 //       topology: fat_tree      # fat_tree | rail_optimized | single_switch
-//       tiers: 2                # fat_tree: 2 (leaf/spine) or 3 (leaf/spine/core in pods)
+//       tiers: 2                # 2 (leaf/spine) or 3 (leaf/spine/core in pods); default: the
+//                               # fewest tiers whose capacity at this radix holds every NIC
 //       oversubscription: 1.0   # leaf downlink : uplink bandwidth
 //       radix: 64               # switch ports
-//       switch_latency: 0.6 us
+//       switch_latency: 0.6 us  # per switch-to-switch link
 //
-// Inside a node (DGX/HGX style): every GPU has a link of the node's NVLink bandwidth to one
-// logical NVSwitch (non-blocking crossbar; only the ports constrain), GPUs and NICs pair up behind
-// PCIe switches (GPU i uses NIC i * nics / gpus, its rail), PCIe switches hang off the CPU
-// sockets, which are joined by the inter-socket link; node-local storage sits on socket 0.
-// A PCIe-only node has no NVSwitch: peer traffic crosses PCIe switches and, between sockets, the
-// inter-socket link.
-// Fabric: leaves take radix/2 NIC ports each; leaf uplinks carry (downlink bandwidth) /
-// oversubscription, spread evenly over the spines of the leaf's pod. rail_optimized puts NIC i of
-// every node on the leaves of rail i. Parallel cables between two switches are merged into one
-// link of their summed bandwidth (same max-min result as spreading flows evenly over them).
+// Inside a node (DGX/HGX style, after the DGX A100/H100 block diagrams): every GPU has one link of
+// the node's NVLink bandwidth to one logical NVSwitch (non-blocking crossbar; only the ports
+// constrain), GPUs and NICs share PCIe switches (GPU i uses NIC i * nics / gpus, its rail), PCIe
+// switches hang off the CPU sockets, which are joined by the inter-socket link; node-local NVMe
+// sits on socket 0. An `nvlink` node joins GPUs by direct links inside groups (bridged pairs); a
+// `pcie` node has no NVLink, so peer traffic crosses PCIe switches and, between sockets, the CPUs.
+//
+// Fabric (folded Clos, after Al-Fares et al. 2008 "A scalable, commodity data center network
+// architecture"): a leaf gives radix/2 ports to NICs and carries (those ports' bandwidth) /
+// oversubscription up to the spines of its pod. Two tiers: one pod, at most `radix` leaves
+// (radix^2/2 NIC ports). Three tiers: pods of radix/2 leaves and radix/2 spines, spine j of every
+// pod joined to the radix/2 cores of group j, at most `radix` pods (radix^3/4 NIC ports); spines
+// are not oversubscribed. fat_tree fills leaves node by node; rail_optimized gives NIC i of every
+// node its own leaves (rail i; one leaf per rail per group of radix/2 nodes), the rails joined by
+// the spines. Parallel cables between two switches are merged into one link of their summed
+// bandwidth: the max-min result is the same as spreading flows evenly over them.
 #pragma once
 #include <string>
 
@@ -34,23 +41,38 @@
 namespace stacksim::topo {
 
 struct FabricConfig {
-  std::string topology = "fat_tree";
-  int tiers = 2;
+  std::string topology = "fat_tree";  // fat_tree | rail_optimized | single_switch
+  int tiers = 0;                      // 2 or 3; 0 = the fewest that hold every NIC at this radix
   double oversubscription = 1.0;
   int radix = 64;
   double switch_latency_s = 0.6e-6;
 };
 
 struct ClusterConfig {
-  hw::NodeSpec node;   // with overrides applied
-  hw::NicSpec nic;
+  hw::NodeSpec node;   // with overrides applied (gpus_per_node, nics, nic name)
+  hw::NicSpec nic;     // the resolved NIC
   std::string gpu;     // GPU catalogue name
   int nodes = 1;
   FabricConfig fabric;
   int num_gpus() const { return nodes * node.gpus_per_node; }
+  int num_nics() const { return nodes * node.nics; }
 };
 
+// Reads the `cluster:` section (InputError naming file, line, key and fix on bad input: unknown
+// key, unknown node or NIC with the nearest name, nodes < 1, a fabric too big for its radix ...).
 ClusterConfig parse_cluster_config(const config::Node& cluster, const hw::NodeCatalog& catalog);
+
+// Fewest tiers (2 or 3) of a fat tree of `radix`-port switches that holds `leaves` leaves (two
+// tiers: radix leaves; three: radix pods of radix/2 leaves); 0 if even three tiers cannot.
+int tiers_needed(int leaves, int radix);
+// Leaves the fabric needs (0 for single_switch or one node).
+int leaves_needed(const ClusterConfig& config);
+
+// Builds devices, links and gateways. std::invalid_argument if the configuration is inconsistent
+// (parse_cluster_config reports the same problems as InputError first).
 Cluster build_cluster(const ClusterConfig& config);
+// The same, after checking that the config's node type and NIC are in `catalog` (the config
+// carries the resolved specs, so nothing else is read from it).
+Cluster build_cluster(const ClusterConfig& config, const hw::NodeCatalog& catalog);
 
 }  // namespace stacksim::topo

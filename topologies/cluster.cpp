@@ -1,11 +1,28 @@
+// Cluster graph and routing.
+//
+// Routing has three cases, all deterministic functions of (source, destination, ecmp_key):
+//  - inside one node: shortest path by BFS over the node's own devices (a few dozen); among the
+//    next hops on a shortest path the widest links win (NVLink over PCIe), ECMP spreads over
+//    equally wide ones;
+//  - between nodes: source -> its gateway NIC (GPU i -> rail NIC) inside the source node, then
+//    up*/down* through the switch tiers (Schroeder et al. 1991, "Autonet", the rule InfiniBand
+//    subnet managers use on fat trees): climb until a switch whose subtree holds the destination
+//    NIC's leaf, preferring up-links to such switches, then descend; then the destination node's
+//    NIC -> destination. Which switch is "above" the destination is a precomputed bitset of the
+//    leaves below every switch, so a route costs O(hops x ports) and no search;
+//  - anything else (devices outside nodes, irregular graphs, a failed up/down walk): BFS over the
+//    whole graph, distances cached per destination.
+// ECMP: among equal candidates the choice is hash(ecmp_key mod kEcmpWays, hop) (splitmix64), so
+// the same key always takes the same path and different keys spread over the spines. Routes are
+// cached per (source, destination, key mod kEcmpWays).
 #include "topologies/cluster.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
-#include <map>
 #include <mutex>
 #include <stdexcept>
-#include <tuple>
+#include <unordered_map>
 
 namespace stacksim::topo {
 
@@ -35,42 +52,72 @@ const char* link_kind_name(LinkKind k) {
 
 namespace {
 
-uint64_t mix(uint64_t x) {  // splitmix64: a deterministic hash for ECMP choices
+constexpr uint64_t kEcmpWays = uint64_t{1} << 16;  // keys equal modulo this share a route
+constexpr DeviceId kNone = ~DeviceId{0};
+constexpr size_t kMaxCachedRoutes = size_t{1} << 20;  // bounds memory; routes are recomputable
+constexpr size_t kMaxCachedBfs = 256;                 // whole-graph distance vectors kept
+
+uint64_t mix(uint64_t x) {  // splitmix64 finaliser
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
 
+size_t ecmp_pick(uint64_t key, size_t hop, size_t ways) { return mix(mix(key) + hop) % ways; }
+
+struct RouteKey {
+  DeviceId src, dst;
+  uint64_t key;
+  bool operator==(const RouteKey& o) const { return src == o.src && dst == o.dst && key == o.key; }
+};
+struct RouteKeyHash {
+  size_t operator()(const RouteKey& k) const { return mix((uint64_t{k.src} << 32 | k.dst) ^ mix(k.key)); }
+};
+
 }  // namespace
 
-// Per-destination BFS distances (hop counts to dst over the directed links), computed lazily.
-// Used for node-local routing and for small or irregular graphs. Thread-safe.
+// Adjacency, node membership, gateways and the fabric's leaf bitsets, built once per graph
+// (the graph is frozen once routing starts; any add_* drops the cache). Thread-safe.
 struct Cluster::RouteCache {
-  std::mutex mutex;
-  std::map<DeviceId, std::vector<int>> dist_to;  // full-graph BFS, small graphs only
-  std::map<std::tuple<DeviceId, DeviceId, uint64_t>, Route> routes;  // memoised routes
-  std::vector<std::vector<LinkId>> out_links;    // adjacency by link id, in insertion order
-  std::vector<std::vector<LinkId>> in_links;
+  std::atomic<bool> used{false};
+  std::once_flag built;
+  std::vector<uint32_t> out_begin, out_list, in_begin, in_list;  // CSR by device, links in id order
+  std::vector<std::vector<DeviceId>> node_devices;               // by node, ascending id
+  std::vector<uint32_t> local_pos;                               // position in node_devices[node]
+  std::vector<DeviceId> gateway;                                 // kNone if none; a NIC is its own
+  std::vector<int32_t> leaf;                                     // dense leaf index or -1
+  std::vector<int32_t> reach_row;                                // network switches: row in reach
+  size_t words = 0;                                              // 64-bit words per reach row
+  std::vector<uint64_t> reach;                                   // leaves below each switch
+  int max_tier = 0;
+  std::map<std::string, DeviceId> by_name;
+
+  std::mutex mutex;  // guards the two caches below
+  std::unordered_map<RouteKey, Route, RouteKeyHash> routes;
+  std::map<DeviceId, std::vector<int32_t>> dist_to;
 };
 
 DeviceId Cluster::add_device(Device d) {
   const bool gpu = d.kind == DeviceKind::Gpu;
   const DeviceId id = static_cast<DeviceId>(boost::add_vertex(d, g_));
   if (gpu) gpus_.push_back(id);
-  cache_.reset();
+  invalidate();
   return id;
 }
 
 LinkId Cluster::add_link(DeviceId from, DeviceId to, Link l) {
   if (from >= num_devices() || to >= num_devices()) throw std::out_of_range("add_link: unknown device");
+  if (from == to) throw std::invalid_argument("link " + device(from).name + " -> itself");
   if (!(l.bandwidth_Bps > 0))
     throw std::invalid_argument("link " + device(from).name + " -> " + device(to).name +
                                 ": bandwidth must be positive");
-  if (l.latency_s < 0) throw std::invalid_argument("link latency must not be negative");
+  if (!(l.latency_s >= 0))
+    throw std::invalid_argument("link " + device(from).name + " -> " + device(to).name +
+                                ": latency must not be negative");
   const auto e = boost::add_edge(from, to, l, g_).first;
   edges_.push_back(e);
-  cache_.reset();
+  invalidate();
   return static_cast<LinkId>(edges_.size() - 1);
 }
 
@@ -81,160 +128,259 @@ void Cluster::add_duplex(DeviceId a, DeviceId b, Link l) {
 
 size_t Cluster::num_devices() const { return boost::num_vertices(g_); }
 size_t Cluster::num_links() const { return edges_.size(); }
-const Device& Cluster::device(DeviceId id) const { return g_[static_cast<Graph::vertex_descriptor>(id)]; }
+const Device& Cluster::device(DeviceId id) const {
+  if (id >= num_devices()) throw std::out_of_range("no device " + std::to_string(id));
+  return g_[static_cast<Graph::vertex_descriptor>(id)];
+}
 const Link& Cluster::link(LinkId id) const { return g_[edges_.at(id)]; }
 DeviceId Cluster::link_source(LinkId id) const { return static_cast<DeviceId>(boost::source(edges_.at(id), g_)); }
 DeviceId Cluster::link_target(LinkId id) const { return static_cast<DeviceId>(boost::target(edges_.at(id), g_)); }
 
-DeviceId Cluster::find(const std::string& name) const {
-  for (DeviceId i = 0; i < num_devices(); ++i)
-    if (device(i).name == name) return i;
-  throw std::out_of_range("no device named " + name);
-}
-
 int Cluster::node_of_gpu(int rank) const { return device(gpu(rank)).node; }
 
-Route Cluster::route(DeviceId src, DeviceId dst, uint64_t ecmp_key) const {
-  if (cache_) {
-    std::lock_guard<std::mutex> lock(cache_->mutex);
-    auto it = cache_->routes.find({src, dst, ecmp_key});
-    if (it != cache_->routes.end()) return it->second;
-  }
-  Route r = compute_route(src, dst, ecmp_key);
-  std::lock_guard<std::mutex> lock(cache_->mutex);
-  cache_->routes.emplace(std::make_tuple(src, dst, ecmp_key), r);
-  return r;
+namespace {
+
+// CSR offsets from per-device counts.
+void fill_csr(size_t n, const std::vector<DeviceId>& owner, std::vector<uint32_t>& begin, std::vector<uint32_t>& list) {
+  begin.assign(n + 1, 0);
+  for (DeviceId d : owner) ++begin[d + 1];
+  for (size_t i = 0; i < n; ++i) begin[i + 1] += begin[i];
+  list.assign(owner.size(), 0);
+  std::vector<uint32_t> at(begin.begin(), begin.end() - 1);
+  for (uint32_t l = 0; l < owner.size(); ++l) list[at[owner[l]]++] = l;
 }
 
-Route Cluster::compute_route(DeviceId src, DeviceId dst, uint64_t ecmp_key) const {
-  if (!cache_) {
-    auto c = std::make_shared<RouteCache>();
-    c->out_links.resize(num_devices());
-    c->in_links.resize(num_devices());
-    for (LinkId l = 0; l < edges_.size(); ++l) {
-      c->out_links[link_source(l)].push_back(l);
-      c->in_links[link_target(l)].push_back(l);
-    }
-    cache_ = c;
-  }
+}  // namespace
+
+// A cache that was used, or that a copy of this cluster shares, belongs to another graph.
+// Mutations are single-threaded (routing starts once the builder is done), so use_count is exact.
+void Cluster::invalidate() {
+  if (!cache_ || cache_.use_count() > 1 || cache_->used.load()) cache_ = std::make_shared<RouteCache>();
+}
+
+Cluster::RouteCache& Cluster::index() const {
+  if (!cache_) throw std::logic_error("routing on an empty cluster");
   RouteCache& c = *cache_;
+  std::call_once(c.built, [&] {
+    c.used = true;
+    const size_t n = num_devices();
+    std::vector<DeviceId> src(edges_.size()), dst(edges_.size());
+    for (LinkId l = 0; l < edges_.size(); ++l) { src[l] = link_source(l); dst[l] = link_target(l); }
+    fill_csr(n, src, c.out_begin, c.out_list);
+    fill_csr(n, dst, c.in_begin, c.in_list);
+    c.local_pos.assign(n, 0);
+    c.gateway.assign(n, kNone);
+    c.leaf.assign(n, -1);
+    c.reach_row.assign(n, -1);
+    for (DeviceId d = 0; d < n; ++d) {
+      const Device& dev = device(d);
+      c.by_name.emplace(dev.name, d);
+      if (dev.node >= 0) {
+        if (c.node_devices.size() <= static_cast<size_t>(dev.node)) c.node_devices.resize(dev.node + 1);
+        c.local_pos[d] = static_cast<uint32_t>(c.node_devices[dev.node].size());
+        c.node_devices[dev.node].push_back(d);
+      }
+      if (dev.kind == DeviceKind::Nic) c.gateway[d] = d;
+    }
+    for (const auto& [d, nic] : gateway_) c.gateway[d] = nic;
+    // Leaves: switches with a NIC port. Reach rows: leaves below each switch, by tier upwards.
+    std::vector<DeviceId> switches;
+    int leaves = 0;
+    for (DeviceId d = 0; d < n; ++d) {
+      if (device(d).kind != DeviceKind::NetworkSwitch) continue;
+      switches.push_back(d);
+      c.max_tier = std::max(c.max_tier, device(d).tier);
+      for (uint32_t i = c.in_begin[d]; i < c.in_begin[d + 1]; ++i)
+        if (device(link_source(c.in_list[i])).kind == DeviceKind::Nic) { c.leaf[d] = leaves++; break; }
+    }
+    std::stable_sort(switches.begin(), switches.end(),
+                     [&](DeviceId a, DeviceId b) { return device(a).tier < device(b).tier; });
+    c.words = (static_cast<size_t>(leaves) + 63) / 64;
+    c.reach.assign(switches.size() * c.words, 0);
+    for (size_t row = 0; row < switches.size(); ++row) {
+      const DeviceId s = switches[row];
+      c.reach_row[s] = static_cast<int32_t>(row);
+      uint64_t* bits = &c.reach[row * c.words];
+      if (c.leaf[s] >= 0) bits[c.leaf[s] / 64] |= uint64_t{1} << (c.leaf[s] % 64);
+      for (uint32_t i = c.out_begin[s]; i < c.out_begin[s + 1]; ++i) {
+        const DeviceId t = link_target(c.out_list[i]);
+        if (device(t).kind != DeviceKind::NetworkSwitch || device(t).tier >= device(s).tier) continue;
+        const uint64_t* below = &c.reach[c.reach_row[t] * c.words];
+        for (size_t w = 0; w < c.words; ++w) bits[w] |= below[w];
+      }
+    }
+  });
+  return c;
+}
+
+DeviceId Cluster::find(const std::string& name) const {
+  if (num_devices() == 0) throw std::out_of_range("no device named " + name);
+  const RouteCache& c = index();
+  auto it = c.by_name.find(name);
+  if (it == c.by_name.end()) throw std::out_of_range("no device named " + name);
+  return it->second;
+}
+
+namespace {
+
+[[noreturn]] void unreachable(const Cluster& c, DeviceId src, DeviceId dst) {
+  throw std::runtime_error("no route from " + c.device(src).name + " to " + c.device(dst).name);
+}
+
+}  // namespace
+
+// Walks from src to dst along `dist` (hops to dst, -1 = unreachable): widest next hop first,
+// ECMP among equally wide ones. `dist_of` maps a device to its distance.
+template <typename DistOf>
+bool Cluster::walk(DeviceId src, DeviceId dst, uint64_t key, DistOf dist_of, std::vector<LinkId>& out) const {
+  const RouteCache& c = *cache_;
+  if (dist_of(src) < 0) return false;
+  std::vector<LinkId> next;
+  for (DeviceId cur = src; cur != dst;) {
+    next.clear();
+    double widest = 0;
+    const int32_t here = dist_of(cur);
+    for (uint32_t i = c.out_begin[cur]; i < c.out_begin[cur + 1]; ++i) {
+      const LinkId l = c.out_list[i];
+      if (dist_of(link_target(l)) != here - 1) continue;
+      const double bw = link(l).bandwidth_Bps;
+      if (bw > widest) { widest = bw; next.clear(); }
+      if (bw == widest) next.push_back(l);
+    }
+    const LinkId l = next[ecmp_pick(key, out.size(), next.size())];
+    out.push_back(l);
+    cur = link_target(l);
+  }
+  return true;
+}
+
+bool Cluster::route_in_node(DeviceId src, DeviceId dst, uint64_t key, std::vector<LinkId>& out) const {
+  const RouteCache& c = *cache_;
+  const int node = device(src).node;
+  const auto& members = c.node_devices[node];
+  std::vector<int32_t> dist(members.size(), -1);
+  std::vector<DeviceId> queue{dst};
+  dist[c.local_pos[dst]] = 0;
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const DeviceId v = queue[q];
+    for (uint32_t i = c.in_begin[v]; i < c.in_begin[v + 1]; ++i) {
+      const DeviceId u = link_source(c.in_list[i]);
+      if (device(u).node != node || dist[c.local_pos[u]] >= 0) continue;
+      dist[c.local_pos[u]] = dist[c.local_pos[v]] + 1;
+      queue.push_back(u);
+    }
+  }
+  return walk(src, dst, key, [&](DeviceId d) { return device(d).node == node ? dist[c.local_pos[d]] : -1; }, out);
+}
+
+bool Cluster::route_by_bfs(DeviceId src, DeviceId dst, uint64_t key, std::vector<LinkId>& out) const {
+  RouteCache& c = *cache_;
+  std::vector<int32_t> dist;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto it = c.dist_to.find(dst);
+    if (it != c.dist_to.end()) dist = it->second;
+  }
+  if (dist.empty()) {
+    dist.assign(num_devices(), -1);
+    std::deque<DeviceId> q{dst};
+    dist[dst] = 0;
+    while (!q.empty()) {
+      const DeviceId v = q.front();
+      q.pop_front();
+      for (uint32_t i = c.in_begin[v]; i < c.in_begin[v + 1]; ++i) {
+        const DeviceId u = link_source(c.in_list[i]);
+        if (dist[u] < 0) { dist[u] = dist[v] + 1; q.push_back(u); }
+      }
+    }
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.dist_to.size() >= kMaxCachedBfs) c.dist_to.clear();
+    c.dist_to.emplace(dst, dist);
+  }
+  return walk(src, dst, key, [&](DeviceId d) { return dist[d]; }, out);
+}
+
+// Up*/down* from NIC `from` to NIC `to` through the switch tiers (see the file comment).
+bool Cluster::route_in_fabric(DeviceId from, DeviceId to, uint64_t key, std::vector<LinkId>& out) const {
+  const RouteCache& c = *cache_;
+  std::vector<int32_t> to_leaves;
+  for (uint32_t i = c.out_begin[to]; i < c.out_begin[to + 1]; ++i) {
+    const int32_t lf = c.leaf[link_target(c.out_list[i])];
+    if (lf >= 0) to_leaves.push_back(lf);
+  }
+  if (to_leaves.empty()) return false;
+  auto above = [&](DeviceId s) {
+    if (c.reach_row[s] < 0) return false;
+    const uint64_t* bits = &c.reach[c.reach_row[s] * c.words];
+    for (int32_t lf : to_leaves)
+      if (bits[lf / 64] >> (lf % 64) & 1) return true;
+    return false;
+  };
+  auto is_switch = [&](DeviceId d) { return device(d).kind == DeviceKind::NetworkSwitch; };
+  const size_t start = out.size();
+  std::vector<LinkId> options, preferred;
+  for (DeviceId cur = from; cur != to;) {
+    if (out.size() - start > static_cast<size_t>(2 * c.max_tier + 2)) return false;
+    options.clear();
+    preferred.clear();
+    const bool down = is_switch(cur) && above(cur);
+    for (uint32_t i = c.out_begin[cur]; i < c.out_begin[cur + 1]; ++i) {
+      const LinkId l = c.out_list[i];
+      const DeviceId t = link_target(l);
+      if (t == to && is_switch(cur)) {
+        preferred.push_back(l);  // the destination's own leaf: go straight there
+      } else if (down) {
+        if (is_switch(t) && device(t).tier < device(cur).tier && above(t)) options.push_back(l);
+      } else if (is_switch(t) && (!is_switch(cur) || device(t).tier > device(cur).tier)) {
+        options.push_back(l);
+      }
+    }
+    if (preferred.empty() && !down)
+      for (LinkId l : options)
+        if (above(link_target(l))) preferred.push_back(l);
+    const std::vector<LinkId>& pick = preferred.empty() ? options : preferred;
+    if (pick.empty()) return false;
+    const LinkId l = pick[ecmp_pick(key, out.size(), pick.size())];
+    out.push_back(l);
+    cur = link_target(l);
+  }
+  return true;
+}
+
+Route Cluster::route(DeviceId src, DeviceId dst, uint64_t ecmp_key) const {
+  if (src >= num_devices() || dst >= num_devices()) throw std::out_of_range("route: unknown device");
   Route r;
   if (src == dst) return r;
-  const bool tiered = device(src).node >= 0 && device(dst).node >= 0 && device(src).node != device(dst).node &&
-                      gateway_.count(src) && gateway_.count(dst);
-  if (!tiered) {
-    // Shortest path by BFS towards dst; ECMP among next hops on a shortest path. In a big
-    // cluster, routes inside one node search that node's devices only (a few dozen).
-    const int node = device(src).node;
-    const bool node_local = node >= 0 && device(dst).node == node;
-    std::vector<int> local_dist;
-    const std::vector<int>* dist = nullptr;
-    auto bfs = [&](std::vector<int>& d) {
-      d.assign(num_devices(), -1);
-      std::deque<DeviceId> q{dst};
-      d[dst] = 0;
-      while (!q.empty()) {
-        const DeviceId v = q.front();
-        q.pop_front();
-        for (LinkId l : c.in_links[v]) {
-          const DeviceId u = link_source(l);
-          if (d[u] < 0 && (!node_local || device(u).node == node)) { d[u] = d[v] + 1; q.push_back(u); }
-        }
-      }
-    };
-    if (node_local) {
-      bfs(local_dist);
-      dist = &local_dist;
-    } else {
-      std::lock_guard<std::mutex> lock(c.mutex);
-      auto it = c.dist_to.find(dst);
-      if (it == c.dist_to.end()) {
-        std::vector<int> d;
-        bfs(d);
-        it = c.dist_to.emplace(dst, std::move(d)).first;
-      }
-      dist = &it->second;
-    }
-    if ((*dist)[src] < 0)
-      throw std::runtime_error("no route from " + device(src).name + " to " + device(dst).name);
-    DeviceId cur = src;
-    for (int hop = 0; cur != dst; ++hop) {
-      // Among next hops on a shortest path, the widest links win (NVLink over PCIe); ECMP
-      // spreads over the equally wide ones.
-      std::vector<LinkId> next;
-      double widest = 0;
-      for (LinkId l : c.out_links[cur])
-        if ((*dist)[link_target(l)] == (*dist)[cur] - 1) widest = std::max(widest, link(l).bandwidth_Bps);
-      for (LinkId l : c.out_links[cur])
-        if ((*dist)[link_target(l)] == (*dist)[cur] - 1 && link(l).bandwidth_Bps == widest) next.push_back(l);
-      const LinkId l = next[mix(ecmp_key * 131 + hop) % next.size()];
-      r.links.push_back(l);
-      cur = link_target(l);
-    }
-  } else {
-    // Up*/down* routing through the fabric's switch tiers: climb until a switch from which dst is
-    // reachable going down, then descend. The switches above dst are found by climbing from dst.
-    auto up_neighbours = [&](DeviceId v, bool outgoing) {
-      std::vector<LinkId> ls;
-      const auto& links = outgoing ? c.out_links[v] : c.in_links[v];
-      for (LinkId l : links) {
-        const DeviceId w = outgoing ? link_target(l) : link_source(l);
-        const Device& dw = device(w);
-        const Device& dv = device(v);
-        const bool w_up = dw.kind == DeviceKind::NetworkSwitch &&
-                          (dv.kind != DeviceKind::NetworkSwitch || dw.tier > dv.tier);
-        if (w_up) ls.push_back(l);
-      }
-      return ls;
-    };
-    // Exit device of the source node: its NIC (GPU rails choose the NIC of the same index).
-    auto gateway = [&](DeviceId v) -> DeviceId {
-      auto it = gateway_.find(v);
-      if (it != gateway_.end()) return it->second;
-      throw std::runtime_error("device " + device(v).name + " has no network interface");
-    };
-    const DeviceId nic_s = gateway(src), nic_d = gateway(dst);
-    auto local = [&](DeviceId a, DeviceId b, uint64_t key) {
-      Route x = route(a, b, key);  // same node: node-local BFS branch
-      r.links.insert(r.links.end(), x.links.begin(), x.links.end());
-    };
-    if (src != nic_s) local(src, nic_s, ecmp_key);
-    // Ancestors of dst's NIC.
-    std::map<DeviceId, bool> above;
-    std::vector<DeviceId> frontier{nic_d};
-    while (!frontier.empty()) {
-      std::vector<DeviceId> next;
-      for (DeviceId v : frontier)
-        for (LinkId l : up_neighbours(v, false)) {
-          const DeviceId w = link_source(l);
-          if (!above.count(w)) { above[w] = true; next.push_back(w); }
-        }
-      frontier.swap(next);
-    }
-    DeviceId cur = nic_s;
-    for (int hop = 0; cur != nic_d; ++hop) {
-      std::vector<LinkId> options;
-      if (above.count(cur)) {
-        for (LinkId l : c.out_links[cur]) {
-          const DeviceId w = link_target(l);
-          if (w == nic_d || (above.count(w) && device(w).tier < device(cur).tier)) options.push_back(l);
-        }
-      } else {
-        options = up_neighbours(cur, true);
-      }
-      if (options.empty() || hop > 16)
-        throw std::runtime_error("no route from " + device(src).name + " to " + device(dst).name);
-      const LinkId l = options[mix(ecmp_key * 131 + hop) % options.size()];
-      r.links.push_back(l);
-      cur = link_target(l);
-    }
-    if (dst != nic_d) local(nic_d, dst, ecmp_key);
+  RouteCache& c = index();
+  const RouteKey rk{src, dst, ecmp_key % kEcmpWays};
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto it = c.routes.find(rk);
+    if (it != c.routes.end()) return it->second;
   }
-  r.bottleneck_Bps = r.links.empty() ? 0 : link(r.links[0]).bandwidth_Bps;
+  const uint64_t key = rk.key;
+  const Device& s = device(src);
+  const Device& d = device(dst);
+  bool ok = false;
+  if (s.node >= 0 && s.node == d.node) {
+    ok = route_in_node(src, dst, key, r.links);
+  } else if (s.node >= 0 && d.node >= 0 && c.gateway[src] != kNone && c.gateway[dst] != kNone) {
+    const DeviceId gs = c.gateway[src], gd = c.gateway[dst];
+    ok = (src == gs || route_in_node(src, gs, key, r.links)) && route_in_fabric(gs, gd, key, r.links) &&
+         (gd == dst || route_in_node(gd, dst, key, r.links));
+  }
+  if (!ok) {
+    r.links.clear();
+    if (!route_by_bfs(src, dst, key, r.links)) unreachable(*this, src, dst);
+  }
+  r.bottleneck_Bps = link(r.links.front()).bandwidth_Bps;
   for (LinkId l : r.links) {
     r.latency_s += link(l).latency_s;
     r.bottleneck_Bps = std::min(r.bottleneck_Bps, link(l).bandwidth_Bps);
   }
+  std::lock_guard<std::mutex> lock(c.mutex);
+  if (c.routes.size() >= kMaxCachedRoutes) c.routes.clear();
+  c.routes.emplace(rk, r);
   return r;
 }
 

@@ -90,7 +90,6 @@ class Cluster {
   void set_gateway(DeviceId device, DeviceId nic) { gateway_[device] = nic; }
 
  private:
-  Route compute_route(DeviceId src, DeviceId dst, uint64_t ecmp_key) const;
   Graph g_;
   std::vector<Graph::edge_descriptor> edges_;
   std::vector<DeviceId> gpus_;
@@ -99,6 +98,16 @@ class Cluster {
   std::map<DeviceId, DeviceId> gateway_;
   struct RouteCache;
   mutable std::shared_ptr<RouteCache> cache_;
+
+  // Routing internals (cluster.cpp). The index is built once per graph; a mutation gives the
+  // cluster a fresh cache.
+  RouteCache& index() const;
+  void invalidate();
+  bool route_in_node(DeviceId src, DeviceId dst, uint64_t key, std::vector<LinkId>& out) const;
+  bool route_in_fabric(DeviceId from_nic, DeviceId to_nic, uint64_t key, std::vector<LinkId>& out) const;
+  bool route_by_bfs(DeviceId src, DeviceId dst, uint64_t key, std::vector<LinkId>& out) const;
+  template <typename DistOf>
+  bool walk(DeviceId src, DeviceId dst, uint64_t key, DistOf dist_of, std::vector<LinkId>& out) const;
 };
 
 }  // namespace stacksim::topo

@@ -1,22 +1,40 @@
-// Server (node) and NIC profiles, read from models/hardware/nodes/*.yaml and nics/*.yaml.
-// Every figure carries its source in the file. Schema of a node file:
-//   name: dgx-h100
-//   gpu: H100-SXM5-80GB          # default GPU (canonical name)
+// Server (node) and NIC profiles, read from models/hardware/nodes/*.yaml and nics/*.yaml: one
+// file per item, every figure with its source in the file (specs.yaml ids where it has them,
+// "assumption" where nobody published one). Users add hardware by adding a file.
+//
+// Node file schema (quantities are unit strings; GB/s is decimal, as in every vendor source):
+//   name: dgx-h100                 # catalogue name (unique)
+//   gpu: H100-SXM5-80GB            # default GPU, canonical name (shared/validation/README.md)
 //   gpus_per_node: 8
-//   intra_node:                  # GPU-to-GPU fabric inside the node
-//     type: nvswitch | pcie      # pcie: peer traffic crosses PCIe switches and CPUs
-//     bandwidth: 450 GB/s        # per GPU, per direction
+//   intra_node:                    # GPU-to-GPU fabric inside the node
+//     type: nvswitch               # nvswitch: every GPU has one port to a non-blocking switch
+//                                  # nvlink: direct GPU-GPU links inside groups (bridges, meshes)
+//                                  # pcie: no NVLink; peers cross PCIe switches (and the CPUs)
+//     bandwidth: 450 GB/s          # per GPU, per direction (nvswitch, nvlink; absent for pcie)
 //     latency: 0.7 us
-//     generation: nvlink4-nvswitch3   # selects collective tuning (models/collectives/tuning)
-//     in_switch_reduction: true # NVLS (NVSwitch gen3+)
-//   pcie: {generation: 5, bandwidth: 63 GB/s, latency: 0.5 us, gpus_per_switch: 2}
-//   cpu: {sockets: 2, cores_per_socket: 56, model: ..., inter_socket_bandwidth: 120 GB/s}
+//     generation: nvlink4-nvswitch3   # nvlink2-nvswitch1 | nvlink3-nvswitch2 | nvlink4-nvswitch3 |
+//                                     # nvlink5-nvswitch4 | pcie: selects collective tuning
+//     in_switch_reduction: true    # NVLS (NVSwitch gen3 and later)
+//     group_size: 2                # nvlink only: GPUs per fully connected NVLink group (2 = bridged
+//                                  # pairs); a GPU's bandwidth is split evenly over its peers
+//   pcie:
+//     generation: 5
+//     bandwidth: 63 GB/s           # x16, per direction
+//     latency: 0.5 us
+//     gpus_per_switch: 2           # GPUs behind one PCIe switch
+//     switches_per_socket: 2       # PCIe switches under each CPU socket
+//   cpu: {sockets: 2, cores_per_socket: 56, model: ..., inter_socket_bandwidth: 120 GB/s,
+//         inter_socket_latency: 0.1 us}        # inter_socket_latency optional
 //   host_memory: 2 TB
-//   nics: {count: 8, model: cx7-ndr400}
-//   storage: {read_bandwidth: 25 GB/s}
-//   sources: [...]
-// A NIC file: name, bandwidth (line rate, e.g. "400 Gb/s"), latency, fabric
-// (infiniband|roce|ethernet), generation (ib-edr|ib-hdr|ib-ndr|ib-xdr|roce), sources.
+//   nics: {count: 8, model: cx7-ndr400}        # compute NICs; model = NIC catalogue name
+//   storage: {local_read_bandwidth: 25 GB/s, local_write_bandwidth: 12 GB/s, latency: 10 us}
+//                                               # node-local NVMe; write and latency optional
+//   sources: [...]                              # where each figure comes from
+//   notes: "..."                                # which figures are assumptions
+//
+// NIC file schema: name (e.g. cx7-ndr400), bandwidth (line rate, e.g. "400 Gb/s"), latency,
+// fabric (infiniband | roce | ethernet), generation (ib-edr | ib-hdr | ib-ndr | ib-xdr | roce:
+// selects collective tuning), sources, notes.
 #pragma once
 #include <map>
 #include <string>
@@ -29,41 +47,51 @@ struct NicSpec {
   double bandwidth_Bps = 0;  // per direction
   double latency_s = 0;
   std::string fabric;        // infiniband | roce | ethernet
-  std::string generation;    // ib-hdr, ib-ndr, roce, ...
+  std::string generation;    // ib-hdr, ib-ndr, roce, ... (selects collective tuning)
+  std::vector<std::string> sources;
+  std::string file;          // where it was read
 };
 
 struct NodeSpec {
   std::string name;
   std::string gpu;
   int gpus_per_node = 8;
-  std::string intra_type = "nvswitch";  // nvswitch | pcie
+  std::string intra_type = "nvswitch";  // nvswitch | nvlink | pcie
   double intra_bandwidth_Bps = 0;       // per GPU per direction (NVLink); 0 for pcie nodes
   double intra_latency_s = 0;
   std::string intra_generation;         // collective tuning key
   bool in_switch_reduction = false;
+  int nvlink_group_size = 0;            // nvlink nodes: GPUs per fully connected group
   int pcie_generation = 4;
   double pcie_bandwidth_Bps = 0;        // x16 per direction
   double pcie_latency_s = 0;
   int gpus_per_pcie_switch = 2;
+  int pcie_switches_per_socket = 2;
   int cpu_sockets = 2;
   int cores_per_socket = 64;
   std::string cpu_model;
-  double inter_socket_Bps = 0;
+  double inter_socket_Bps = 0;          // per direction
+  double inter_socket_latency_s = 0;
   double host_memory_bytes = 0;
   int nics = 8;
   std::string nic;                      // NIC catalogue name
-  double storage_read_Bps = 0;
+  double storage_read_Bps = 0;          // node-local NVMe; 0 = no local storage device
+  double storage_write_Bps = 0;
+  double storage_latency_s = 0;
+  std::vector<std::string> sources;
   std::string file;                     // where it was read
 };
 
 class NodeCatalog {
  public:
-  // Reads <dir>/nodes/*.yaml and <dir>/nics/*.yaml (InputError on any bad file).
+  // Reads <dir>/nodes/*.yaml and <dir>/nics/*.yaml (InputError naming file, line and key on any
+  // bad file; a node naming an unknown NIC is an error too).
   static NodeCatalog load_dir(const std::string& hardware_dir);
   const NodeSpec& node(const std::string& name) const;  // InputError with the nearest name
   const NicSpec& nic(const std::string& name) const;
-  std::vector<std::string> node_names() const;
-  std::vector<std::string> nic_names() const;
+  std::vector<std::string> names() const;       // node types, sorted
+  std::vector<std::string> node_names() const;  // the same (the name the CLI listing uses)
+  std::vector<std::string> nic_names() const;   // sorted
 
  private:
   std::map<std::string, NodeSpec> nodes_;
