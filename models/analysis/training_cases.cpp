@@ -177,8 +177,13 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     pl["precision"] = has_bf16 ? "bf16" : "fp16";
     defaults.push_back(std::string("parallelism.precision: ") + (has_bf16 ? "bf16" : "fp16 (no bf16 on V100)"));
   }
+  const YAML::Node meas = c["measured"];
   if (has(p, "recompute")) {
     pl["recompute"] = get<std::string>(p, "recompute");
+  } else if (has(meas, "hardware_tflops_per_gpu")) {
+    // A published recompute-inclusive FLOP rate (the SC'21 count) says the run recomputed.
+    pl["recompute"] = "full";
+    defaults.push_back("parallelism.recompute: full (the source publishes a recompute-inclusive TFLOP/s)");
   } else {
     pl["recompute"] = "auto";
     defaults.push_back("parallelism.recompute: the least recomputation that fits in memory (none, selective, full)");
