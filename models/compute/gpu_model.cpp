@@ -1,8 +1,9 @@
+// Roofline kernel model; the model, its constants and their reasons are in gpu_model.hpp.
 #include "models/compute/gpu_model.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace stacksim::compute {
@@ -10,17 +11,23 @@ namespace {
 
 struct Tile {
   int m, n;
-  double efficiency;  // relative to the best (largest) tile: smaller tiles reuse operands less
+  double efficiency;  // relative to the largest tiles: smaller tiles reuse each loaded operand less
 };
-constexpr Tile kTiles[] = {{256, 128, 1.00}, {128, 256, 1.00}, {128, 128, 0.93},
-                           {128, 64, 0.82}, {64, 128, 0.82}, {64, 64, 0.65}};
+// The 16-row tile (one MMA row block) is what GEMV-like shapes (m = 1..16, decoding) use: its math
+// is inefficient, but it does not pay for 64 rows of zero padding while streaming the weights.
+constexpr Tile kTiles[] = {{256, 128, 1.00}, {128, 256, 1.00}, {128, 128, 0.93}, {128, 64, 0.82},
+                           {64, 128, 0.82},  {64, 64, 0.65},   {16, 128, 0.40}};
 constexpr int kSplits[] = {1, 2, 4, 8};
-// Prologue/epilogue of a tile's K loop, in units of K (one ~128-deep pipeline fill).
-constexpr double kKHalf = 96.0;
-// A stream-K schedule balances the last partial wave at this relative cost.
-constexpr double kStreamKOverhead = 1.12;
+constexpr double kAlignmentBytes = 16;
+constexpr double kPartialBytes = 4;  // split-K partial sums are fp32
 
-std::string key(DType d) { return dtype_name(d); }
+// Loads and math overlap imperfectly near the ridge point: the time is the quadrature sum of the
+// two roofs rather than their maximum (equal to it when either term dominates).
+double overlap(double compute_s, double memory_s) { return std::hypot(compute_s, memory_s); }
+
+bool aligned(int64_t elements, double elem_bytes) {
+  return std::fmod(static_cast<double>(elements) * elem_bytes, kAlignmentBytes) == 0.0;
+}
 
 }  // namespace
 
@@ -53,85 +60,117 @@ double bytes_per_element(DType d) {
   return 2;
 }
 
-GpuModel::GpuModel(const hw::GpuSpec& spec) : spec_(spec) {}
+GpuModel::GpuModel(const hw::GpuSpec& spec) : spec_(spec) {
+  if (spec_.sm_count <= 0 || spec_.hbm_Bps <= 0 || spec_.hbm_efficiency <= 0)
+    throw std::invalid_argument("GPU profile '" + spec_.name + "' lacks SM count or HBM bandwidth");
+}
 
 double GpuModel::peak(DType d) const {
-  double p = spec_.peak(key(d));
-  if (p <= 0 && d == DType::BF16) p = spec_.peak("fp16");  // V100: no bf16, runs as fp16
-  if (p <= 0 && d == DType::FP8) p = spec_.peak("bf16") > 0 ? spec_.peak("bf16") : spec_.peak("fp16");
-  if (p <= 0 && d == DType::TF32) p = spec_.peak("fp32");
+  double p = spec_.peak(dtype_name(d));
+  if (p <= 0 && d == DType::BF16) p = spec_.peak("fp16");  // V100: no bf16 units, runs as fp16
+  if (p <= 0 && d == DType::TF32) p = spec_.peak("fp32");  // no TF32 tensor cores: fp32 vector rate
+  if (p <= 0)
+    throw std::invalid_argument("GPU '" + spec_.name + "' has no " + dtype_name(d) +
+                                " peak in its profile (" + spec_.file + "); use another precision");
   return p;
 }
 
 KernelCost GpuModel::gemm(int64_t m, int64_t n, int64_t k, DType dtype, int64_t batch) const {
   if (m <= 0 || n <= 0 || k <= 0 || batch <= 0) throw std::invalid_argument("gemm: non-positive shape");
   KernelCost c;
-  c.flops = 2.0 * m * n * k * batch;
+  const double md = m, nd = n, kd = k, bd = batch;
+  c.flops = 2.0 * md * nd * kd * bd;
   const double elem = bytes_per_element(dtype);
   const double out_elem = std::max(2.0, elem);  // FP8 GEMMs write 16-bit outputs
-  c.bytes = (static_cast<double>(m) * k + static_cast<double>(k) * n) * elem * batch +
-            static_cast<double>(m) * n * out_elem * batch;
-  const double peak_sm = peak(dtype) / spec_.sm_count;
-  const double e_max = spec_.max_efficiency(key(dtype));
+  c.bytes = ((md * kd + kd * nd) * elem + md * nd * out_elem) * bd;
+  const double hbm = hbm_rate_Bps();
   const double sms = spec_.sm_count;
+  const double align = aligned(k, elem) && aligned(n, elem) ? 1.0 : kMisalignedEfficiency;
+  const double rate_sm = peak(dtype) / sms * spec_.max_efficiency(dtype_name(dtype)) * align;
   double best = std::numeric_limits<double>::infinity();
   for (const Tile& t : kTiles) {
-    const double tiles = std::ceil(double(m) / t.m) * std::ceil(double(n) / t.n) * batch;
+    const double tiles = std::ceil(md / t.m) * std::ceil(nd / t.n) * bd;
     for (int split : kSplits) {
-      if (split > 1 && k / split < 256) continue;
-      const double kk = std::ceil(double(k) / split);
+      if (split > 1 && kd / split < kMinSplitK) continue;
+      const double kk = std::ceil(kd / split);
       const double units = tiles * split;
-      const double tile_time = 2.0 * t.m * t.n * kk / (peak_sm * e_max * t.efficiency * kk / (kk + kKHalf));
-      const double waves = std::min(std::ceil(units / sms), kStreamKOverhead * units / sms);
-      double time = std::max(1.0, waves) * tile_time;
-      if (split > 1) time += static_cast<double>(m) * n * 4.0 * split * batch / hbm_rate_Bps();  // partials
-      best = std::min(best, time);
+      const double tile_s = 2.0 * t.m * t.n * kk / (rate_sm * t.efficiency) * (kk + kKHalf) / kk;
+      const double waves = std::max(1.0, std::min(std::ceil(units / sms), kStreamKOverhead * units / sms));
+      const double compute_s = waves * tile_s;
+      double bytes = c.bytes;
+      if (split > 1) bytes += 2.0 * md * nd * kPartialBytes * split * bd;  // partials out and back in
+      const double memory_s = bytes / hbm;
+      const double time_s = overlap(compute_s, memory_s);
+      if (time_s < best) {
+        best = time_s;
+        c.memory_bound = memory_s > compute_s;
+      }
     }
   }
-  const double memory = c.bytes / hbm_rate_Bps();
-  c.memory_bound = memory > best;
-  c.seconds = std::max(best, memory) + spec_.kernel_overhead_s;
+  c.seconds = best + kGemmFillDrainS + spec_.kernel_overhead_s;
+  c.efficiency = c.flops / c.seconds / peak(dtype);
+  return c;
+}
+
+KernelCost GpuModel::attention(double flops, double bytes, int64_t work_units, double efficiency,
+                               DType dtype) const {
+  KernelCost c;
+  c.flops = flops;
+  c.bytes = bytes;
+  // One query (forward) or key (backward) block per SM at a time: the last wave may be partial.
+  const double sms = spec_.sm_count;
+  const double units = static_cast<double>(work_units);
+  const double wave_fill = units / (std::ceil(units / sms) * sms);
+  const double compute_s = flops / (peak(dtype) * efficiency * wave_fill);
+  const double memory_s = bytes / hbm_rate_Bps();
+  c.memory_bound = memory_s > compute_s;
+  c.seconds = overlap(compute_s, memory_s) + spec_.kernel_overhead_s;
   c.efficiency = c.flops / c.seconds / peak(dtype);
   return c;
 }
 
 KernelCost GpuModel::attention_forward(int64_t b, int64_t h, int64_t kvh, int64_t sq, int64_t skv, int64_t d,
                                        bool causal, DType dtype, AttentionKernel kernel) const {
-  KernelCost c;
-  c.flops = 4.0 * b * h * sq * skv * d * (causal ? 0.5 : 1.0);
-  const double elem = bytes_per_element(dtype == DType::FP8 ? DType::BF16 : dtype);
-  c.bytes = (2.0 * b * h * sq * d + 2.0 * b * kvh * skv * d) * elem;  // Q, O and K, V
-  const double rate = peak(dtype == DType::FP8 ? DType::BF16 : dtype) *
-                      (kernel == AttentionKernel::Flash2 ? spec_.flash2_forward_efficiency : spec_.attention_forward_efficiency);
-  const double compute = c.flops / rate, memory = c.bytes / hbm_rate_Bps();
-  c.memory_bound = memory > compute;
-  c.seconds = std::max(compute, memory) + spec_.kernel_overhead_s;
-  c.efficiency = c.flops / c.seconds / peak(DType::BF16);
-  return c;
+  if (b <= 0 || h <= 0 || kvh <= 0 || sq <= 0 || skv <= 0 || d <= 0)
+    throw std::invalid_argument("attention: non-positive shape");
+  // FP8 training keeps attention in 16 bit (Transformer Engine default).
+  const DType run = dtype == DType::FP8 ? DType::BF16 : dtype;
+  const double bd = b, hd = h, kvd = kvh, sqd = sq, skvd = skv, dd = d;
+  const double flops = 4.0 * bd * hd * sqd * skvd * dd * (causal ? 0.5 : 1.0);
+  const double bytes = (2.0 * bd * hd * sqd * dd + 2.0 * bd * kvd * skvd * dd) * bytes_per_element(run);
+  const int64_t blocks = b * h * ((sq + kAttentionBlockQ - 1) / kAttentionBlockQ);
+  return attention(flops, bytes, blocks,
+                   kernel == AttentionKernel::Flash2 ? spec_.flash2_forward_efficiency : spec_.attention_forward_efficiency,
+                   run);
 }
 
 KernelCost GpuModel::attention_backward(int64_t b, int64_t h, int64_t kvh, int64_t sq, int64_t skv, int64_t d,
                                         bool causal, DType dtype, AttentionKernel kernel) const {
-  KernelCost c;
+  if (b <= 0 || h <= 0 || kvh <= 0 || sq <= 0 || skv <= 0 || d <= 0)
+    throw std::invalid_argument("attention: non-positive shape");
+  const DType run = dtype == DType::FP8 ? DType::BF16 : dtype;
+  const double bd = b, hd = h, kvd = kvh, sqd = sq, skvd = skv, dd = d;
   // dQ, dK, dV and the recomputed scores: 2.5x the forward FLOPs (FlashAttention-2, section 3.2).
-  c.flops = 2.5 * 4.0 * b * h * sq * skv * d * (causal ? 0.5 : 1.0);
-  const double elem = bytes_per_element(dtype == DType::FP8 ? DType::BF16 : dtype);
-  c.bytes = (4.0 * b * h * sq * d + 4.0 * b * kvh * skv * d) * elem;
-  const double rate = peak(dtype == DType::FP8 ? DType::BF16 : dtype) *
-                      (kernel == AttentionKernel::Flash2 ? spec_.flash2_backward_efficiency : spec_.attention_backward_efficiency);
-  const double compute = c.flops / rate, memory = c.bytes / hbm_rate_Bps();
-  c.memory_bound = memory > compute;
-  c.seconds = std::max(compute, memory) + spec_.kernel_overhead_s;
-  c.efficiency = c.flops / c.seconds / peak(DType::BF16);
-  return c;
+  const double flops = 2.5 * 4.0 * bd * hd * sqd * skvd * dd * (causal ? 0.5 : 1.0);
+  // Reads Q, O, dO and writes dQ per query head; reads K, V and writes dK, dV per KV head.
+  const double bytes = (4.0 * bd * hd * sqd * dd + 4.0 * bd * kvd * skvd * dd) * bytes_per_element(run);
+  const int64_t blocks = b * h * ((skv + kAttentionBlockQ - 1) / kAttentionBlockQ);
+  return attention(flops, bytes, blocks,
+                   kernel == AttentionKernel::Flash2 ? spec_.flash2_backward_efficiency : spec_.attention_backward_efficiency,
+                   run);
 }
 
 KernelCost GpuModel::memory_bound(double bytes, double flops) const {
+  if (bytes < 0 || flops < 0) throw std::invalid_argument("memory_bound: negative bytes or FLOPs");
   KernelCost c;
   c.bytes = bytes;
   c.flops = flops;
-  c.memory_bound = true;
-  c.seconds = bytes / hbm_rate_Bps() + spec_.kernel_overhead_s;
+  const double vector_rate = spec_.peak("fp32");
+  const double compute_s = flops > 0 && vector_rate > 0 ? flops / vector_rate : 0.0;
+  const double memory_s = bytes / hbm_rate_Bps();
+  c.memory_bound = memory_s >= compute_s;
+  c.seconds = overlap(compute_s, memory_s) + spec_.kernel_overhead_s;
+  c.efficiency = vector_rate > 0 ? c.flops / c.seconds / vector_rate : 0.0;
   return c;
 }
 

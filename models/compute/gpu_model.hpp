@@ -1,16 +1,28 @@
 // Kernel costs on one GPU: a roofline with a shape-aware GEMM efficiency.
 //
-// GEMM (C[m,n] = A[m,k] B[k,n], 2mnk FLOPs): the model picks, like cuBLAS's heuristics, the fastest
-// of a few CUTLASS-style tilings (256x128, 128x256, 128x128, 128x64, 64x128, 64x64), each with
-// optional split-K, and charges
-//   compute = waves * tile_flops / (per_SM_peak * e_max * e_tile * k/(k + k_half))
-// where waves = ceil(tiles / SMs) (wave quantisation; a stream-K variant spreads the last wave at a
-// small overhead), e_max is the GPU's measured best-shape efficiency (calibration), e_tile the
-// relative efficiency of smaller tiles and k/(k + k_half) the prologue/epilogue cost of short K
-// loops. Memory: (mk + kn + mn) elements over the achievable HBM rate. Time = max(compute, memory)
-// + the per-kernel floor. Attention: flash-style fused kernels, 4*b*h*sq*skv*d FLOPs forward
-// (halved when causal), 2.5x that backward, at the GPU's attention efficiency. Element-wise and
-// normalisation kernels: bytes over the achievable HBM rate.
+// GEMM (C[m,n] = A[m,k] B[k,n], 2mnk FLOPs). Like cuBLAS's heuristics, the model takes the fastest
+// of a few CUTLASS-style tilings (256x128, 128x256, 128x128, 128x64, 64x128, 64x64, 16x128), each with
+// optional split-K (K/split >= 256; fp32 partials written and read back), and charges
+//   compute = waves * 2*tm*tn*kk / (per_SM_peak * e_max * e_tile * e_align) * (kk + k_half)/kk
+//   memory  = (mk + kn) * elem + mn * out_elem (+ split-K partials), over the achievable HBM rate
+//   time    = sqrt(compute^2 + memory^2) + fill/drain + per-kernel floor
+// where waves = ceil(tiles*split / SMs) (wave quantisation; a stream-K schedule may instead spread
+// the work evenly at a 12 % cost), tiles count partial edge tiles as whole ones (tile
+// quantisation), e_max is the GPU's measured best-shape efficiency (calibration: MAMF), e_tile the
+// relative efficiency of smaller tiles (less operand reuse per loaded byte), (kk + k_half)/kk the
+// prologue/epilogue of short K loops, and e_align a penalty when a leading dimension (k or n) is
+// not a multiple of 16 bytes (no 16-byte vector/TMA loads). The quadrature sum instead of max()
+// models the imperfect overlap of loads and math near the ridge point: a tall-skinny GEMM such as
+// 802816x192x768 runs ~35 % below both roofs on A100 and H100. Constants are the same for every
+// GPU; only the calibration fractions are per GPU (see models/hardware/gpu_spec.hpp).
+//
+// Attention: flash-style fused kernels. Forward FLOPs 4*b*h*sq*skv*d (halved when causal),
+// backward 2.5x forward (dQ, dK, dV and the recomputed P; FlashAttention-2, section 3.2), at the
+// GPU's attention efficiency, with wave quantisation over (b*h*ceil(sq/128)) query blocks. HBM
+// traffic: Q, O (and dO, dQ) per query head, K, V (and dK, dV) per KV head.
+//
+// Memory-bound kernels (element-wise, norms, softmax, optimizer): bytes over the achievable HBM
+// rate, combined with any FLOPs at the fp32 vector rate the same way as above.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -48,10 +60,21 @@ class GpuModel {
   KernelCost memory_bound(double bytes, double flops = 0) const;
   double kernel_overhead_s() const { return spec_.kernel_overhead_s; }
   double hbm_rate_Bps() const { return spec_.hbm_Bps * spec_.hbm_efficiency; }
+  // Dense peak FLOP/s for a dtype; bf16 falls back to fp16 (V100), tf32 to fp32. Throws
+  // std::invalid_argument when the GPU has no rate for the dtype (FP8 on A100).
   double peak(DType d) const;
   const hw::GpuSpec& spec() const { return spec_; }
 
+  // Model constants shared by every GPU (see the header comment).
+  static constexpr double kKHalf = 96.0;                 // K-loop prologue/epilogue, in K elements
+  static constexpr double kStreamKOverhead = 1.12;       // stream-K cost of balancing the last wave
+  static constexpr double kGemmFillDrainS = 2e-6;        // pipeline fill and last epilogue of a GEMM
+  static constexpr double kMisalignedEfficiency = 0.8;   // k or n not a multiple of 16 bytes
+  static constexpr double kMinSplitK = 256;              // shortest K slice of a split-K GEMM
+  static constexpr int kAttentionBlockQ = 128;           // query rows per flash-attention block
+
  private:
+  KernelCost attention(double flops, double bytes, int64_t work_units, double efficiency, DType dtype) const;
   hw::GpuSpec spec_;
 };
 

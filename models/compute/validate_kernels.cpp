@@ -1,49 +1,111 @@
+// Kernel-case validation (conventions in validate_kernels.hpp).
 #include "models/compute/validate_kernels.hpp"
 
-#include <cstdlib>
+#include <algorithm>
+#include <cmath>
 
+#include "config/yaml.hpp"
 #include "models/compute/gpu_model.hpp"
 #include "models/hardware/node_spec.hpp"
 
 namespace stacksim::compute {
 namespace {
 
-const hw::GpuCatalog& gpus() {
+const hw::GpuCatalog& default_gpus() {
   static const hw::GpuCatalog c = hw::GpuCatalog::load_dir(hw::default_hardware_dir());
   return c;
 }
 
+std::string text(const YAML::Node& n) { return n && n.IsScalar() ? n.as<std::string>() : ""; }
+
 }  // namespace
 
-KernelCaseResult predict_kernel_case(const YAML::Node& c) {
+KernelCaseResult predict_kernel_case(const YAML::Node& c) { return predict_kernel_case(c, default_gpus()); }
+
+KernelCaseResult predict_kernel_case(const YAML::Node& c, const hw::GpuCatalog& gpus) {
   KernelCaseResult r;
-  const std::string gpu = c["hardware"]["gpu"].as<std::string>();
-  if (!gpus().has(gpu)) {
-    r.error = "no GPU profile for '" + gpu + "'";
-    return r;
-  }
-  const GpuModel model(gpus().get(gpu));
+  r.id = text(c["id"]);
+  r.kind = text(c["kind"]);
   const YAML::Node op = c["op"];
-  const std::string kind = c["kind"].as<std::string>();
-  const std::string name = op["name"].as<std::string>();
-  if (kind == "gemm") {
-    r.metric = "tflops";
-    r.measured = c["measured"]["tflops"] ? c["measured"]["tflops"].as<double>() : 0;
-    const DType d = parse_dtype(op["dtype"].as<std::string>());
-    const KernelCost k = model.gemm(op["m"].as<int64_t>(), op["n"].as<int64_t>(), op["k"].as<int64_t>(), d);
-    r.predicted = k.flops / k.seconds / 1e12;
+  r.op = op ? text(op["name"]) : "";
+  const YAML::Node measured = c["measured"];
+  r.metric = r.kind == "gemm" ? "tflops" : "bandwidth_GBps";
+  const YAML::Node value = measured ? measured[r.metric] : YAML::Node();
+  r.measured = value && value.IsScalar() ? value.as<double>() : 0.0;
+  try {
+    if (r.kind != "gemm" && r.kind != "memory") {
+      r.error = "not a kernel case (kind '" + r.kind + "')";
+      return r;
+    }
+    const std::string gpu = c["hardware"] ? text(c["hardware"]["gpu"]) : "";
+    if (!gpus.has(gpu)) {
+      r.error = "no GPU profile for '" + gpu + "' (add models/hardware/gpus/<name>.yaml)";
+      return r;
+    }
+    const GpuModel model(gpus.get(gpu));
+    if (r.kind == "gemm") {
+      for (const char* key : {"m", "n", "k", "dtype"})
+        if (!op[key] || op[key].IsNull()) {
+          r.error = std::string("the GEMM case does not state op.") + key;
+          return r;
+        }
+      const DType d = parse_dtype(op["dtype"].as<std::string>());
+      const KernelCost k = model.gemm(op["m"].as<int64_t>(), op["n"].as<int64_t>(), op["k"].as<int64_t>(), d);
+      r.predicted = k.flops / k.seconds / 1e12;
+    } else if (r.op.rfind("stream_", 0) == 0) {
+      r.predicted = model.hbm_rate_Bps() / 1e9;
+    } else {
+      r.error = "host/peer copy (" + r.op + ") crosses PCIe or NVLink: not modelled by the kernel model";
+      return r;
+    }
+  } catch (const std::exception& e) {
+    r.error = e.what();
     return r;
   }
-  r.metric = "bandwidth_GBps";
-  r.measured = c["measured"]["bandwidth_GBps"] ? c["measured"]["bandwidth_GBps"].as<double>() : 0;
-  if (name.rfind("stream_", 0) == 0) {
-    // STREAM on a large array (HBM-resident): the achieved rate is the achievable HBM rate; the
-    // benchmark counts the bytes each kernel reads and writes.
-    r.predicted = model.hbm_rate_Bps() / 1e9;
+  if (!(r.measured > 0)) {
+    r.error = "the case has no positive measured." + r.metric;
     return r;
   }
-  r.error = "host/peer copy cases (" + name + ") are validated by the host model, not the kernel model";
+  r.error_pct = 100.0 * (r.predicted - r.measured) / r.measured;
   return r;
+}
+
+std::vector<KernelCaseResult> validate_kernel_cases(const std::string& cases_path, const hw::GpuCatalog& gpus) {
+  const config::Node root = config::Node::load_file(cases_path);
+  root.require_map();
+  const std::string format = root.string_or("format", "");
+  if (format != "stacksim-validation/1")
+    root.fail("format", "expected 'stacksim-validation/1', got '" + format + "'",
+              "pass a validation case file in the format of shared/validation/README.md");
+  const config::Node cases = root["cases"];
+  if (!cases.is_sequence()) root.fail("cases", "missing or not a list", "add a 'cases:' list");
+  std::vector<KernelCaseResult> out;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const YAML::Node c = cases.at(i).yaml();
+    const std::string kind = text(c["kind"]);
+    if (kind == "gemm" || kind == "memory") out.push_back(predict_kernel_case(c, gpus));
+  }
+  return out;
+}
+
+KernelValidationSummary summarize_kernel_cases(const std::vector<KernelCaseResult>& results,
+                                               const std::string& group) {
+  KernelValidationSummary s;
+  double sum = 0;
+  for (const auto& r : results) {
+    const bool in = group.empty() || (group == "gemm" && r.kind == "gemm") ||
+                    (group == "stream" && r.op.rfind("stream_", 0) == 0);
+    if (!in) continue;
+    if (!r.ok()) {
+      ++s.not_modelled;
+      continue;
+    }
+    ++s.cases;
+    sum += std::fabs(r.error_pct);
+    s.max_abs_error_pct = std::max(s.max_abs_error_pct, std::fabs(r.error_pct));
+  }
+  s.mape_pct = s.cases ? sum / s.cases : 0.0;
+  return s;
 }
 
 }  // namespace stacksim::compute

@@ -1,11 +1,30 @@
+// Loader of the GPU catalogue (format and sources in gpu_spec.hpp).
 #include "models/hardware/gpu_spec.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "config/yaml.hpp"
 
 namespace stacksim::hw {
+namespace {
+
+// "1830 MHz", "1.98 GHz", "700 W", "1.2 kW": sim::units has no frequency or power dimension, and
+// these two figures are descriptive (nothing in the model reads them), so a small parser suffices.
+double scaled_value(const config::Node& node, const std::string& key,
+                    const std::vector<std::pair<std::string, double>>& units, const std::string& example) {
+  const std::string text = node[key].as_string();
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  std::string unit(end);
+  unit.erase(0, unit.find_first_not_of(' '));
+  for (const auto& [name, scale] : units)
+    if (end != text.c_str() && unit == name) return node.positive(key, value * scale);
+  node.fail(key, "'" + text + "' is not a quantity of the expected kind", "write it like '" + example + "'");
+}
+
+}  // namespace
 
 double GpuSpec::peak(const std::string& dtype) const {
   auto it = peak_flops_per_s.find(dtype);
@@ -15,8 +34,11 @@ double GpuSpec::peak(const std::string& dtype) const {
 double GpuSpec::max_efficiency(const std::string& dtype) const {
   auto it = gemm_max_efficiency.find(dtype);
   if (it != gemm_max_efficiency.end()) return it->second;
-  it = gemm_max_efficiency.find("bf16");
-  return it == gemm_max_efficiency.end() ? 0.75 : it->second;
+  // A dtype without its own measurement runs at the best measured 16-bit fraction (V100 lists
+  // fp16 only; bf16 runs as fp16 there).
+  for (const char* fallback : {"bf16", "fp16"})
+    if (it = gemm_max_efficiency.find(fallback); it != gemm_max_efficiency.end()) return it->second;
+  return 0.75;
 }
 
 GpuSpec GpuCatalog::parse_file(const std::string& path) {
@@ -43,6 +65,14 @@ GpuSpec GpuCatalog::parse_file(const std::string& path) {
   g.memory_bytes = mem.positive("capacity", mem.required_quantity("capacity", Dimension::Bytes));
   g.hbm_Bps = mem.positive("bandwidth", mem.required_quantity("bandwidth", Dimension::Bandwidth));
   g.l2_bytes = n.optional_quantity("l2_cache", Dimension::Bytes).value_or(0);
+  if (n.has("l2_cache")) n.positive("l2_cache", g.l2_bytes);
+  if (n.has("boost_clock")) g.boost_clock_Hz = scaled_value(n, "boost_clock", {{"MHz", 1e6}, {"GHz", 1e9}}, "1830 MHz");
+  if (n.has("tdp")) g.tdp_W = scaled_value(n, "tdp", {{"W", 1.0}, {"kW", 1e3}}, "700 W");
+  const config::Node src = n["sources"];
+  for (size_t i = 0; src.is_sequence() && i < src.size(); ++i) g.sources.push_back(src.at(i).as_string());
+  if (g.sources.empty())
+    n.fail("sources", "every GPU profile must cite where its figures come from",
+           "add sources: [\"specs.yaml gpus.<id> (<source ids>)\"] or state the assumption");
   const config::Node cal = n["calibration"];
   cal.check_keys({"gemm_max_efficiency", "hbm_efficiency", "kernel_overhead", "attention_efficiency",
                  "flash2_efficiency", "source"});
@@ -54,26 +84,46 @@ GpuSpec GpuCatalog::parse_file(const std::string& path) {
       if (!(e > 0 && e <= 1)) ge.fail(d, "an efficiency must be in (0, 1]", "use the measured fraction of peak");
       g.gemm_max_efficiency[d] = e;
     }
-  auto fraction = [](const config::Node& node, const std::string& key, double fallback) {
-    const double v = node.optional_number(key).value_or(fallback);
+  if (!g.gemm_max_efficiency.count("fp16") && !g.gemm_max_efficiency.count("bf16"))
+    ge.fail("bf16", "a 16-bit GEMM efficiency is required",
+            "add bf16: <MAMF TFLOP/s over peak> (or the architecture sibling's value, saying so)");
+  // Every calibration figure is stated in the file, with its source: no silent defaults.
+  auto fraction = [](const config::Node& node, const std::string& key) {
+    const double v = node.required_number(key);
     if (!(v > 0 && v <= 1)) node.fail(key, "an efficiency must be in (0, 1]", "use a fraction such as 0.85");
     return v;
   };
-  g.hbm_efficiency = fraction(cal, "hbm_efficiency", 0.85);
-  g.kernel_overhead_s = cal.non_negative("kernel_overhead",
-                                         cal.optional_quantity("kernel_overhead", Dimension::Time).value_or(4e-6));
+  g.hbm_efficiency = fraction(cal, "hbm_efficiency");
+  g.kernel_overhead_s = cal.non_negative("kernel_overhead", cal.required_quantity("kernel_overhead", Dimension::Time));
   const config::Node att = cal["attention_efficiency"];
   att.check_keys({"forward", "backward"});
-  g.attention_forward_efficiency = fraction(att, "forward", 0.5);
-  g.attention_backward_efficiency = fraction(att, "backward", 0.4);
-  const config::Node f2 = cal["flash2_efficiency"];
-  f2.check_keys({"forward", "backward"});
-  g.flash2_forward_efficiency = fraction(f2, "forward", g.attention_forward_efficiency);
-  g.flash2_backward_efficiency = fraction(f2, "backward", g.attention_backward_efficiency);
+  g.attention_forward_efficiency = fraction(att, "forward");
+  g.attention_backward_efficiency = fraction(att, "backward");
+  // FlashAttention-2-class kernels: where unstated, the same as the best kernels (Ampere and older).
+  g.flash2_forward_efficiency = g.attention_forward_efficiency;
+  g.flash2_backward_efficiency = g.attention_backward_efficiency;
+  if (cal.has("flash2_efficiency")) {
+    const config::Node f2 = cal["flash2_efficiency"];
+    f2.check_keys({"forward", "backward"});
+    g.flash2_forward_efficiency = fraction(f2, "forward");
+    g.flash2_backward_efficiency = fraction(f2, "backward");
+  }
+  g.calibration_source = cal.string_or("source", "");
+  if (g.calibration_source.empty())
+    cal.fail("source", "the calibration must say which measurement each fraction comes from",
+             "add source: \"gemm: MAMF ... (specs.yaml measured_anchors); hbm: STREAM ...\"");
   return g;
 }
 
 void GpuCatalog::add(const GpuSpec& g) {
+  auto taken = [&](const std::string& name) {
+    if (!gpus_.count(name) && !alias_.count(name)) return;
+    const std::string owner = gpus_.count(name) ? gpus_.at(name).file : gpus_.at(alias_.at(name)).file;
+    throw config::InputError(g.file, 0, "name", "GPU name or alias '" + name + "' is already used by " + owner,
+                             "rename it or drop the alias from one of the two files");
+  };
+  taken(g.name);
+  for (const auto& a : g.aliases) taken(a);
   gpus_[g.name] = g;
   for (const auto& a : g.aliases) alias_[a] = g.name;
 }

@@ -1,22 +1,35 @@
-// GPU profiles, read from models/hardware/gpus/*.yaml. Physical figures come from sourced specs
-// (../shared/hardware/specs.yaml); the `calibration:` section holds achievable fractions measured
-// on real machines (MAMF GEMM sweeps, STREAM, nvbandwidth, launch-overhead measurements) or fitted
-// by `stacksim calibrate` from probe measurements. One profile per GPU, the same for every job.
+// GPU profiles, read from models/hardware/gpus/*.yaml (one file per GPU, the same profile for every
+// job that uses that GPU). Physical figures come from /work/shared/hardware/specs.yaml (each file's
+// `sources` names the ids, or says where a value is an assumption). The `calibration:` section holds
+// achievable fractions MEASURED on real machines, never fitted to one validation case:
+//   gemm_max_efficiency  MAMF best-shape GEMM TFLOP/s over the dense peak, per dtype
+//                        (specs.yaml measured_anchors.gemm_mamf_tflops); unmeasured dtypes and GPUs
+//                        take their architecture sibling's value, which the file says.
+//   hbm_efficiency       STREAM (mean of copy/mul/add/triad/dot) over the HBM peak.
+//   kernel_overhead      per-kernel floor, from the kernel_launch anchors (raw launch ~3 us).
+//   attention_efficiency fused (flash-style) attention FLOP rate over the 16-bit peak.
+// `stacksim calibrate` writes profiles in this same format from probe measurements.
 //
 //   name: H100-SXM5-80GB
 //   aliases: [H100, H100-SXM]
 //   architecture: hopper
 //   sm_count: 132
+//   boost_clock: 1830 MHz
 //   peak: {fp32: 67 TFLOPS, tf32: 494.5 TFLOPS, fp16: 989 TFLOPS, bf16: 989 TFLOPS, fp8: 1979 TFLOPS}
-//   memory: {capacity: 80 GB, bandwidth: 3.35 TB/s}
+//   memory: {capacity: 80 GB, bandwidth: 3.35 TB/s, type: HBM3}
 //   l2_cache: 50 MB
+//   tdp: 700 W
 //   calibration:
-//     gemm_max_efficiency: {bf16: 0.80, fp16: 0.80, fp8: 0.71, tf32: 0.75}  # MAMF / peak
-//     hbm_efficiency: 0.89          # STREAM copy / peak
-//     kernel_overhead: 4 us         # per-kernel floor (launch + prologue)
-//     attention_efficiency: {forward: 0.55, backward: 0.45}  # best fused attention (cuDNN/FA3) / peak
-//     flash2_efficiency: {forward: 0.35, backward: 0.28}     # FlashAttention-2 kernels / peak
-//   sources: [...]
+//     gemm_max_efficiency: {bf16: 0.803, fp16: 0.803, fp8: 0.709, tf32: 0.75}
+//     hbm_efficiency: 0.89
+//     kernel_overhead: 3 us
+//     attention_efficiency: {forward: 0.55, backward: 0.45}   # best fused kernels (cuDNN, FA3)
+//     flash2_efficiency: {forward: 0.35, backward: 0.28}      # optional: FlashAttention-2 kernels
+//     source: "..."
+//   sources: ["specs.yaml gpus.nvidia_h100_sxm5_80gb (MLE_ACCEL, ...)"]
+//
+// Aliases resolve to the profile (the validation set writes "A100-SXM4" when the memory size is not
+// stated; it maps to A100-SXM4-80GB). An alias or name used twice is an input error.
 #pragma once
 #include <map>
 #include <string>
@@ -29,22 +42,26 @@ struct GpuSpec {
   std::vector<std::string> aliases;
   std::string architecture;
   int sm_count = 0;
+  double boost_clock_Hz = 0;                        // 0 when the file does not state it
   std::map<std::string, double> peak_flops_per_s;  // fp32, tf32, fp16, bf16, fp8 (dense)
   double memory_bytes = 0;
   double hbm_Bps = 0;
-  double l2_bytes = 0;
+  double l2_bytes = 0;                              // 0 when not sourced
+  double tdp_W = 0;                                 // 0 when the file does not state it
   // calibration
   std::map<std::string, double> gemm_max_efficiency;  // per dtype
   double hbm_efficiency = 0.85;
   double kernel_overhead_s = 4e-6;
-  double attention_forward_efficiency = 0.5;    // best fused kernels (cuDNN, FlashAttention-3)
+  double attention_forward_efficiency = 0.5;
   double attention_backward_efficiency = 0.4;
-  double flash2_forward_efficiency = 0.5;       // FlashAttention-2-class kernels
+  double flash2_forward_efficiency = 0.5;       // FlashAttention-2-class kernels (defaults to the above)
   double flash2_backward_efficiency = 0.4;
+  std::string calibration_source;
+  std::vector<std::string> sources;
   std::string file;
 
   double peak(const std::string& dtype) const;            // 0 if unsupported
-  double max_efficiency(const std::string& dtype) const;
+  double max_efficiency(const std::string& dtype) const;  // the dtype's, else bf16's (else fp16's)
 };
 
 class GpuCatalog {
@@ -54,7 +71,7 @@ class GpuCatalog {
   void add(const GpuSpec& spec);
   const GpuSpec& get(const std::string& name) const;  // name or alias; InputError with suggestion
   bool has(const std::string& name) const;
-  std::vector<std::string> names() const;
+  std::vector<std::string> names() const;  // profile names, sorted (aliases excluded)
 
  private:
   std::map<std::string, GpuSpec> gpus_;

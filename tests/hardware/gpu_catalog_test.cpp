@@ -1,0 +1,179 @@
+// GPU catalogue: every bundled profile loads and cites its sources, sourced figures match
+// shared/hardware/specs.yaml, aliases resolve, and bad files fail with file, line and key.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "config/error.hpp"
+#include "models/hardware/gpu_spec.hpp"
+
+using namespace stacksim;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kHardwareDir = std::string(STACKSIM_SOURCE_DIR) + "/models/hardware";
+
+const hw::GpuCatalog& gpus() {
+  static const hw::GpuCatalog c = hw::GpuCatalog::load_dir(kHardwareDir);
+  return c;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+const std::string kValidBody =
+    "architecture: x\nsm_count: 10\npeak: {bf16: 100 TFLOPS}\n"
+    "memory: {capacity: 10 GB, bandwidth: 1 TB/s}\n"
+    "calibration: {gemm_max_efficiency: {bf16: 0.8}, hbm_efficiency: 0.9, kernel_overhead: 3 us,\n"
+    "              attention_efficiency: {forward: 0.5, backward: 0.4}, source: test}\n"
+    "sources: [test]\n";
+
+}  // namespace
+
+TEST(GpuCatalog, LoadsEveryProfileFile) {
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(kHardwareDir + "/gpus")) files += e.path().extension() == ".yaml";
+  EXPECT_EQ(gpus().names().size(), files);
+  for (const std::string name : {"V100-SXM3-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIe-80GB",
+                                 "H100-SXM5-80GB", "H100-PCIe-80GB", "H800-SXM5-80GB", "H200-SXM-141GB", "GH200",
+                                 "B200", "GB200", "L40S"})
+    EXPECT_TRUE(gpus().has(name)) << name;
+  for (const auto& name : gpus().names()) {
+    const hw::GpuSpec& g = gpus().get(name);
+    EXPECT_FALSE(g.sources.empty()) << name;
+    EXPECT_FALSE(g.calibration_source.empty()) << name;
+    EXPECT_GT(g.sm_count, 0) << name;
+    EXPECT_GT(g.hbm_Bps, 0) << name;
+    EXPECT_GT(g.peak("bf16") + g.peak("fp16"), 0) << name;
+  }
+}
+
+TEST(GpuCatalog, AliasesResolveToTheirProfile) {
+  // The validation set writes "A100-SXM4" when the memory size is not stated (80 GB assumed).
+  EXPECT_EQ(gpus().get("A100-SXM4").name, "A100-SXM4-80GB");
+  EXPECT_EQ(gpus().get("A100-PCIe").name, "A100-PCIe-80GB");
+  EXPECT_EQ(gpus().get("V100-SXM2-32GB").name, "V100-SXM3-32GB");
+  EXPECT_EQ(gpus().get("V100").name, "V100-SXM3-32GB");
+  EXPECT_EQ(gpus().get("H100").sm_count, 132);
+}
+
+TEST(GpuCatalog, H800HasTheComputeAndMemoryOfH100Sxm) {
+  const hw::GpuSpec& h800 = gpus().get("H800-SXM5-80GB");
+  const hw::GpuSpec& h100 = gpus().get("H100-SXM5-80GB");
+  EXPECT_EQ(h800.peak_flops_per_s, h100.peak_flops_per_s);
+  EXPECT_EQ(h800.hbm_Bps, h100.hbm_Bps);
+  EXPECT_EQ(h800.gemm_max_efficiency, h100.gemm_max_efficiency);
+}
+
+TEST(GpuCatalog, UnknownGpuSuggestsTheNearestName) {
+  try {
+    gpus().get("H100-SXM-80GB");
+    FAIL() << "expected an InputError";
+  } catch (const config::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean 'H100-SXM5-80GB'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GpuCatalog, SourcedFiguresMatchTheSpecCatalogue) {
+  // Profiles citing "specs.yaml gpus.<id>" must carry that entry's SM count, HBM bandwidth and
+  // dense peaks (the catalogue is the source; GB/s and TFLOP/s are decimal there).
+  const std::string specs_path = std::string(STACKSIM_SOURCE_DIR) + "/../shared/hardware/specs.yaml";
+  if (!fs::exists(specs_path)) GTEST_SKIP() << "no " << specs_path;
+  const YAML::Node specs = YAML::LoadFile(specs_path)["gpus"];
+  const std::regex cited(R"(specs\.yaml gpus\.([a-z0-9_]+))");
+  size_t checked = 0;
+  for (const auto& name : gpus().names()) {
+    const hw::GpuSpec& g = gpus().get(name);
+    std::smatch match;
+    if (g.sources.empty() || !std::regex_search(g.sources.front(), match, cited)) continue;
+    YAML::Node entry;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (specs[i]["id"].as<std::string>() == match[1].str()) entry = specs[i];
+    }
+    ASSERT_TRUE(entry) << name << " cites unknown id " << match[1];
+    ++checked;
+    const YAML::Node sm = entry["sm_count"]["value"];
+    if (sm && !sm.IsNull()) {
+      EXPECT_EQ(g.sm_count, sm.as<int>()) << name;
+    }
+    EXPECT_DOUBLE_EQ(g.hbm_Bps, entry["memory"]["bandwidth_GBps"]["value"].as<double>() * 1e9) << name;
+    for (const std::string d : {"fp32", "tf32", "fp16", "bf16", "fp8"}) {
+      const YAML::Node v = entry["peak_dense_tflops"][d]["value"];
+      if (v && !v.IsNull()) {
+        EXPECT_NEAR(g.peak(d), v.as<double>() * 1e12, 1e3) << name << " " << d;
+      }
+    }
+  }
+  EXPECT_GE(checked, 7u);
+}
+
+TEST(GpuCatalog, NegativeBandwidthIsAnInputErrorNamingTheKey) {
+  const std::string path = write_temp("bad_gpu.yaml",
+                                      "name: X\narchitecture: x\nsm_count: 10\npeak: {bf16: 100 TFLOPS}\n"
+                                      "memory: {capacity: 10 GB, bandwidth: -5 GB/s}\n");
+  try {
+    hw::GpuCatalog::parse_file(path);
+    FAIL() << "expected an InputError";
+  } catch (const config::InputError& e) {
+    EXPECT_EQ(e.key(), "memory.bandwidth");
+    EXPECT_EQ(e.line(), 5);
+    EXPECT_EQ(e.file(), path);
+  }
+}
+
+TEST(GpuCatalog, EfficiencyOutsideZeroOneIsAnInputError) {
+  const std::string path = write_temp("bad_eff.yaml", "name: X\n" + kValidBody + "calibration_typo: 1\n");
+  EXPECT_THROW(hw::GpuCatalog::parse_file(path), config::InputError);  // unknown key
+  const std::string eff = write_temp(
+      "bad_eff2.yaml", "name: X\narchitecture: x\nsm_count: 10\npeak: {bf16: 100 TFLOPS}\n"
+                       "memory: {capacity: 10 GB, bandwidth: 1 TB/s}\n"
+                       "calibration: {gemm_max_efficiency: {bf16: 0.8}, hbm_efficiency: 1.2, source: test}\n"
+                       "sources: [test]\n");
+  try {
+    hw::GpuCatalog::parse_file(eff);
+    FAIL() << "expected an InputError";
+  } catch (const config::InputError& e) {
+    EXPECT_EQ(e.key(), "calibration.hbm_efficiency");
+  }
+}
+
+TEST(GpuCatalog, MissingCalibrationFigureIsAnInputError) {
+  // No silent defaults: a profile without its measured HBM fraction is rejected, naming the key.
+  const std::string path = write_temp(
+      "no_hbm.yaml", "name: X\narchitecture: x\nsm_count: 10\npeak: {bf16: 100 TFLOPS}\n"
+                     "memory: {capacity: 10 GB, bandwidth: 1 TB/s}\n"
+                     "calibration: {gemm_max_efficiency: {bf16: 0.8}, kernel_overhead: 3 us, source: test}\n"
+                     "sources: [test]\n");
+  try {
+    hw::GpuCatalog::parse_file(path);
+    FAIL() << "expected an InputError";
+  } catch (const config::InputError& e) {
+    EXPECT_EQ(e.key(), "calibration.hbm_efficiency");
+  }
+}
+
+TEST(GpuCatalog, UnitsAreParsed) {
+  const hw::GpuSpec g = hw::GpuCatalog::parse_file(
+      write_temp("units.yaml", "name: X\n" + kValidBody + "boost_clock: 1.5 GHz\ntdp: 0.7 kW\nl2_cache: 40 MB\n"));
+  EXPECT_DOUBLE_EQ(g.peak("bf16"), 100e12);
+  EXPECT_DOUBLE_EQ(g.hbm_Bps, 1e12);
+  EXPECT_DOUBLE_EQ(g.boost_clock_Hz, 1.5e9);
+  EXPECT_DOUBLE_EQ(g.tdp_W, 700);
+  EXPECT_THROW(hw::GpuCatalog::parse_file(write_temp("clock.yaml", "name: X\n" + kValidBody + "tdp: 700 GB\n")),
+               config::InputError);
+}
+
+TEST(GpuCatalog, DuplicateAliasIsAnInputError) {
+  hw::GpuCatalog c;
+  hw::GpuSpec a = hw::GpuCatalog::parse_file(write_temp("a.yaml", "name: A\naliases: [Z]\n" + kValidBody));
+  hw::GpuSpec b = hw::GpuCatalog::parse_file(write_temp("b.yaml", "name: B\naliases: [Z]\n" + kValidBody));
+  c.add(a);
+  EXPECT_THROW(c.add(b), config::InputError);
+}
