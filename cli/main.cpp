@@ -17,6 +17,8 @@ const char* kUsage =
     "      simulate one training step (or the collective benchmark) the scenario describes\n"
     "  validate CASES.yaml [--json FILE] [--kind KIND,...] [--source KEY,...]\n"
     "      predict every published case and print predicted vs measured with the error summary\n"
+    "  calibrate MEASUREMENTS.yaml -o PROFILE.yaml [--gpu NAME]\n"
+    "      fit the hardware model to stacksim-probe measurements; write a calibrated GPU profile\n"
     "  catalog [gpus|nodes|nics]\n"
     "      list the bundled hardware catalogue\n"
     "\n"

@@ -8,6 +8,7 @@
 
 #include "config/error.hpp"
 #include "models/analysis/catalogs.hpp"
+#include "models/calibration/calibrate.hpp"
 #include "models/analysis/output.hpp"
 #include "models/analysis/scenario.hpp"
 #include "models/analysis/training.hpp"
@@ -21,6 +22,7 @@ struct Args {
   std::vector<std::string> sets;
   std::string json, trace, output;
   std::vector<std::string> kinds, sources, ids;
+  std::string gpu;
   bool verbose = false, help = false;
 };
 
@@ -62,6 +64,7 @@ Args parse_args(const std::string& command, const std::vector<std::string>& args
     else if (x == "--source") for (auto& k : split_commas(value())) a.sources.push_back(k);
     else if (x == "--id") for (auto& k : split_commas(value())) a.ids.push_back(k);
     else if (x == "-v" || x == "--verbose") a.verbose = true;
+    else if (x == "--gpu") a.gpu = value();
     else a.positional.push_back(x);
   }
   return a;
@@ -160,6 +163,27 @@ int cmd_catalog(const std::vector<std::string>& raw, std::ostream& out) {
   return 0;
 }
 
+const char* kCalibrateHelp =
+    "usage: stacksim calibrate MEASUREMENTS.yaml -o PROFILE.yaml [--gpu NAME]\n"
+    "  Fits the hardware model (HBM, launch overhead, GEMM efficiency, PCIe, P2P, NCCL) to a\n"
+    "  stacksim-probe measurement file by least squares, reports each fit's cross-validated error\n"
+    "  and writes a calibrated GPU profile that scenarios can use (docs/calibration.md).\n"
+    "  --gpu NAME  the catalogue GPU the measurements refine (default: from the file's machine section)\n";
+
+int cmd_calibrate(const std::vector<std::string>& raw, std::ostream& out) {
+  const Args a = parse_args("calibrate", raw, {"-o", "--output", "--gpu"});
+  if (a.help) { out << kCalibrateHelp; return 0; }
+  if (a.positional.size() != 1 || a.output.empty())
+    throw config::InputError("command line", 0, "MEASUREMENTS", "calibrate takes one measurement file and -o PROFILE.yaml",
+                             "write: stacksim calibrate measurements.yaml -o profile.yaml");
+  const Catalogs& c = Catalogs::bundled();
+  const calib::CalibrationReport report = a.gpu.empty() ? calib::calibrate(a.positional[0], c.gpus)
+                                                        : calib::calibrate(a.positional[0], &c.gpus.get(a.gpu));
+  calib::write_profile(report, a.output);
+  out << calib::format_report(report);
+  return 0;
+}
+
 }  // namespace
 
 int run_command(const std::string& command, const std::vector<std::string>& args, std::ostream& out,
@@ -167,7 +191,8 @@ int run_command(const std::string& command, const std::vector<std::string>& args
   if (command == "run") return cmd_run(args, out, err);
   if (command == "validate") return cmd_validate(args, out, err);
   if (command == "catalog") return cmd_catalog(args, out);
-  const std::vector<std::string> commands{"run", "validate", "catalog"};
+  if (command == "calibrate") return cmd_calibrate(args, out);
+  const std::vector<std::string> commands{"run", "validate", "calibrate", "catalog"};
   const std::string near = config::nearest(command, commands);
   throw config::InputError("command line", 0, command, "unknown command",
                            near.empty() ? "run 'stacksim --help' for the list"
