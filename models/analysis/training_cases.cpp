@@ -162,14 +162,29 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   if (!has(p, "cp")) defaults.push_back("parallelism.cp: 1");
   if (has(p, "vp")) pl["vp"] = get<int>(p, "vp");
   else { pl["vp"] = 1; defaults.push_back("parallelism.vp: 1 (no interleaving)"); }
-  if (has(p, "sequence_parallel")) pl["sequence_parallel"] = get<bool>(p, "sequence_parallel");
-  else { pl["sequence_parallel"] = false; defaults.push_back("parallelism.sequence_parallel: false"); }
+  // Software generation: Hopper-era runs use Megatron-Core/NeMo, whose defaults are sequence
+  // parallelism with TP and the distributed optimizer; Volta/Ampere-era Megatron-LM had neither
+  // by default. The same proxy picks the attention kernels below.
+  const bool old_gen = gpu.rfind("V100", 0) == 0 || gpu.rfind("A100", 0) == 0;
+  if (has(p, "sequence_parallel")) {
+    pl["sequence_parallel"] = get<bool>(p, "sequence_parallel");
+  } else {
+    pl["sequence_parallel"] = !old_gen && tp > 1;
+    defaults.push_back(std::string("parallelism.sequence_parallel: ") +
+                       (!old_gen && tp > 1 ? "true (Megatron-Core default with TP on Hopper-era stacks)" : "false"));
+  }
   if (has(p, "micro_batch")) pl["micro_batch"] = get<int>(p, "micro_batch");
   else { pl["micro_batch"] = 1; defaults.push_back("parallelism.micro_batch: 1"); }
   if (!has(p, "global_batch")) throw std::runtime_error("parallelism.global_batch is null");
   pl["global_batch"] = get<int>(p, "global_batch");
-  if (has(p, "zero")) pl["zero"] = get<int>(p, "zero");
-  else { pl["zero"] = 0; defaults.push_back("parallelism.zero: 0"); }
+  if (has(p, "zero")) {
+    pl["zero"] = get<int>(p, "zero");
+  } else {
+    const int z = !old_gen && dp > 1 ? 1 : 0;
+    pl["zero"] = z;
+    defaults.push_back(z ? "parallelism.zero: 1 (Megatron-Core distributed optimizer on Hopper-era stacks)"
+                         : "parallelism.zero: 0");
+  }
   if (has(p, "precision")) {
     pl["precision"] = get<std::string>(p, "precision");
   } else {

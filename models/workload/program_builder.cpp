@@ -103,6 +103,16 @@ class Coster {
     out.reserve(ops.size());
     for (const Op& op : ops) {
       if (op.kind == OpKind::Comm && op.group == CommGroup::PP) continue;  // the replay sends activations
+      if (op.kind == OpKind::Gemm && op.cls == OpClass::Gemm && gemm_ == compute::DType::FP8) {
+        // FP8 GEMMs read FP8 operands: the 16-bit input activation (or output gradient) is
+        // quantised first (Transformer Engine's cast + amax: read 2 B, write 1 B per element).
+        // Weights are cast once per step and cached across micro-batches, so they are not charged.
+        CostedOp cast;
+        cast.name = "fp8 cast";
+        cast.category = kCatElementwise;
+        cast.seconds = gpu_.memory_bound(3.0 * static_cast<double>(op.m) * op.k * op.batch).seconds;
+        out.push_back(cast);
+      }
       out.push_back(cost(op));
     }
     return out;
