@@ -1,0 +1,53 @@
+// stacksim._core: the C++ library seen from Python. Type conversion only: results cross as JSON
+// text (the CLI's --json contract); bad input raises stacksim.ScenarioError (a ValueError).
+// The GIL is released while simulating.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "config/error.hpp"
+#include "config/yaml.hpp"
+#include "models/analysis/scenario.hpp"
+#include "models/analysis/training.hpp"
+#include "models/analysis/validation.hpp"
+
+namespace py = pybind11;
+using namespace stacksim;
+
+namespace {
+
+std::string run_yaml(const std::string& text, const std::string& origin, const std::vector<std::string>& sets,
+                     const std::string& base_dir, const std::string& trace) {
+  YAML::Node root = config::Node::load_string(text, origin).yaml();
+  for (const auto& s : sets) config::apply_override(root, s, "set(" + s + ")");
+  const analysis::Scenario s = analysis::scenario_from_yaml(root, origin, base_dir);
+  if (s.kind == analysis::WorkloadKind::CollectiveBenchmark)
+    return analysis::collective_table_json(s, analysis::run_collective_benchmark(s.bench)).dump();
+  analysis::RunOptions o;
+  o.trace_path = trace;
+  return analysis::training_json(s, analysis::simulate_training(s.training, o)).dump();
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "stacksim C++ core (use the stacksim package)";
+  py::register_exception<config::InputError>(m, "InputError", PyExc_ValueError);
+  m.def(
+      "run_yaml",
+      [](const std::string& text, const std::string& origin, const std::vector<std::string>& sets,
+         const std::string& base_dir, const std::string& trace) {
+        py::gil_scoped_release release;
+        return run_yaml(text, origin, sets, base_dir, trace);
+      },
+      py::arg("text"), py::arg("origin") = "<scenario>", py::arg("sets") = std::vector<std::string>{},
+      py::arg("base_dir") = ".", py::arg("trace") = "",
+      "Simulates the scenario given as YAML text; returns the result as JSON text.");
+  m.def(
+      "validate",
+      [](const std::string& path, const std::vector<std::string>& kinds, const std::vector<std::string>& sources) {
+        py::gil_scoped_release release;
+        return analysis::validation_json(analysis::validate_file(path, {kinds, sources, {}})).dump();
+      },
+      py::arg("path"), py::arg("kinds") = std::vector<std::string>{}, py::arg("sources") = std::vector<std::string>{},
+      "Validates a stacksim-validation/1 case file; returns the report as JSON text.");
+}

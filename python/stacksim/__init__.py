@@ -1,0 +1,110 @@
+"""stacksim: predict AI-cluster training performance before buying hardware.
+
+    import stacksim
+    s = stacksim.Scenario.load("scenarios/llama3-70b-64xh100.yaml")
+    s.set("hardware.gpu", "H200-SXM-141GB")
+    r = s.run()
+    r.step_time_s, r.mfu, r.to_dict(), r.breakdown_frame()
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+from typing import Any, Dict, Iterable, List, Optional
+
+from . import _core
+
+__all__ = ["Scenario", "Result", "ScenarioError", "run", "validate"]
+
+ScenarioError = _core.InputError
+ScenarioError.__doc__ = "Bad scenario input (a ValueError): the message names the file, key, reason and fix."
+
+
+def _dump_yaml(data: Dict[str, Any]) -> str:
+    # JSON is valid YAML 1.2 flow syntax, which yaml-cpp reads.
+    return json.dumps(data)
+
+
+class Result:
+    """One simulated training step (or collective table): the CLI's --json fields as attributes."""
+
+    def __init__(self, data: Dict[str, Any]):
+        self._data = data
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._data[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return copy.deepcopy(self._data)
+
+    def breakdown_frame(self):
+        """The step-time breakdown as a pandas DataFrame (category, seconds, fraction)."""
+        import pandas as pd
+
+        b = self._data.get("breakdown", {})
+        total = sum(b.values()) or 1.0
+        return pd.DataFrame([{"category": k, "seconds": v, "fraction": v / total} for k, v in b.items()])
+
+    def __repr__(self) -> str:
+        if "step_time_s" in self._data:
+            return f"Result(step_time_s={self.step_time_s:.4g}, mfu={self.mfu:.3f}, bottleneck={self.bottleneck!r})"
+        return f"Result({list(self._data)})"
+
+
+class Scenario:
+    """A scenario: from a YAML file, a dict, or keyword sections; any key can be changed."""
+
+    def __init__(self, data: Optional[Dict[str, Any]] = None, origin: str = "<scenario>", base_dir: str = ".", **sections):
+        self._data: Dict[str, Any] = copy.deepcopy(data) if data else {}
+        self._data.update(copy.deepcopy(sections))
+        self._origin = origin
+        self._base_dir = base_dir
+        self._sets: List[str] = []
+
+    @classmethod
+    def load(cls, path: str) -> "Scenario":
+        import yaml  # python3-yaml
+
+        with open(path) as f:
+            try:
+                data = yaml.safe_load(f)
+            except yaml.YAMLError as e:
+                raise ScenarioError(f"{path}: malformed YAML: {e}") from None
+        if not isinstance(data, dict):
+            raise ScenarioError(f"{path}: a scenario must be a map of sections")
+        return cls(data, origin=path, base_dir=os.path.dirname(os.path.abspath(path)))
+
+    def set(self, key: str, value: Any) -> "Scenario":
+        """Sets a dotted key (like the CLI's --set), e.g. set("parallelism.tp", 8)."""
+        node = self._data
+        parts = key.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ScenarioError(f"{self._origin}: key '{key}': '{p}' holds a value, not a map")
+        node[parts[-1]] = value
+        return self
+
+    def to_dict(self) -> Dict[str, Any]:
+        return copy.deepcopy(self._data)
+
+    def run(self, trace: Optional[str] = None) -> Result:
+        text = _core.run_yaml(_dump_yaml(self._data), self._origin, [], self._base_dir, trace or "")
+        return Result(json.loads(text))
+
+
+def run(path_or_dict, **overrides) -> Result:
+    """Runs a scenario file or dict; keyword overrides use '__' for dots (parallelism__tp=8)."""
+    s = Scenario.load(path_or_dict) if isinstance(path_or_dict, str) else Scenario(path_or_dict)
+    for k, v in overrides.items():
+        s.set(k.replace("__", "."), v)
+    return s.run()
+
+
+def validate(cases_path: str, kinds: Iterable[str] = (), sources: Iterable[str] = ()) -> Dict[str, Any]:
+    """Validates a stacksim-validation/1 file: {"cases": [...], "summary": {...}}."""
+    return json.loads(_core.validate(cases_path, list(kinds), list(sources)))

@@ -1,0 +1,55 @@
+"""The Python API: load, change keys, run, results as dicts/DataFrames, errors as ScenarioError."""
+import os
+
+import pytest
+
+import stacksim
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCENARIO = os.path.join(ROOT, "scenarios", "llama3-70b-64xh100.yaml")
+
+
+def small():
+    s = stacksim.Scenario.load(SCENARIO)
+    s.set("model.layers", 8).set("parallelism.vp", 1).set("parallelism.pp", 2).set("parallelism.dp", 4)
+    s.set("parallelism.global_batch", 16)
+    return s
+
+
+def test_run_returns_the_cli_fields():
+    r = small().run()
+    d = r.to_dict()
+    for key in ("step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "memory_per_gpu_bytes", "breakdown", "bottleneck"):
+        assert key in d
+    assert r.step_time_s > 0
+    assert abs(sum(d["breakdown"].values()) - r.step_time_s) < 1e-6 * r.step_time_s
+    frame = r.breakdown_frame()
+    assert abs(frame["fraction"].sum() - 1.0) < 1e-9
+
+
+def test_same_input_same_output():
+    a, b = small().run().to_dict(), small().run().to_dict()
+    a["engine"].pop("wall_s"), b["engine"].pop("wall_s")
+    assert a == b
+
+
+def test_faster_gpu_memory_changes_the_result():
+    base = small().run()
+    h200 = small().set("hardware.gpu", "H200-SXM-141GB").run()
+    assert h200.step_time_s <= base.step_time_s
+
+
+def test_bad_input_raises_scenario_error():
+    s = small().set("parallelism.tp", 3)
+    with pytest.raises(stacksim.ScenarioError) as e:
+        s.run()
+    assert isinstance(e.value, ValueError)
+    assert "tp" in str(e.value)
+    with pytest.raises(ValueError):
+        small().set("cluster.nodez", 2).run()
+
+
+def test_validate_collectives():
+    report = stacksim.validate(os.path.join(ROOT, "validation", "cases.yaml"), kinds=["collective"])
+    assert report["summary"]["n"] == 76
+    assert report["summary"]["mape_pct"] < 15
