@@ -1,0 +1,111 @@
+// The CLI's contracts: bad input is an InputError (exit 2) naming file, line, key and fix; a plan
+// that does not fit memory still runs and says so; run/validate JSON carries the contract fields.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "config/error.hpp"
+#include "models/analysis/commands.hpp"
+
+using namespace stacksim;
+
+namespace {
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+const char* kTraining =
+    "name: t\n"
+    "cluster: {node: dgx-h100, nodes: 2}\n"
+    "model: {layers: 4, hidden: 1024, heads: 16, ffn_hidden: 4096, vocab: 32000, seq_len: 1024}\n"
+    "parallelism: {tp: 2, pp: 2, dp: 4, micro_batch: 1, global_batch: 16}\n";
+
+// Runs a command; returns the InputError's message, or "" if none was thrown.
+std::string input_error(const std::string& cmd, const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  try {
+    analysis::run_command(cmd, args, out, err);
+  } catch (const config::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Cli, RunWritesTheJsonContractAndATrace) {
+  const std::string s = write("ok.yaml", kTraining);
+  const std::string json = testing::TempDir() + "/ok.json", trace = testing::TempDir() + "/ok.trace.json";
+  std::ostringstream out, err;
+  EXPECT_EQ(analysis::run_command("run", {s, "--json", json, "--trace", trace}, out, err), 0);
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  for (const char* k : {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "memory_per_gpu_bytes", "breakdown",
+                        "bottleneck", "oom"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  double sum = 0;
+  for (auto& [k, v] : j["breakdown"].items()) sum += v.get<double>();
+  EXPECT_NEAR(sum, j["step_time_s"].get<double>(), 1e-9 * sum);
+  std::ifstream tr(trace);
+  const auto t = nlohmann::json::parse(tr);
+  EXPECT_GT(t["traceEvents"].size(), 10u);
+}
+
+TEST(Cli, MalformedYamlNamesTheFileAndLine) {
+  const std::string s = write("bad.yaml", "name: x\ncluster: {node: dgx-h100, nodes: 2\nmodel: {}\n");
+  const std::string m = input_error("run", {s});
+  EXPECT_NE(m.find("bad.yaml:"), std::string::npos) << m;
+  EXPECT_NE(m.find("malformed YAML"), std::string::npos) << m;
+}
+
+TEST(Cli, UnknownKeysSuggestTheNearest) {
+  std::string text = kTraining;
+  text.replace(text.find("global_batch"), 12, "global_bath");
+  const std::string m = input_error("run", {write("typo.yaml", text)});
+  EXPECT_NE(m.find("did you mean 'global_batch'"), std::string::npos) << m;
+  EXPECT_NE(input_error("run", {write("ok2.yaml", kTraining), "--set", "parallelism.tpp=2"}).find("did you mean 'tp'"),
+            std::string::npos);
+}
+
+TEST(Cli, BadPlansSayWhatToChange) {
+  const std::string s = write("plan.yaml", kTraining);
+  EXPECT_NE(input_error("run", {s, "--set", "parallelism.dp=3"}).find("use dp: 4"), std::string::npos);
+  EXPECT_NE(input_error("run", {s, "--set", "parallelism.tp=8", "--set", "parallelism.dp=1", "--set", "model.heads=4"})
+                .find("not divisible by tp"),
+            std::string::npos);
+  EXPECT_NE(input_error("run", {s, "--set", "model.layers=5"}).find("not divisible by pp"), std::string::npos);
+  EXPECT_NE(input_error("run", {s, "--set", "parallelism.global_batch=10"}).find("multiple of 4"), std::string::npos);
+  EXPECT_NE(input_error("run", {s, "--set", "parallelism.vp=2", "--set", "parallelism.global_batch=12"}).find("multiple of pp"),
+            std::string::npos);
+  EXPECT_NE(input_error("run", {s, "--set", "hardware.gpu=H101"}).find("unknown GPU"), std::string::npos);
+}
+
+TEST(Cli, CollectiveGroupNamingAMissingGpuIsAnInputError) {
+  const std::string s = write("coll.yaml",
+                              "cluster: {node: dgx-h100, nodes: 1}\ncollective: {op: all_reduce, ranks: [0, 1, 9]}\n");
+  const std::string m = input_error("run", {s});
+  EXPECT_NE(m.find("GPU 9 does not exist"), std::string::npos) << m;
+  EXPECT_NE(m.find("coll.yaml:2"), std::string::npos) << m;
+}
+
+TEST(Cli, AnOutOfMemoryPlanRunsAndSaysSo) {
+  // A 70B-class model on 8 GPUs without sharding cannot fit in 80 GB.
+  const std::string s = write("oom.yaml",
+                              "cluster: {node: dgx-h100, nodes: 1}\n"
+                              "model: {layers: 80, hidden: 8192, heads: 64, ffn_hidden: 28672, vocab: 32000, seq_len: 4096}\n"
+                              "parallelism: {tp: 8, dp: 1, micro_batch: 1, global_batch: 1}\n");
+  std::ostringstream out, err;
+  EXPECT_EQ(analysis::run_command("run", {s}, out, err), 0);
+  EXPECT_NE(out.str().find("OUT OF MEMORY"), std::string::npos) << out.str();
+}
+
+TEST(Cli, UnknownCommandsAndOptions) {
+  EXPECT_NE(input_error("runn", {}).find("did you mean 'run'"), std::string::npos);
+  EXPECT_NE(input_error("run", {"x.yaml", "--jsn", "f"}).find("did you mean --json"), std::string::npos);
+}
