@@ -1,32 +1,23 @@
+// Engine implementation (model and event discipline in engine.hpp). Per activity it keeps the
+// remaining work as of its last rate change, the rate and the change time, so work is brought up to
+// date only when its rate changes or it finishes (SimGrid's lazy update). Finish predictions round
+// up to the picosecond; a prediction made before a later rate change is recognised as stale by its
+// version and skipped.
 #include "sim/engine.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <queue>
 #include <stdexcept>
 
+#include "sim/event_queue.hpp"
 #include "sim/max_min_solver.hpp"
 
 namespace stacksim::sim {
 namespace {
 
-enum class EventType : uint8_t { LatencyDone, Finish, Timer };
-
-struct Event {
-  Time time;
-  uint64_t seq;
-  EventType type;
-  uint32_t id;       // activity id (or unused for timers)
-  uint32_t version;  // Finish: the activity's rate version when predicted
-  uint64_t tag;      // Timer tag
-};
-
-struct EventLater {
-  bool operator()(const Event& a, const Event& b) const {
-    if (a.time != b.time) return a.time > b.time;
-    return a.seq > b.seq;
-  }
-};
+// Event kinds in the queue. Payload: LatencyDone the activity id; Finish the activity id in the
+// low 32 bits and its rate version at prediction time in the high 32 bits; Timer the caller's tag.
+enum EventKind : uint8_t { kLatencyDone, kFinish, kTimer };
 
 enum class State : uint8_t { Latency, Flowing, Done };
 
@@ -46,7 +37,6 @@ struct Resource {
   ResourceSpec spec;
   std::vector<ActivityId> members;  // flowing activities
   double consumed = 0;
-  uint32_t dirty_epoch = 0;
 };
 
 }  // namespace
@@ -55,25 +45,26 @@ struct Engine::Impl {
   std::vector<Resource> resources;
   std::vector<SolverConstraint> constraints;
   std::vector<Activity> acts;
-  std::priority_queue<Event, std::vector<Event>, EventLater> queue;
-  uint64_t seq = 0;
+  EventQueue queue;
   Time now;
   EngineStats stats;
   CompletionHandler on_done;
   TimerHandler on_timer;
   MaxMinSolver solver;
-  std::vector<ActivityId> dirty_acts;        // activities that started/ended flowing this batch
   std::vector<ResourceId> dirty_resources;
+  // Per resource: dirty / visited marks, apart from Resource so the component flood stays in cache.
+  std::vector<uint32_t> resource_mark;
   uint32_t epoch = 0;
   std::vector<uint32_t> act_epoch;
   // Scratch for solves.
   std::vector<SolverVariable> vars;
   std::vector<double> rates;
   std::vector<uint32_t> component;
+  std::vector<uint32_t> all_vars;  // 0, 1, ..., component.size() - 1
   std::vector<ResourceId> stack;
 
-  void push(Time t, EventType type, uint32_t id, uint32_t version, uint64_t tag) {
-    queue.push({t, seq++, type, id, version, tag});
+  void push_finish(Time t, ActivityId id, uint32_t version) {
+    queue.push(t, kFinish, static_cast<uint64_t>(version) << 32 | id);
   }
 
   void advance(Activity& a) {
@@ -99,7 +90,7 @@ struct Engine::Impl {
     if (a.elements.empty()) {  // only its own bound limits it
       a.rate = a.bound;
       ++a.version;
-      push(now + Time::from_seconds_ceil(a.remaining / a.rate), EventType::Finish, id, a.version, 0);
+      push_finish(now + Time::from_seconds_ceil(a.remaining / a.rate), id, a.version);
       return;
     }
     a.slot.resize(a.elements.size());
@@ -112,8 +103,8 @@ struct Engine::Impl {
   }
 
   void mark(ResourceId r) {
-    if (resources[r].dirty_epoch != epoch + 1) {
-      resources[r].dirty_epoch = epoch + 1;
+    if (resource_mark[r] != epoch + 1) {
+      resource_mark[r] = epoch + 1;
       dirty_resources.push_back(r);
     }
   }
@@ -141,6 +132,9 @@ struct Engine::Impl {
     a.state = State::Done;
     a.rate = 0;
     a.remaining = 0;
+    // A replay starts millions of activities: give back the per-activity arrays at once.
+    std::vector<SolverElement>().swap(a.elements);
+    std::vector<uint32_t>().swap(a.slot);
     ++stats.events;
     if (on_done) on_done(id, a.tag);
   }
@@ -149,18 +143,18 @@ struct Engine::Impl {
   // contains a resource touched in this batch.
   void solve_dirty() {
     if (dirty_resources.empty()) return;
-    ++epoch;  // resources with dirty_epoch == epoch are the dirty set; visited marks use epoch+1
+    ++epoch;  // resources marked with epoch are the dirty set; visited marks use epoch+1
     const uint32_t visit = epoch + 1;
     ++epoch;
     std::vector<ResourceId> seeds;
     seeds.swap(dirty_resources);
     for (ResourceId seed : seeds) {
-      if (resources[seed].dirty_epoch == visit) continue;
+      if (resource_mark[seed] == visit) continue;
       // Flood the component from this seed.
       component.clear();
       stack.clear();
       stack.push_back(seed);
-      resources[seed].dirty_epoch = visit;
+      resource_mark[seed] = visit;
       while (!stack.empty()) {
         const ResourceId r = stack.back();
         stack.pop_back();
@@ -170,8 +164,8 @@ struct Engine::Impl {
           act_epoch[id] = visit;
           component.push_back(id);
           for (const auto& e : acts[id].elements)
-            if (resources[e.constraint].dirty_epoch != visit) {
-              resources[e.constraint].dirty_epoch = visit;
+            if (resource_mark[e.constraint] != visit) {
+              resource_mark[e.constraint] = visit;
               stack.push_back(e.constraint);
             }
         }
@@ -184,9 +178,9 @@ struct Engine::Impl {
         const Activity& a = acts[component[i]];
         vars[i] = {a.elements.data(), static_cast<uint32_t>(a.elements.size()), a.bound};
       }
-      std::vector<uint32_t> idx(component.size());
-      for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<uint32_t>(i);
-      solver.solve(constraints, vars, idx, rates);
+      while (all_vars.size() < component.size()) all_vars.push_back(static_cast<uint32_t>(all_vars.size()));
+      all_vars.resize(component.size());
+      solver.solve(constraints, vars, all_vars, rates);
       ++stats.solves;
       stats.solved_activities += component.size();
       for (size_t i = 0; i < component.size(); ++i) {
@@ -198,7 +192,7 @@ struct Engine::Impl {
         ++a.version;
         if (a.rate > 0) {
           const Time dt = std::isinf(a.rate) ? Time::zero() : Time::from_seconds_ceil(a.remaining / a.rate);
-          push(now + dt, EventType::Finish, id, a.version, 0);
+          push_finish(now + dt, id, a.version);
         }
       }
     }
@@ -211,7 +205,8 @@ Engine::~Engine() = default;
 ResourceId Engine::add_resource(const ResourceSpec& spec) {
   if (!(spec.capacity > 0) || std::isinf(spec.capacity))
     throw std::invalid_argument("resource '" + spec.name + "': capacity must be positive and finite");
-  impl_->resources.push_back({spec, {}, 0.0, 0});
+  impl_->resources.push_back({spec, {}, 0.0});
+  impl_->resource_mark.push_back(0);
   impl_->constraints.push_back({spec.capacity, spec.sharing == Sharing::FatPipe});
   return static_cast<ResourceId>(impl_->resources.size() - 1);
 }
@@ -248,13 +243,13 @@ ActivityId Engine::start(const ActivitySpec& spec, uint64_t tag) {
   }
   m.acts.push_back(std::move(a));
   ++m.stats.activities_started;
-  m.push(m.now + spec.latency, EventType::LatencyDone, id, 0, 0);
+  m.queue.push(m.now + spec.latency, kLatencyDone, id);
   return id;
 }
 
 void Engine::schedule_timer(Time at, uint64_t tag) {
   if (at < impl_->now) throw std::invalid_argument("timer in the past");
-  impl_->push(at, EventType::Timer, 0, 0, tag);
+  impl_->queue.push(at, kTimer, tag);
 }
 
 Time Engine::run(Time until) {
@@ -266,22 +261,23 @@ Time Engine::run(Time until) {
     ++m.stats.batches;
     // Process the whole batch at time t (handlers may add events at t; they join the batch).
     while (!m.queue.empty() && m.queue.top().time == t) {
-      const Event e = m.queue.top();
-      m.queue.pop();
-      switch (e.type) {
-        case EventType::LatencyDone:
-          m.begin_flow(e.id);
+      const EventQueue::Entry e = m.queue.pop();
+      switch (e.kind()) {
+        case kLatencyDone:
+          m.begin_flow(static_cast<ActivityId>(e.payload));
           break;
-        case EventType::Finish: {
-          Activity& a = m.acts[e.id];
-          if (a.state != State::Flowing || a.version != e.version) break;  // stale prediction
+        case kFinish: {
+          const auto id = static_cast<ActivityId>(e.payload);
+          Activity& a = m.acts[id];
+          if (a.state != State::Flowing || a.version != static_cast<uint32_t>(e.payload >> 32))
+            break;  // stale prediction
           m.advance(a);
-          m.finish(e.id);
+          m.finish(id);
           break;
         }
-        case EventType::Timer:
+        case kTimer:
           ++m.stats.events;
-          if (m.on_timer) m.on_timer(e.tag);
+          if (m.on_timer) m.on_timer(e.payload);
           break;
       }
       if (m.queue.empty() || m.queue.top().time != t) m.solve_dirty();
@@ -297,7 +293,20 @@ double Engine::rate(ActivityId id) const {
   return a.state == State::Flowing ? a.rate : 0.0;
 }
 
-double Engine::consumed(ResourceId id) const { return impl_->resources.at(id).consumed; }
+double Engine::consumed(ResourceId id) const {
+  // Integrated up to each member's last rate change, plus what members consumed since then.
+  const Impl& m = *impl_;
+  const Resource& r = m.resources.at(id);
+  double total = r.consumed;
+  for (ActivityId a_id : r.members) {
+    const Activity& a = m.acts[a_id];
+    if (std::isinf(a.rate)) continue;
+    const double dt = (m.now - a.last_update).seconds();
+    for (const SolverElement& e : a.elements)
+      if (e.constraint == id) total += e.weight * a.rate * dt;
+  }
+  return total;
+}
 const EngineStats& Engine::stats() const { return impl_->stats; }
 
 }  // namespace stacksim::sim

@@ -1,3 +1,6 @@
+// Task graphs and their replay on the engine (task_graph.hpp): dependency counts in vectors indexed
+// by task id, stream order as an ordinary dependency, and the critical path walked back from the
+// last-finishing task.
 #include "sim/task_graph.hpp"
 
 #include <algorithm>
@@ -61,6 +64,7 @@ TaskSpec& TaskGraph::mutable_task(TaskId id) { return tasks_.at(id); }
 const std::vector<TaskId>& TaskGraph::successors(TaskId id) const { return successors_.at(id); }
 uint32_t TaskGraph::num_predecessors(TaskId id) const { return num_preds_.at(id); }
 
+// execute() owns the engine's completion and timer handlers while it runs, and clears them after.
 ExecutionResult execute(Engine& engine, const TaskGraph& graph) {
   const size_t n = graph.size();
   ExecutionResult r;
@@ -77,28 +81,46 @@ ExecutionResult execute(Engine& engine, const TaskGraph& graph) {
     r.start[id] = engine.now();
     engine.start(graph.task(id).activity, id);
   };
-  std::vector<TaskId> newly_ready;
+  // Tasks made ready by completions at one instant wait for a flush timer at that same instant
+  // (queued after those completions), which starts them in task-id order: the start order, and so
+  // the activity ids and event sequence, depend on (time, task id) alone, not on which completion
+  // happened to be processed first.
+  std::vector<TaskId> pending;
+  bool flush_scheduled = false;
   engine.on_completion([&](ActivityId, uint64_t tag) {
     const TaskId id = static_cast<TaskId>(tag);
     r.end[id] = engine.now();
     ++r.tasks_run;
-    newly_ready.clear();
     for (TaskId s : graph.successors(id))
-      if (--waiting[s] == 0) newly_ready.push_back(s);
-    // Ready tasks start in task-id order.
-    std::sort(newly_ready.begin(), newly_ready.end());
-    for (TaskId s : newly_ready) launch(s);
+      if (--waiting[s] == 0) pending.push_back(s);
+    if (!pending.empty() && !flush_scheduled) {
+      engine.schedule_timer(engine.now(), 0);
+      flush_scheduled = true;
+    }
+  });
+  std::vector<TaskId> starting;
+  engine.on_timer([&](uint64_t) {
+    flush_scheduled = false;
+    starting.swap(pending);
+    pending.clear();
+    std::sort(starting.begin(), starting.end());
+    for (TaskId s : starting) launch(s);
   });
   for (TaskId id : ready) launch(id);
   engine.run();
   engine.on_completion(nullptr);
+  engine.on_timer(nullptr);
   r.completed = r.tasks_run == n;
   Time last = origin;
-  TaskId last_task = kNoTask;
-  for (size_t i = 0; i < n; ++i)
-    if (last_task == kNoTask || r.end[i] > last) { last = r.end[i]; last_task = static_cast<TaskId>(i); }
+  for (size_t i = 0; i < n; ++i) last = std::max(last, r.end[i]);
   r.makespan = last - origin;
-  if (!r.completed || last_task == kNoTask) return r;
+  if (!r.completed || n == 0) return r;
+  // The path ends at the lowest-id task without successors among those ending last. One exists:
+  // a successor of a task ending last ends no earlier, so following successors reaches a sink.
+  // Preferring a sink keeps zero-duration tails (a final barrier) on the path.
+  TaskId last_task = kNoTask;
+  for (size_t i = 0; i < n && last_task == kNoTask; ++i)
+    if (r.end[i] == last && graph.successors(static_cast<TaskId>(i)).empty()) last_task = static_cast<TaskId>(i);
   // Critical path: from the last-finishing task back through each latest-finishing predecessor.
   std::vector<uint32_t> offset(n + 1, 0);
   for (size_t i = 0; i < n; ++i)

@@ -190,7 +190,6 @@ TEST(Executor, ChainsDiamondsStreamsAndTheCriticalPath) {
   const auto gpu = e.add_resource({"gpu", 1.0});
   TaskGraph g;
   auto task = [&](double s) { TaskSpec t; t.activity.work = s; t.activity.usages = {{gpu}}; return t; };
-  TaskSpec free_task;
   const auto a = g.add(task(1));
   TaskSpec tb; tb.activity.work = 2; tb.activity.bound = 1;  // on no resource, runs at its bound
   TaskSpec tc; tc.activity.work = 3; tc.activity.bound = 1;
