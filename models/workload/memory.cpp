@@ -6,42 +6,90 @@
 
 namespace stacksim::workload {
 
-MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p) {
-  MemoryFootprint f;
-  double params = 0;
-  for (int s = 0; s < p.pp; ++s) params = std::max(params, stage_params_per_rank(m, p, s));
-  const double dp = p.dp;
-  f.weights_bytes = 2.0 * params / (p.zero >= 3 ? dp : 1.0);
-  f.gradients_bytes = 2.0 * params / (p.zero >= 2 ? dp : 1.0);
-  f.optimizer_bytes = 12.0 * params / (p.zero >= 1 ? dp : 1.0);
-  if (p.zero >= 3) f.weights_bytes += 2.0 * 2.0 * layer_params_per_rank(m, p, m.layers - 1);
-
+double activation_bytes_per_layer(const ModelConfig& m, const ParallelPlan& p, int layer) {
   const double s = static_cast<double>(m.seq_len) / p.cp, b = p.micro_batch, h = m.hidden, t = p.tp;
-  const double mlp_scale = static_cast<double>(m.ffn_hidden) / (4.0 * h) * (m.mlp == Mlp::SwiGlu ? 1.5 : 1.0);
-  double per_layer;
-  if (p.recompute == Recompute::Full) {
-    per_layer = 2.0 * s * b * h / (p.sp() ? t : 1.0);
+  const double sb = s * b;
+  const double sp_split = p.sp() ? t : 1.0;
+  if (p.recompute == Recompute::Full) return 2.0 * sb * h / sp_split;
+
+  double replicated = 10.0 * sb * h;
+  if (m.is_mla())
+    replicated += 2.0 * sb * (2.0 * m.mla.q_lora_rank + 2.0 * m.mla.kv_lora_rank + m.mla.qk_rope_head_dim);
+  const double q = static_cast<double>(m.q_width()), k = static_cast<double>(m.kv_width());
+  const double v = static_cast<double>(m.kv_heads) * m.v_head_dim(), o = static_cast<double>(m.attn_out_width());
+  double split = 2.0 * sb * (q + k + v + o);
+  const double per_ffn_element = m.mlp == Mlp::SwiGlu ? 6.0 : 4.0;
+  double unsplit = 0;  // MoE: the gathered routed tokens, replicated on every TP rank
+  if (m.is_moe_layer(layer)) {
+    const double routed = sb * m.moe.top_k * m.moe.load_factor();
+    unsplit += 2.0 * routed * h;
+    split += per_ffn_element * routed * m.moe.expert_ffn_hidden;
+    split += per_ffn_element * sb * m.moe.expert_ffn_hidden * m.moe.shared_experts;
   } else {
-    const double attention_part = 15.0, mlp_part = 19.0 * mlp_scale;  // of Korthikanti's 34
-    if (p.sp())
-      per_layer = s * b * h * (attention_part + mlp_part) / t;
-    else
-      per_layer = s * b * h * (10.0 * (attention_part + mlp_part) / 34.0 + 24.0 * (attention_part + mlp_part) / 34.0 / t);
-    // Unfused attention keeps its s x s scores, softmax output and dropout mask: 5*a*s^2*b / t.
-    if (m.attention == AttentionImpl::Unfused && p.recompute == Recompute::None)
-      per_layer += 5.0 * m.heads * s * static_cast<double>(m.seq_len) * b / t;
+    split += per_ffn_element * sb * m.ffn_hidden;
   }
-  const double in_flight_layers =
-      p.pp > 1 ? m.layers * (p.vp > 1 ? 1.0 + (p.pp - 1.0) / (p.pp * p.vp) : 1.0) : m.layers / 1.0;
-  // Without pipelining only one micro-batch's activations live at a time.
-  f.activations_bytes = per_layer * (p.pp > 1 ? std::min<double>(in_flight_layers, m.layers * 1.0 *
-                                                                  std::min(p.num_micro_batches(), p.pp) / p.pp)
-                                              : m.layers);
-  f.buffers_bytes = 4.0 * s * b * m.vocab / t + (p.zero < 3 ? p.dp_bucket_bytes * 2 : 0.0);
-  f.reserve_bytes = 2.5e9;
+  double scores = 0;
+  if (m.attention == AttentionImpl::Unfused && p.recompute == Recompute::None) scores = 5.0 * m.heads * s * m.seq_len * b;
+  return replicated / sp_split + split / t + scores / t + unsplit;
+}
+
+int in_flight_micro_batches(const ParallelPlan& p, int stage) {
+  const int m = p.num_micro_batches();
+  if (p.pp == 1) return 1;
+  if (p.schedule == Schedule::GPipe) return m;
+  if (p.vp > 1) return std::min(m * p.vp, 2 * (p.pp - stage - 1) + (p.vp - 1) * p.pp + 1);
+  return std::min(m, p.pp - stage);
+}
+
+MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int stage) {
+  MemoryFootprint f;
+  f.stage = stage;
+  const double all = stage_params_per_rank(m, p, stage), experts = stage_expert_params_per_rank(m, p, stage);
+  const double dense = all - experts;
+  auto sharded = [&](bool shard) {
+    return shard ? dense / dense_replicas(p) + experts / expert_replicas(p) : all;
+  };
+  f.weights_bytes = 2.0 * sharded(p.zero >= 3);
+  f.gradients_bytes = 2.0 * sharded(p.zero >= 2);
+  f.optimizer_bytes = 12.0 * sharded(p.zero >= 1);
+
+  const std::vector<int> bounds = virtual_stage_bounds(m, p);
+  const int V = p.pp * p.vp;
+  double rank_layers_bytes = 0, largest_layer_params = 0, largest_layer_full = 0;
+  ParallelPlan no_recompute = p;
+  no_recompute.recompute = Recompute::None;
+  for (int c = 0; c < p.vp; ++c) {
+    const int vs = c * p.pp + stage;
+    for (int l = bounds[vs]; l < bounds[vs + 1]; ++l) {
+      rank_layers_bytes += activation_bytes_per_layer(m, p, l);
+      largest_layer_params = std::max(largest_layer_params, layer_params_per_rank(m, p, l));
+      largest_layer_full = std::max(largest_layer_full, activation_bytes_per_layer(m, no_recompute, l));
+    }
+  }
+  // Interleaved: in-flight counts model chunks of (on average) 1/vp of the rank's layers.
+  f.activations_bytes = rank_layers_bytes / p.vp * in_flight_micro_batches(p, stage);
+  if (p.recompute == Recompute::Full) f.activations_bytes += largest_layer_full;
+  if (p.zero >= 3) f.weights_bytes += 2.0 * 2.0 * largest_layer_params;
+
+  const double tokens = static_cast<double>(p.micro_batch) * m.seq_len / p.cp;
+  const bool last = (p.vp - 1) * p.pp + stage == V - 1;
+  if (last) f.buffers_bytes += 6.0 * tokens * m.vocab / p.tp;
+  if (p.sp()) f.buffers_bytes += 2.0 * 2.0 * tokens * m.hidden;
+  f.reserve_bytes = kReserveBytes;
   return f;
 }
 
-bool out_of_memory(const MemoryFootprint& f, double capacity_bytes) { return f.total_bytes() > capacity_bytes; }
+MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p) {
+  MemoryFootprint worst = memory_per_gpu(m, p, 0);
+  for (int s = 1; s < p.pp; ++s) {
+    const MemoryFootprint f = memory_per_gpu(m, p, s);
+    if (f.total_bytes() > worst.total_bytes()) worst = f;
+  }
+  return worst;
+}
+
+bool out_of_memory(const MemoryFootprint& f, double capacity_bytes) {
+  return f.total_bytes() > capacity_bytes * (1.0 - kFragmentation);
+}
 
 }  // namespace stacksim::workload

@@ -2,54 +2,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 namespace stacksim::workload {
+namespace {
 
-double ModelConfig::attention_params() const {
-  return static_cast<double>(hidden) * (q_width() + 2 * kv_width()) + static_cast<double>(q_width()) * hidden;
-}
+// Reports one problem; must throw (config::InputError).
+using Fail = std::function<void(const std::string& key, const std::string& reason, const std::string& fix)>;
 
-double ModelConfig::dense_mlp_params() const {
-  return (mlp == Mlp::SwiGlu ? 3.0 : 2.0) * hidden * ffn_hidden;
-}
-
-double ModelConfig::expert_params() const {
-  return (mlp == Mlp::SwiGlu ? 3.0 : 2.0) * hidden * moe.expert_ffn_hidden;
-}
-
-double ModelConfig::layer_params(int layer) const {
-  double p = attention_params() + 2.0 * hidden;  // + two norms
-  if (is_moe_layer(layer))
-    p += expert_params() * (moe.experts + moe.shared_experts) + static_cast<double>(hidden) * moe.experts;
-  else
-    p += dense_mlp_params();
-  return p;
-}
-
-double ModelConfig::embedding_params() const {
-  return static_cast<double>(vocab) * hidden * (tied_embeddings ? 1 : 2);
-}
-
-double ModelConfig::total_params() const {
-  double p = embedding_params() + hidden;
-  for (int l = 0; l < layers; ++l) p += layer_params(l);
-  return p;
-}
-
-double ModelConfig::active_params() const {
-  double p = embedding_params() + hidden;
-  for (int l = 0; l < layers; ++l) {
-    p += attention_params() + 2.0 * hidden;
-    p += is_moe_layer(l) ? expert_params() * (moe.top_k + moe.shared_experts) : dense_mlp_params();
-  }
-  return p;
-}
-
-void check_model(const ModelConfig& m, const config::Node& n) {
+void validate(const ModelConfig& m, const Fail& fail) {
   auto positive = [&](const char* key, int64_t v) {
-    if (v <= 0) n.fail(key, "must be a positive integer, got " + std::to_string(v), "give the model's " + std::string(key));
+    if (v <= 0)
+      fail(key, "must be a positive integer, got " + std::to_string(v), std::string("give the model's ") + key);
   };
   positive("layers", m.layers);
   positive("hidden", m.hidden);
@@ -60,20 +27,123 @@ void check_model(const ModelConfig& m, const config::Node& n) {
   positive("vocab", m.vocab);
   positive("seq_len", m.seq_len);
   if (m.heads % m.kv_heads != 0)
-    n.fail("kv_heads", "heads (" + std::to_string(m.heads) + ") must be a multiple of kv_heads (" +
-                           std::to_string(m.kv_heads) + ")", "use a kv_heads that divides heads");
+    fail("kv_heads", "heads (" + std::to_string(m.heads) + ") must be a multiple of kv_heads (" +
+                         std::to_string(m.kv_heads) + ")",
+         "use a kv_heads that divides heads (kv_heads = heads is plain multi-head attention)");
+  if (m.is_mla()) {
+    positive("mla.kv_lora_rank", m.mla.kv_lora_rank);
+    positive("mla.qk_nope_head_dim", m.mla.qk_nope_head_dim);
+    positive("mla.qk_rope_head_dim", m.mla.qk_rope_head_dim);
+    positive("mla.v_head_dim", m.mla.v_head_dim);
+    if (m.mla.q_lora_rank < 0) fail("mla.q_lora_rank", "must be >= 0", "use 0 for a full-rank Q projection");
+  }
   if (m.is_moe()) {
     if (m.moe.top_k < 1 || m.moe.top_k > m.moe.experts)
-      n.fail("moe", "top_k must be between 1 and the number of experts", "fix moe.top_k");
-    if (m.moe.expert_ffn_hidden <= 0) n.fail("moe", "expert_ffn_hidden must be positive", "set moe.expert_ffn_hidden");
-    if (m.moe.imbalance < 1.0) n.fail("moe", "imbalance must be >= 1 (busiest rank over the mean)", "use e.g. 1.1");
+      fail("moe.top_k", "top_k (" + std::to_string(m.moe.top_k) + ") must be between 1 and the number of experts (" +
+                            std::to_string(m.moe.experts) + ")",
+           "fix moe.top_k");
+    if (m.moe.expert_ffn_hidden <= 0)
+      fail("moe.expert_ffn_hidden", "must be positive", "set moe.expert_ffn_hidden (the routed expert's FFN width)");
+    if (m.moe.shared_experts < 0) fail("moe.shared_experts", "must be >= 0", "use 0 for no shared expert");
+    if (m.moe.first_dense_layers < 0 || m.moe.first_dense_layers >= m.layers)
+      fail("moe.first_dense_layers", "must be in [0, layers)", "use the number of leading dense layers");
+    if (m.moe.layer_freq < 1) fail("moe.layer_freq", "must be >= 1", "use 1 for MoE in every layer");
+    if (m.moe.imbalance < 1.0)
+      fail("moe.imbalance", "must be >= 1 (tokens of the busiest rank over the mean)", "use e.g. 1.1");
+    if (m.moe.capacity_factor < 0) fail("moe.capacity_factor", "must be >= 0", "use 0 for dropless routing");
   }
+}
+
+Mlp parse_mlp(const config::Node& n) {
+  const std::string s = n.required_string("mlp");
+  if (s == "gelu") return Mlp::Gelu;
+  if (s == "swiglu") return Mlp::SwiGlu;
+  n.fail("mlp", "unknown MLP '" + s + "'", "use gelu or swiglu");
+}
+
+Norm parse_norm(const config::Node& n) {
+  const std::string s = n.required_string("norm");
+  if (s == "layernorm") return Norm::LayerNorm;
+  if (s == "rmsnorm") return Norm::RmsNorm;
+  n.fail("norm", "unknown norm '" + s + "'", "use layernorm or rmsnorm");
+}
+
+}  // namespace
+
+double MoeConfig::load_factor() const {
+  return capacity_factor > 0 ? std::min(imbalance, capacity_factor) : imbalance;
+}
+
+double ModelConfig::attention_gemm_params() const {
+  const double h = static_cast<double>(hidden);
+  if (is_mla()) {
+    const double qk = static_cast<double>(heads) * head_dim;
+    const double q = mla.q_lora_rank > 0 ? h * mla.q_lora_rank + static_cast<double>(mla.q_lora_rank) * qk : h * qk;
+    const double kv = h * (mla.kv_lora_rank + mla.qk_rope_head_dim) +
+                      static_cast<double>(mla.kv_lora_rank) * heads * (mla.qk_nope_head_dim + mla.v_head_dim);
+    return q + kv + static_cast<double>(attn_out_width()) * h;
+  }
+  return h * (q_width() + 2.0 * kv_width()) + static_cast<double>(attn_out_width()) * h;
+}
+
+double ModelConfig::attention_params() const {
+  double p = attention_gemm_params();
+  if (is_mla()) p += static_cast<double>(mla.q_lora_rank) + mla.kv_lora_rank;  // latent RMSNorms
+  if (qkv_bias) p += static_cast<double>(q_width()) + 2.0 * kv_width();
+  return p;
+}
+
+double ModelConfig::dense_mlp_params() const { return static_cast<double>(mlp_gemms()) * hidden * ffn_hidden; }
+
+double ModelConfig::expert_params() const {
+  return static_cast<double>(mlp_gemms()) * hidden * moe.expert_ffn_hidden;
+}
+
+double ModelConfig::layer_params(int layer) const {
+  double p = attention_params() + 2.0 * norm_params();
+  if (is_moe_layer(layer))
+    p += expert_params() * (moe.experts + moe.shared_experts) + router_params();
+  else
+    p += dense_mlp_params();
+  return p;
+}
+
+double ModelConfig::embedding_params() const {
+  return static_cast<double>(vocab) * hidden * (tied_embeddings ? 1 : 2);
+}
+
+double ModelConfig::total_params() const {
+  double p = embedding_params() + norm_params();  // + the final norm
+  for (int l = 0; l < layers; ++l) p += layer_params(l);
+  return p;
+}
+
+double ModelConfig::active_params() const {
+  double p = embedding_params() + norm_params();
+  for (int l = 0; l < layers; ++l) {
+    p += attention_params() + 2.0 * norm_params();
+    p += is_moe_layer(l) ? expert_params() * (moe.top_k + moe.shared_experts) + router_params() : dense_mlp_params();
+  }
+  return p;
+}
+
+void check_model(const ModelConfig& m, const config::Node& n) {
+  validate(m, [&](const std::string& key, const std::string& reason, const std::string& fix) {
+    const auto dot = key.find('.');
+    if (dot != std::string::npos && n.has(key.substr(0, dot)))
+      n[key.substr(0, dot)].fail(key.substr(dot + 1), reason, fix);
+    n.fail(key, reason, fix);
+  });
+}
+
+ModelConfig parse_model(const config::Node& n) {
+  return parse_model(n, std::filesystem::path(n.file()).parent_path().string());
 }
 
 ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
   n.require_map();
-  n.check_keys({"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "seq_len",
-                "mlp", "norm", "tied_embeddings", "moe", "hf_config", "attention"});
+  n.check_keys({"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "seq_len", "mlp",
+                "norm", "tied_embeddings", "qkv_bias", "attention", "attention_kind", "mla", "moe", "hf_config"});
   ModelConfig m;
   if (n.has("hf_config")) {
     std::filesystem::path p = n.required_string("hf_config");
@@ -81,53 +151,79 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
     try {
       m = parse_hf_config(p.string());
     } catch (const config::InputError& e) {
-      n.fail("hf_config", e.reason(), e.fix());
+      n.fail("hf_config", p.string() + (e.key().empty() ? "" : " key '" + e.key() + "'") + ": " + e.reason(), e.fix());
     }
   }
-  auto int_or = [&](const char* key, int64_t current) -> int64_t {
-    return n.has(key) ? n.required_int(key) : current;
-  };
+  auto int_or = [&](const char* key, int64_t current) -> int64_t { return n.has(key) ? n.required_int(key) : current; };
   m.name = n.string_or("name", m.name);
   m.layers = static_cast<int>(int_or("layers", m.layers));
   m.hidden = int_or("hidden", m.hidden);
   m.heads = int_or("heads", m.heads);
   m.kv_heads = int_or("kv_heads", m.kv_heads ? m.kv_heads : m.heads);
-  if (m.heads > 0 && m.hidden > 0 && !n.has("head_dim") && m.head_dim == 0) {
+  if (n.has("head_dim")) {
+    m.head_dim = n.required_int("head_dim");
+  } else if (m.head_dim == 0 && m.heads > 0 && m.hidden > 0) {
     if (m.hidden % m.heads != 0)
-      n.fail("heads", "hidden (" + std::to_string(m.hidden) + ") is not divisible by heads", "set head_dim explicitly");
+      n.fail("heads", "hidden (" + std::to_string(m.hidden) + ") is not divisible by heads (" + std::to_string(m.heads) + ")",
+             "set head_dim explicitly, or use a number of heads that divides hidden");
     m.head_dim = m.hidden / m.heads;
   }
-  m.head_dim = int_or("head_dim", m.head_dim);
   m.ffn_hidden = int_or("ffn_hidden", m.ffn_hidden ? m.ffn_hidden : 4 * m.hidden);
   m.vocab = int_or("vocab", m.vocab);
   m.seq_len = int_or("seq_len", m.seq_len);
-  if (n.has("mlp")) {
-    const std::string s = n.required_string("mlp");
-    if (s == "gelu") m.mlp = Mlp::Gelu;
-    else if (s == "swiglu") m.mlp = Mlp::SwiGlu;
-    else n.fail("mlp", "unknown MLP '" + s + "'", "use gelu or swiglu");
+  if (n.has("mlp")) m.mlp = parse_mlp(n);
+  if (n.has("norm")) m.norm = parse_norm(n);
+  m.tied_embeddings = n.bool_or("tied_embeddings", m.tied_embeddings);
+  m.qkv_bias = n.bool_or("qkv_bias", m.qkv_bias);
+  if (n.has("mla")) {
+    const config::Node a = n["mla"];
+    a.require_map();
+    a.check_keys({"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"});
+    m.attention_kind = AttentionKind::Mla;
+    m.mla.q_lora_rank = a.optional_int("q_lora_rank").value_or(0);
+    m.mla.kv_lora_rank = a.required_int("kv_lora_rank");
+    m.mla.qk_nope_head_dim = a.required_int("qk_nope_head_dim");
+    m.mla.qk_rope_head_dim = a.required_int("qk_rope_head_dim");
+    m.mla.v_head_dim = a.required_int("v_head_dim");
+    m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+    m.kv_heads = m.heads;  // every head gets its own K and V from the latent
+  } else if (!m.is_mla()) {
+    m.attention_kind = m.kv_heads == m.heads ? AttentionKind::Mha : AttentionKind::Gqa;
+  }
+  if (n.has("attention_kind")) {
+    const std::string s = n.required_string("attention_kind");
+    if (s == "mla" && !m.is_mla())
+      n.fail("attention_kind", "mla needs the latent sizes", "add an mla: {kv_lora_rank, qk_nope_head_dim, ...} section");
+    if (s == "mha" && m.kv_heads != m.heads)
+      n.fail("attention_kind", "mha needs kv_heads == heads, got kv_heads " + std::to_string(m.kv_heads),
+             "use attention_kind: gqa, or drop kv_heads");
+    if (s != "mha" && s != "gqa" && s != "mla")
+      n.fail("attention_kind", "unknown attention kind '" + s + "'", "use mha, gqa or mla");
+    if (s != "mla" && m.is_mla()) n.fail("attention_kind", s + " contradicts the mla: section", "use attention_kind: mla");
   }
   if (n.has("attention")) {
     const std::string s = n.required_string("attention");
     if (s == "flash") m.attention = AttentionImpl::Flash;
     else if (s == "flash2") m.attention = AttentionImpl::Flash2;
     else if (s == "unfused") m.attention = AttentionImpl::Unfused;
-    else n.fail("attention", "unknown attention implementation '" + s + "'", "use flash, flash2 or unfused");
+    else n.fail("attention", "unknown attention implementation '" + s + "'",
+                "use flash, flash2 or unfused (the attention kind mha/gqa/mla goes in attention_kind)");
   }
-  if (n.has("norm")) {
-    const std::string s = n.required_string("norm");
-    if (s != "layernorm" && s != "rmsnorm") n.fail("norm", "unknown norm '" + s + "'", "use layernorm or rmsnorm");
-  }
-  m.tied_embeddings = n.bool_or("tied_embeddings", m.tied_embeddings);
   if (n.has("moe")) {
     const config::Node e = n["moe"];
-    e.check_keys({"experts", "top_k", "shared_experts", "expert_ffn_hidden", "first_dense_layers", "imbalance"});
-    m.moe.experts = static_cast<int>(e.required_int("experts"));
-    m.moe.top_k = static_cast<int>(e.required_int("top_k"));
-    m.moe.shared_experts = static_cast<int>(e.optional_int("shared_experts").value_or(0));
-    m.moe.expert_ffn_hidden = e.optional_int("expert_ffn_hidden").value_or(m.ffn_hidden);
-    m.moe.first_dense_layers = static_cast<int>(e.optional_int("first_dense_layers").value_or(0));
-    m.moe.imbalance = e.optional_number("imbalance").value_or(1.1);
+    e.require_map();
+    e.check_keys({"experts", "top_k", "shared_experts", "expert_ffn_hidden", "first_dense_layers", "layer_freq",
+                  "imbalance", "capacity_factor"});
+    const bool from_hf = m.is_moe();  // then every key is an optional override
+    m.moe.experts = static_cast<int>(from_hf ? e.optional_int("experts").value_or(m.moe.experts) : e.required_int("experts"));
+    m.moe.top_k = static_cast<int>(from_hf ? e.optional_int("top_k").value_or(m.moe.top_k) : e.required_int("top_k"));
+    m.moe.shared_experts = static_cast<int>(e.optional_int("shared_experts").value_or(m.moe.shared_experts));
+    m.moe.expert_ffn_hidden =
+        e.optional_int("expert_ffn_hidden").value_or(m.moe.expert_ffn_hidden ? m.moe.expert_ffn_hidden : m.ffn_hidden);
+    m.moe.first_dense_layers = static_cast<int>(e.optional_int("first_dense_layers").value_or(m.moe.first_dense_layers));
+    m.moe.layer_freq = static_cast<int>(e.optional_int("layer_freq").value_or(m.moe.layer_freq));
+    m.moe.imbalance = e.optional_number("imbalance").value_or(m.moe.imbalance);
+    m.moe.capacity_factor = e.optional_number("capacity_factor").value_or(m.moe.capacity_factor);
   }
   check_model(m, n);
   return m;
@@ -135,45 +231,87 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
 
 ModelConfig parse_hf_config(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw config::InputError(path, 0, "", "cannot open the HuggingFace config", "check the path");
+  if (!in)
+    throw config::InputError(path, 0, "", "cannot open the HuggingFace config",
+                             "check the path (relative paths resolve against the scenario file's directory)");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw config::InputError(path, 0, "", std::string("malformed JSON: ") + e.what(), "fix the JSON");
+    throw config::InputError(path, 0, "", std::string("malformed JSON: ") + e.what(), "fix the JSON syntax");
   }
+  if (!j.is_object()) throw config::InputError(path, 0, "", "expected a JSON object", "give a config.json");
+  // The first of `keys` that holds a number (JSON null counts as absent: DeepSeek-V2-Lite has
+  // "q_lora_rank": null).
   auto get = [&](std::initializer_list<const char*> keys, int64_t fallback, bool required) -> int64_t {
     for (const char* k : keys)
       if (j.contains(k) && j[k].is_number()) return j[k].get<int64_t>();
     if (required)
-      throw config::InputError(path, 0, *keys.begin(), "missing", "a HuggingFace config needs this field");
+      throw config::InputError(path, 0, *keys.begin(), "missing (or not a number)",
+                               "a HuggingFace config needs this field; or describe the model in the scenario YAML");
     return fallback;
   };
+  const std::string model_type = j.value("model_type", std::string());
   ModelConfig m;
-  m.name = j.value("_name_or_path", std::filesystem::path(path).stem().string());
-  if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty())
+  m.name = std::filesystem::path(path).stem().string();
+  if (j.contains("_name_or_path") && j["_name_or_path"].is_string()) m.name = j["_name_or_path"].get<std::string>();
+  else if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
+           j["architectures"][0].is_string())
     m.name = j["architectures"][0].get<std::string>();
   m.hidden = get({"hidden_size", "d_model", "n_embd"}, 0, true);
   m.layers = static_cast<int>(get({"num_hidden_layers", "n_layer", "num_layers"}, 0, true));
   m.heads = get({"num_attention_heads", "n_head"}, 0, true);
   m.kv_heads = get({"num_key_value_heads"}, m.heads, false);
-  m.head_dim = get({"head_dim"}, m.hidden / m.heads, false);
-  if (j.contains("v_head_dim") && j.contains("qk_nope_head_dim"))  // DeepSeek MLA: q/k/v width per head
-    m.head_dim = j["v_head_dim"].get<int64_t>();
+  if (j.contains("head_dim") && j["head_dim"].is_number()) {
+    m.head_dim = j["head_dim"].get<int64_t>();
+  } else if (m.heads > 0) {
+    if (m.hidden % m.heads != 0)
+      throw config::InputError(path, 0, "num_attention_heads",
+                               "hidden_size (" + std::to_string(m.hidden) + ") is not divisible by num_attention_heads (" +
+                                   std::to_string(m.heads) + ") and there is no head_dim",
+                               "add \"head_dim\" to the config");
+    m.head_dim = m.hidden / m.heads;
+  }
   m.ffn_hidden = get({"intermediate_size", "ffn_dim", "n_inner"}, 4 * m.hidden, false);
   m.vocab = get({"vocab_size"}, 0, true);
+  // The context length the model supports; a scenario usually trains on less (override seq_len).
   m.seq_len = get({"max_position_embeddings", "n_positions", "seq_length"}, 4096, false);
+  // transformers' LlamaConfig, MixtralConfig, Qwen2Config and DeepseekV3Config default to untied.
   m.tied_embeddings = j.value("tie_word_embeddings", false);
-  const std::string act = j.value("hidden_act", std::string("silu"));
-  m.mlp = act == "silu" || act == "swiglu" ? Mlp::SwiGlu : Mlp::Gelu;
+  const std::string act = j.value("hidden_act", j.value("activation_function", std::string("silu")));
+  m.mlp = act == "silu" || act == "swish" || act == "swiglu" ? Mlp::SwiGlu : Mlp::Gelu;
+  m.norm = j.contains("layer_norm_eps") || j.contains("layer_norm_epsilon") ? Norm::LayerNorm : Norm::RmsNorm;
+  // Qwen2 (and Qwen2-MoE) always have Q/K/V biases; Llama's attention_bias adds them too.
+  m.qkv_bias = model_type == "qwen2" || model_type == "qwen2_moe" || j.value("attention_bias", false);
+  m.attention_kind = m.kv_heads == m.heads ? AttentionKind::Mha : AttentionKind::Gqa;
+  if (get({"kv_lora_rank"}, 0, false) > 0) {
+    m.attention_kind = AttentionKind::Mla;
+    m.mla.q_lora_rank = get({"q_lora_rank"}, 0, false);
+    m.mla.kv_lora_rank = get({"kv_lora_rank"}, 0, false);
+    m.mla.qk_nope_head_dim = get({"qk_nope_head_dim"}, 0, true);
+    m.mla.qk_rope_head_dim = get({"qk_rope_head_dim"}, 0, true);
+    m.mla.v_head_dim = get({"v_head_dim"}, 0, true);
+    m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+    m.kv_heads = m.heads;
+    m.qkv_bias = false;
+  }
   const int64_t experts = get({"num_local_experts", "n_routed_experts", "num_experts"}, 0, false);
   if (experts > 0) {
     m.moe.experts = static_cast<int>(experts);
     m.moe.top_k = static_cast<int>(get({"num_experts_per_tok", "moe_top_k"}, 1, false));
-    m.moe.shared_experts = static_cast<int>(get({"n_shared_experts"}, 0, false));
     m.moe.expert_ffn_hidden = get({"moe_intermediate_size"}, m.ffn_hidden, false);
+    m.moe.shared_experts = static_cast<int>(get({"n_shared_experts"}, 0, false));
+    // Qwen2-MoE describes one shared expert of shared_expert_intermediate_size: count it in
+    // routed-expert widths when it is a whole multiple.
+    const int64_t shared_ffn = get({"shared_expert_intermediate_size"}, 0, false);
+    if (shared_ffn > 0 && m.moe.expert_ffn_hidden > 0 && shared_ffn % m.moe.expert_ffn_hidden == 0)
+      m.moe.shared_experts = static_cast<int>(shared_ffn / m.moe.expert_ffn_hidden);
     m.moe.first_dense_layers = static_cast<int>(get({"first_k_dense_replace"}, 0, false));
+    m.moe.layer_freq = static_cast<int>(get({"moe_layer_freq"}, 1, false));
   }
+  validate(m, [&](const std::string& key, const std::string& reason, const std::string& fix) {
+    throw config::InputError(path, 0, key, reason, fix + " (in the HuggingFace config, or override it in the scenario)");
+  });
   return m;
 }
 

@@ -8,8 +8,8 @@ namespace {
 constexpr double kAct = 2.0;  // bytes per 16-bit element
 
 struct Dims {
-  int64_t T;      // tokens of the micro-batch on this rank (sequence split by cp)
-  int64_t Tn;     // tokens a norm/dropout sees (further split by tp with sequence parallelism)
+  int64_t T;   // tokens of the micro-batch on this rank (sequence split by cp)
+  int64_t Tn;  // tokens a norm/dropout sees (further split by tp with sequence parallelism)
   int64_t h, t;
 };
 
@@ -51,110 +51,32 @@ Op comm(const std::string& name, CommKind kind, CommGroup g, double bytes) {
   return o;
 }
 
-// The TP collective before a column-parallel block (forward): all-gather with SP, nothing without.
-void tp_enter(std::vector<Op>& ops, const ModelConfig& m, const ParallelPlan& p, const Dims& d, const char* what) {
-  if (p.sp()) ops.push_back(comm(std::string("tp all-gather ") + what, CommKind::AllGather, CommGroup::TP, d.T * d.h * kAct));
-}
-// After a row-parallel block: reduce-scatter with SP, all-reduce without.
-void tp_exit(std::vector<Op>& ops, const ModelConfig& m, const ParallelPlan& p, const Dims& d, const char* what) {
-  if (p.tp <= 1) return;
-  ops.push_back(p.sp() ? comm(std::string("tp reduce-scatter ") + what, CommKind::ReduceScatter, CommGroup::TP, d.T * d.h * kAct)
-                       : comm(std::string("tp all-reduce ") + what, CommKind::AllReduce, CommGroup::TP, d.T * d.h * kAct));
+// A tensor-parallel region: `pre` ops, the TP entry (column-parallel input), the `inner` ops, the
+// TP exit (row-parallel output), `post` ops. Entry and exit exist only when t > 1 and are
+// optional (the embedding has only an exit, the logits only an entry).
+struct Block {
+  std::string what;
+  std::vector<Op> pre, inner, post;
+  bool entry = false, exit = false;
+  double entry_bytes = 0, exit_bytes = 0;  // the full (gathered) activation, 16-bit
+  // With SP, Megatron's column-parallel linear keeps only its sequence shard and gathers the input
+  // again for the weight gradient; the MoE dispatcher keeps its gathered tokens instead.
+  bool regather_for_wgrad = true;
+};
+
+void emit_forward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) {
+  out.insert(out.end(), b.pre.begin(), b.pre.end());
+  if (p.sp() && b.entry)
+    out.push_back(comm("tp all-gather " + b.what, CommKind::AllGather, CommGroup::TP, b.entry_bytes));
+  out.insert(out.end(), b.inner.begin(), b.inner.end());
+  if (p.tp > 1 && b.exit)
+    out.push_back(p.sp() ? comm("tp reduce-scatter " + b.what, CommKind::ReduceScatter, CommGroup::TP, b.exit_bytes)
+                         : comm("tp all-reduce " + b.what, CommKind::AllReduce, CommGroup::TP, b.exit_bytes));
+  out.insert(out.end(), b.post.begin(), b.post.end());
 }
 
-AttentionShape attention_shape(const ModelConfig& m, const ParallelPlan& p) {
-  AttentionShape a;
-  a.batch = p.micro_batch;
-  a.heads = m.heads / p.tp;
-  a.kv_heads = std::max<int64_t>(1, m.kv_heads / p.tp);
-  a.seq_q = m.seq_len / p.cp;
-  a.seq_kv = m.seq_len;
-  a.head_dim = m.head_dim;
-  a.causal = true;
-  return a;
-}
-
-std::vector<Op> attention_block_forward(const ModelConfig& m, const ParallelPlan& p, const Dims& d) {
-  std::vector<Op> ops;
-  const int64_t q = m.q_width() / d.t, kv = std::max<int64_t>(m.head_dim, m.kv_width() / d.t);
-  ops.push_back(memory("input norm", OpClass::Norm, 4.0 * d.Tn * d.h));
-  tp_enter(ops, m, p, d, "(attention)");
-  ops.push_back(gemm("qkv projection", d.T, q + 2 * kv, d.h));
-  ops.push_back(memory("rotary embedding", OpClass::Elementwise, 2.0 * kAct * d.T * (q + kv)));
-  if (p.cp > 1)  // ring attention: the K/V blocks of the other cp ranks
-    ops.push_back(comm("cp k/v exchange", CommKind::AllGather, CommGroup::CP,
-                       2.0 * kAct * p.micro_batch * m.seq_len * kv));
-  const AttentionShape sh = attention_shape(m, p);
-  if (m.attention == AttentionImpl::Unfused) {
-    // Megatron's unfused core attention on b*(a/t) heads: scores over the full s x s (masked, not
-    // skipped), softmax and dropout as memory-bound passes over the 16-bit scores (+ a 1-byte mask).
-    const int64_t bh = sh.batch * sh.heads;
-    const double scores = static_cast<double>(bh) * sh.seq_q * sh.seq_kv;
-    Op qk = gemm("attention scores (QK^T)", sh.seq_q, sh.seq_kv, m.head_dim, bh);
-    Op sm = memory("scale-mask-softmax", OpClass::Attention, 2.0 * kAct * scores);
-    Op dr = memory("attention dropout", OpClass::Attention, (2.0 * kAct + 1.0) * scores);
-    Op pv = gemm("attention values (PV)", sh.seq_q, m.head_dim, sh.seq_kv, bh);
-    qk.cls = pv.cls = OpClass::Attention;
-    for (const Op& o : {qk, sm, dr, pv}) ops.push_back(o);
-  } else {
-    Op a;
-    a.name = "attention";
-    a.kind = OpKind::Attention;
-    a.cls = OpClass::Attention;
-    a.attention = sh;
-    a.flops = 4.0 * sh.batch * sh.heads * sh.seq_q * sh.seq_kv * m.head_dim * 0.5;
-    ops.push_back(a);
-  }
-  ops.push_back(gemm("attention output projection", d.T, d.h, q));
-  tp_exit(ops, m, p, d, "(attention)");
-  ops.push_back(memory("dropout + residual", OpClass::Elementwise, 3.5 * kAct * d.Tn * d.h));
-  return ops;
-}
-
-std::vector<Op> mlp_block_forward(const ModelConfig& m, const ParallelPlan& p, const Dims& d, int layer) {
-  std::vector<Op> ops;
-  ops.push_back(memory("post-attention norm", OpClass::Norm, 4.0 * d.Tn * d.h));
-  const bool gated = m.mlp == Mlp::SwiGlu;
-  if (m.is_moe_layer(layer)) {
-    const auto& e = m.moe;
-    ops.push_back(gemm("router", d.Tn, e.experts, d.h));
-    ops.push_back(memory("top-k routing + permute", OpClass::Elementwise, 4.0 * kAct * d.Tn * d.h * e.top_k));
-    const double dispatch = kAct * d.Tn * d.h * e.top_k;
-    if (p.ep > 1) ops.push_back(comm("ep all-to-all dispatch", CommKind::AllToAll, CommGroup::EP, dispatch));
-    tp_enter(ops, m, p, d, "(experts)");
-    // This rank's experts receive T * top_k token copies on average (the EP group's ep * T * top_k
-    // spread over E experts, E / ep of them local), times the busiest rank's imbalance.
-    const int local = std::max(1, e.experts / p.ep);
-    const int64_t f = e.expert_ffn_hidden / d.t;
-    const int64_t m_each = std::max<int64_t>(1, static_cast<int64_t>(d.T * e.top_k * e.imbalance / local));
-    ops.push_back(gemm("expert fc1", m_each, gated ? 2 * f : f, d.h, local));
-    ops.push_back(memory("expert activation", OpClass::Elementwise, (gated ? 3.0 : 2.0) * kAct * m_each * local * f));
-    ops.push_back(gemm("expert fc2", m_each, d.h, f, local));
-    tp_exit(ops, m, p, d, "(experts)");
-    if (p.ep > 1) ops.push_back(comm("ep all-to-all combine", CommKind::AllToAll, CommGroup::EP, dispatch));
-    ops.push_back(memory("unpermute + weighted sum", OpClass::Elementwise, 3.0 * kAct * d.Tn * d.h * e.top_k));
-    if (e.shared_experts > 0) {
-      const int64_t fs = e.expert_ffn_hidden * e.shared_experts / d.t;
-      ops.push_back(gemm("shared expert fc1", d.T, gated ? 2 * fs : fs, d.h));
-      ops.push_back(gemm("shared expert fc2", d.T, d.h, fs));
-    }
-  } else {
-    tp_enter(ops, m, p, d, "(mlp)");
-    const int64_t f = m.ffn_hidden / d.t;
-    ops.push_back(gemm("mlp fc1", d.T, gated ? 2 * f : f, d.h));
-    ops.push_back(memory(gated ? "swiglu" : "gelu", OpClass::Elementwise, (gated ? 3.0 : 2.0) * kAct * d.T * f));
-    ops.push_back(gemm("mlp fc2", d.T, d.h, f));
-    tp_exit(ops, m, p, d, "(mlp)");
-  }
-  ops.push_back(memory("dropout + residual", OpClass::Elementwise, 3.5 * kAct * d.Tn * d.h));
-  return ops;
-}
-
-// The backward of a forward op list, in reverse order: GEMMs become dgrad + wgrad, attention its
-// backward kernel, element-wise ops twice their bytes; TP collectives mirror (all-reduce stays an
-// all-reduce; SP's all-gather <-> reduce-scatter, plus the all-gather of the input for wgrad).
-std::vector<Op> backward_of(const std::vector<Op>& fwd) {
-  std::vector<Op> out;
+// Backward of single ops, appended in reverse order of `fwd`.
+void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
   for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
     const Op& f = *it;
     switch (f.kind) {
@@ -169,9 +91,9 @@ std::vector<Op> backward_of(const std::vector<Op>& fwd) {
       }
       case OpKind::Attention: {
         Op b = f;
-        b.name = "attention backward";
+        b.name = f.name + " backward";
         b.backward = true;
-        b.flops = 2.0 * f.flops;  // model FLOPs: backward = 2x forward
+        b.flops = 2.0 * f.flops;
         out.push_back(b);
         break;
       }
@@ -179,6 +101,7 @@ std::vector<Op> backward_of(const std::vector<Op>& fwd) {
         Op b = f;
         b.name = f.name + " backward";
         b.bytes = 2.0 * f.bytes;
+        b.flops = 2.0 * f.flops;
         b.backward = true;
         out.push_back(b);
         break;
@@ -186,168 +109,339 @@ std::vector<Op> backward_of(const std::vector<Op>& fwd) {
       case OpKind::Comm: {
         Op b = f;
         b.backward = true;
-        if (f.group == CommGroup::TP && f.comm == CommKind::AllGather) {
+        if (f.group == CommGroup::CP) {  // ring attention backward: K/V again, dK/dV home
+          b.name = "cp k/v exchange (backward)";
+          out.push_back(b);
           b.comm = CommKind::ReduceScatter;
-          b.name = "tp reduce-scatter (backward)";
-          Op ag = f;
-          ag.backward = true;
-          ag.name = "tp all-gather (wgrad input)";
-          out.push_back(ag);
-        } else if (f.group == CommGroup::TP && f.comm == CommKind::ReduceScatter) {
+          b.name = "cp dk/dv reduce-scatter";
+        } else if (f.comm == CommKind::AllGather) {
+          b.comm = CommKind::ReduceScatter;
+          b.name = f.name + " (backward: reduce-scatter)";
+        } else if (f.comm == CommKind::ReduceScatter) {
           b.comm = CommKind::AllGather;
-          b.name = "tp all-gather (backward)";
-        } else if (f.group == CommGroup::CP) {
-          b.comm = CommKind::ReduceScatter;  // dK/dV back to their owners
-          b.name = "cp dk/dv exchange";
+          b.name = f.name + " (backward: all-gather)";
         } else {
-          b.name = f.name + " (backward)";
+          b.name = f.name + " (backward)";  // all-reduce of statistics, all-to-all, send/recv
         }
         out.push_back(b);
         break;
       }
     }
   }
+}
+
+void emit_backward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) {
+  emit_backward_ops(out, b.post);
+  if (p.sp() && b.exit)
+    out.push_back(comm("tp all-gather " + b.what + " (output grad)", CommKind::AllGather, CommGroup::TP, b.exit_bytes));
+  if (p.sp() && b.entry && b.regather_for_wgrad)
+    out.push_back(comm("tp all-gather " + b.what + " (wgrad input)", CommKind::AllGather, CommGroup::TP, b.entry_bytes));
+  emit_backward_ops(out, b.inner);
+  if (p.tp > 1 && b.entry)
+    out.push_back(p.sp() ? comm("tp reduce-scatter " + b.what + " (input grad)", CommKind::ReduceScatter, CommGroup::TP,
+                                b.entry_bytes)
+                         : comm("tp all-reduce " + b.what + " (input grad)", CommKind::AllReduce, CommGroup::TP,
+                                b.entry_bytes));
+  emit_backward_ops(out, b.pre);
+}
+
+Op dropout_residual(const Dims& d) { return memory("dropout + residual", OpClass::Elementwise, 7.0 * d.Tn * d.h); }
+
+Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d) {
+  Block b;
+  b.what = "(attention)";
+  b.entry = b.exit = true;
+  b.entry_bytes = b.exit_bytes = kAct * d.T * d.h;
+  b.pre.push_back(memory("input norm", OpClass::Norm, 4.0 * d.Tn * d.h));
+  const int64_t heads = m.heads / d.t;
+  const int64_t kv_heads = std::max<int64_t>(1, m.kv_heads / d.t);
+  const int64_t q = heads * m.head_dim, k = kv_heads * m.head_dim, v = kv_heads * m.v_head_dim();
+  if (m.is_mla()) {
+    const MlaConfig& a = m.mla;
+    if (a.q_lora_rank > 0) {
+      b.inner.push_back(gemm("q down projection", d.T, a.q_lora_rank, d.h));
+      b.inner.push_back(memory("q latent norm", OpClass::Norm, 4.0 * d.T * a.q_lora_rank));
+      b.inner.push_back(gemm("q up projection", d.T, q, a.q_lora_rank));
+    } else {
+      b.inner.push_back(gemm("q projection", d.T, q, d.h));
+    }
+    b.inner.push_back(gemm("kv down projection", d.T, a.kv_lora_rank + a.qk_rope_head_dim, d.h));
+    b.inner.push_back(memory("kv latent norm", OpClass::Norm, 4.0 * d.T * a.kv_lora_rank));
+    b.inner.push_back(gemm("kv up projection", d.T, heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank));
+    b.inner.push_back(memory("rotary embedding", OpClass::Elementwise,
+                             4.0 * d.T * (heads + 1) * a.qk_rope_head_dim));
+  } else {
+    b.inner.push_back(gemm("qkv projection", d.T, q + k + v, d.h));
+    b.inner.push_back(memory("rotary embedding", OpClass::Elementwise, 4.0 * d.T * (q + k)));
+  }
+  if (p.cp > 1)
+    b.inner.push_back(comm("cp k/v exchange", CommKind::AllGather, CommGroup::CP,
+                           kAct * static_cast<double>(p.micro_batch) * m.seq_len * (k + v)));
+  const AttentionShape sh{p.micro_batch, heads, kv_heads, m.seq_len / p.cp, m.seq_len, m.head_dim, m.v_head_dim(), true};
+  if (m.attention == AttentionImpl::Unfused) {
+    // Megatron's unfused core attention on b*(a/t) heads: scores over the full s x s (masked, not
+    // skipped), softmax and dropout as memory-bound passes over the 16-bit scores (+ a 1-byte mask).
+    const int64_t bh = sh.batch * sh.heads;
+    const double scores = static_cast<double>(bh) * sh.seq_q * sh.seq_kv;
+    Op qk = gemm("attention scores (QK^T)", sh.seq_q, sh.seq_kv, sh.head_dim, bh);
+    Op sm = memory("scale-mask-softmax", OpClass::Attention, 2.0 * kAct * scores);
+    Op dr = memory("attention dropout", OpClass::Attention, (2.0 * kAct + 1.0) * scores);
+    Op pv = gemm("attention values (PV)", sh.seq_q, sh.v_head_dim, sh.seq_kv, bh);
+    qk.cls = pv.cls = OpClass::Attention;
+    for (const Op& o : {qk, sm, dr, pv}) b.inner.push_back(o);
+  } else {
+    Op a;
+    a.name = "attention";
+    a.kind = OpKind::Attention;
+    a.cls = OpClass::Attention;
+    a.attention = sh;
+    a.flops = 2.0 * sh.batch * sh.heads * sh.seq_q * sh.seq_kv * (sh.head_dim + sh.v_head_dim);
+    b.inner.push_back(a);
+  }
+  b.inner.push_back(gemm("attention output projection", d.T, d.h, heads * m.v_head_dim()));
+  b.post.push_back(dropout_residual(d));
+  return b;
+}
+
+Block dense_mlp_block(const ModelConfig& m, const Dims& d, bool with_norm, const std::string& what, int64_t ffn) {
+  Block b;
+  b.what = what;
+  b.entry = b.exit = true;
+  b.entry_bytes = b.exit_bytes = kAct * d.T * d.h;
+  if (with_norm) b.pre.push_back(memory("post-attention norm", OpClass::Norm, 4.0 * d.Tn * d.h));
+  const bool gated = m.mlp == Mlp::SwiGlu;
+  const int64_t f = ffn / d.t;
+  const std::string prefix = what == "(mlp)" ? "mlp" : "shared expert";
+  b.inner.push_back(gemm(prefix + (gated ? " fc1 (gate+up)" : " fc1"), d.T, gated ? 2 * f : f, d.h));
+  b.inner.push_back(memory(prefix + (gated ? " swiglu" : " gelu"), OpClass::Elementwise, (gated ? 6.0 : 4.0) * d.T * f));
+  b.inner.push_back(gemm(prefix + " fc2", d.T, d.h, f));
+  return b;
+}
+
+// Routed experts (Megatron-Core's all-to-all token dispatcher): route the local tokens, permute,
+// all-to-all over EP, gather over TP, expert GEMMs, and back.
+std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const Dims& d) {
+  const MoeConfig& e = m.moe;
+  const bool gated = m.mlp == Mlp::SwiGlu;
+  Block b;
+  b.what = "(experts)";
+  b.entry = b.exit = true;
+  b.regather_for_wgrad = false;
+  b.entry_bytes = b.exit_bytes = kAct * d.T * d.h * e.top_k;
+  b.pre.push_back(memory("post-attention norm", OpClass::Norm, 4.0 * d.Tn * d.h));
+  b.pre.push_back(gemm("router", d.Tn, e.experts, d.h));
+  b.pre.push_back(memory("top-k routing + permute", OpClass::Elementwise, 4.0 * d.Tn * d.h * e.top_k));
+  const double dispatch_bytes = kAct * d.Tn * d.h * e.top_k;
+  if (p.ep > 1) b.pre.push_back(comm("ep all-to-all dispatch", CommKind::AllToAll, CommGroup::EP, dispatch_bytes));
+  // This rank's E/ep experts receive, on average, the EP group's ep * T * top_k token copies
+  // spread over E experts: T * top_k, times the busiest rank's load factor.
+  const int local = std::max(1, e.experts / p.ep);
+  const int64_t f = e.expert_ffn_hidden / d.t;
+  const int64_t m_each = std::max<int64_t>(1, static_cast<int64_t>(d.T * e.top_k * e.load_factor() / local));
+  b.inner.push_back(gemm(gated ? "expert fc1 (gate+up)" : "expert fc1", m_each, gated ? 2 * f : f, d.h, local));
+  b.inner.push_back(memory(gated ? "expert swiglu" : "expert gelu", OpClass::Elementwise,
+                           (gated ? 6.0 : 4.0) * static_cast<double>(m_each) * local * f));
+  b.inner.push_back(gemm("expert fc2", m_each, d.h, f, local));
+  if (p.ep > 1) b.post.push_back(comm("ep all-to-all combine", CommKind::AllToAll, CommGroup::EP, dispatch_bytes));
+  b.post.push_back(memory("unpermute + weighted sum", OpClass::Elementwise, (2.0 * e.top_k + 2.0) * d.Tn * d.h));
+  std::vector<Block> blocks{b};
+  if (e.shared_experts > 0)
+    blocks.push_back(dense_mlp_block(m, d, false, "(shared experts)", e.expert_ffn_hidden * e.shared_experts));
+  blocks.back().post.push_back(dropout_residual(d));
+  return blocks;
+}
+
+std::vector<Block> layer_blocks(const ModelConfig& m, const ParallelPlan& p, int layer) {
+  const Dims d = dims(m, p);
+  std::vector<Block> blocks{attention_block(m, p, d)};
+  if (m.is_moe_layer(layer)) {
+    const std::vector<Block> moe = moe_blocks(m, p, d);
+    blocks.insert(blocks.end(), moe.begin(), moe.end());
+  } else {
+    blocks.push_back(dense_mlp_block(m, d, true, "(mlp)", m.ffn_hidden));
+    blocks.back().post.push_back(dropout_residual(d));
+  }
+  return blocks;
+}
+
+Block embedding_block(const ModelConfig& m, const ParallelPlan& p) {
+  const Dims d = dims(m, p);
+  Block b;
+  b.what = "(embedding)";
+  b.exit = true;
+  b.exit_bytes = kAct * d.T * d.h;
+  b.inner.push_back(memory("embedding lookup", OpClass::Embedding, 4.0 * d.T * d.h));
+  return b;
+}
+
+Block head_block(const ModelConfig& m, const ParallelPlan& p) {
+  const Dims d = dims(m, p);
+  Block b;
+  b.what = "(logits)";
+  b.entry = true;
+  b.entry_bytes = kAct * d.T * d.h;
+  b.pre.push_back(memory("final norm", OpClass::Norm, 4.0 * d.Tn * d.h));
+  b.inner.push_back(gemm("logits", d.T, m.vocab / d.t, d.h));
+  b.inner.push_back(memory("cross-entropy", OpClass::Loss, 12.0 * d.T * m.vocab / d.t));
+  if (p.tp > 1)
+    for (const char* stat : {"max", "target logit", "sum-exp"})
+      b.inner.push_back(comm(std::string("tp all-reduce (cross-entropy ") + stat + ")", CommKind::AllReduce,
+                             CommGroup::TP, 4.0 * d.T));
+  return b;
+}
+
+std::vector<Op> forward_of(const std::vector<Block>& blocks, const ParallelPlan& p) {
+  std::vector<Op> out;
+  for (const Block& b : blocks) emit_forward(out, b, p);
+  return out;
+}
+
+std::vector<Op> backward_of(const std::vector<Block>& blocks, const ParallelPlan& p) {
+  std::vector<Op> out;
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) emit_backward(out, *it, p);
   return out;
 }
 
 }  // namespace
 
 std::vector<Op> layer_forward_ops(const ModelConfig& m, const ParallelPlan& p, int layer) {
-  const Dims d = dims(m, p);
-  std::vector<Op> ops = attention_block_forward(m, p, d);
-  const std::vector<Op> mlp = mlp_block_forward(m, p, d, layer);
-  ops.insert(ops.end(), mlp.begin(), mlp.end());
-  return ops;
+  return forward_of(layer_blocks(m, p, layer), p);
 }
 
 std::vector<Op> layer_backward_ops(const ModelConfig& m, const ParallelPlan& p, int layer) {
+  const std::vector<Block> blocks = layer_blocks(m, p, layer);
   std::vector<Op> out;
-  const std::vector<Op> fwd = layer_forward_ops(m, p, layer);
-  if (p.recompute == Recompute::Full) {
-    for (Op o : fwd) {
+  if (p.recompute != Recompute::None)
+    for (Op o : forward_of(blocks, p)) {
+      // Selective recomputation (Korthikanti et al. 2022): the core attention only.
+      if (p.recompute == Recompute::Selective && o.cls != OpClass::Attention) continue;
       o.recompute = true;
       o.name = "recompute " + o.name;
       out.push_back(o);
     }
-  } else if (p.recompute == Recompute::Selective) {
-    // Selective recomputation (Korthikanti et al. 2022): the core attention only.
-    for (Op o : fwd)
-      if (o.cls == OpClass::Attention) {
-        o.recompute = true;
-        o.name = "recompute " + o.name;
-        out.push_back(o);
-      }
-  }
-  const std::vector<Op> bwd = backward_of(fwd);
+  const std::vector<Op> bwd = backward_of(blocks, p);
   out.insert(out.end(), bwd.begin(), bwd.end());
   return out;
 }
 
 std::vector<Op> embedding_forward_ops(const ModelConfig& m, const ParallelPlan& p) {
-  const Dims d = dims(m, p);
-  std::vector<Op> ops{memory("embedding lookup", OpClass::Embedding, 2.0 * kAct * d.T * d.h)};
-  tp_exit(ops, m, p, d, "(embedding)");
-  return ops;
+  return forward_of({embedding_block(m, p)}, p);
 }
 
 std::vector<Op> embedding_backward_ops(const ModelConfig& m, const ParallelPlan& p) {
-  const Dims d = dims(m, p);
-  return {memory("embedding gradient", OpClass::Embedding, 3.0 * kAct * d.T * d.h)};
+  std::vector<Op> out = backward_of({embedding_block(m, p)}, p);
+  // The backward of a lookup is a scatter-add into the embedding gradient (read the output
+  // gradient, read-modify-write the gradient rows): 6 B per element, not the generic 2x.
+  for (Op& o : out)
+    if (o.kind == OpKind::MemoryBound) {
+      o.name = "embedding gradient";
+      o.bytes = 6.0 * dims(m, p).T * m.hidden;
+    }
+  return out;
 }
 
-std::vector<Op> head_forward_ops(const ModelConfig& m, const ParallelPlan& p) {
-  const Dims d = dims(m, p);
-  std::vector<Op> ops{memory("final norm", OpClass::Norm, 4.0 * d.Tn * d.h)};
-  tp_enter(ops, m, p, d, "(logits)");
-  ops.push_back(gemm("logits", d.T, m.vocab / d.t, d.h));
-  ops.push_back(memory("cross-entropy", OpClass::Loss, 3.0 * 4.0 * d.T * m.vocab / d.t));
-  return ops;
-}
+std::vector<Op> head_forward_ops(const ModelConfig& m, const ParallelPlan& p) { return forward_of({head_block(m, p)}, p); }
 
 std::vector<Op> head_backward_ops(const ModelConfig& m, const ParallelPlan& p) {
-  const Dims d = dims(m, p);
-  std::vector<Op> ops{memory("cross-entropy backward", OpClass::Loss, 2.0 * 4.0 * d.T * m.vocab / d.t)};
-  Op dg = gemm("logits dgrad", d.T, d.h, m.vocab / d.t), wg = gemm("logits wgrad", d.h, m.vocab / d.t, d.T);
-  dg.backward = wg.backward = true;
-  ops.push_back(dg);
-  ops.push_back(wg);
-  if (p.tp > 1)
-    ops.push_back(p.sp() ? comm("tp reduce-scatter (logits backward)", CommKind::ReduceScatter, CommGroup::TP, d.T * d.h * kAct)
-                         : comm("tp all-reduce (logits backward)", CommKind::AllReduce, CommGroup::TP, d.T * d.h * kAct));
-  ops.push_back(memory("final norm backward", OpClass::Norm, 8.0 * d.Tn * d.h));
-  return ops;
+  Block b = head_block(m, p);
+  // The softmax gradient (softmax - one-hot) needs no further TP collective.
+  b.inner.erase(std::remove_if(b.inner.begin(), b.inner.end(), [](const Op& o) { return o.kind == OpKind::Comm; }),
+                b.inner.end());
+  return backward_of({b}, p);
+}
+
+double layer_expert_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int layer) {
+  if (!m.is_moe_layer(layer)) return 0;
+  return m.expert_params() * (static_cast<double>(m.moe.experts) / p.ep) / p.tp;
 }
 
 double layer_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int layer) {
-  double dense = m.attention_params() / p.tp + 2.0 * m.hidden;
-  if (m.is_moe_layer(layer)) {
-    const auto& e = m.moe;
-    dense += m.expert_params() * (static_cast<double>(e.experts) / p.ep + e.shared_experts) / p.tp +
-             static_cast<double>(m.hidden) * e.experts;
-  } else {
-    dense += m.dense_mlp_params() / p.tp;
+  // Split by heads over tp: Q (or Q up), K/V (or KV up), output projection and biases; MLA's
+  // down projections and latent norms are replicated, as are the layer norms.
+  double attention = m.attention_params() / p.tp;
+  if (m.is_mla()) {
+    const MlaConfig& a = m.mla;
+    const double replicated = static_cast<double>(m.hidden) * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim) +
+                              static_cast<double>(a.q_lora_rank) + a.kv_lora_rank;
+    attention = (m.attention_params() - replicated) / p.tp + replicated;
   }
-  return dense;
+  double params = attention + 2.0 * m.norm_params();
+  if (m.is_moe_layer(layer))
+    params += layer_expert_params_per_rank(m, p, layer) + m.expert_params() * m.moe.shared_experts / p.tp +
+              m.router_params();
+  else
+    params += m.dense_mlp_params() / p.tp;
+  return params;
 }
 
 double embedding_params_per_rank(const ModelConfig& m, const ParallelPlan& p) {
   return static_cast<double>(m.vocab) * m.hidden / p.tp;
 }
 
+std::vector<int> virtual_stage_bounds(const ModelConfig& m, const ParallelPlan& p) {
+  const int V = p.pp * p.vp;
+  const int first = p.first_stage_layers, last = p.last_stage_layers;
+  const int middle = std::max(1, V - (first > 0) - (last > 0));
+  const int per = (m.layers - first - last) / middle;
+  std::vector<int> bounds{0};
+  for (int v = 0; v < V; ++v) {
+    int n = per;
+    if (v == 0 && first > 0) n = first;
+    if (v == V - 1 && last > 0) n = last;
+    bounds.push_back(std::min(m.layers, bounds.back() + n));
+  }
+  bounds.back() = m.layers;  // a remainder (only in plans check_plan rejects) goes to the last stage
+  return bounds;
+}
+
+namespace {
+
+template <class PerLayer>
+double stage_sum(const ModelConfig& m, const ParallelPlan& p, int stage, PerLayer per_layer, bool with_embeddings) {
+  const std::vector<int> bounds = virtual_stage_bounds(m, p);
+  const int V = p.pp * p.vp;
+  double params = 0;
+  for (int c = 0; c < p.vp; ++c) {
+    const int vs = c * p.pp + stage;
+    for (int l = bounds[vs]; l < bounds[vs + 1]; ++l) params += per_layer(l);
+    if (!with_embeddings) continue;
+    if (vs == 0) params += embedding_params_per_rank(m, p);
+    // Untied: the output layer. Tied with V > 1: Megatron keeps a copy on the last stage and
+    // all-reduces the two gradients.
+    if (vs == V - 1) {
+      params += m.norm_params();
+      if (!m.tied_embeddings || V > 1) params += embedding_params_per_rank(m, p);
+    }
+  }
+  return params;
+}
+
+}  // namespace
+
+double stage_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage) {
+  return stage_sum(m, p, stage, [&](int l) { return layer_params_per_rank(m, p, l); }, true);
+}
+
+double stage_expert_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage) {
+  return stage_sum(m, p, stage, [&](int l) { return layer_expert_params_per_rank(m, p, l); }, false);
+}
+
+int dense_replicas(const ParallelPlan& p) { return p.dp * p.cp; }
+int expert_replicas(const ParallelPlan& p) { return std::max(1, p.dp * p.cp / p.ep); }
+
 double pipeline_p2p_bytes(const ModelConfig& m, const ParallelPlan& p) {
   const Dims d = dims(m, p);
   return kAct * d.Tn * d.h;  // Megatron sends the (sequence-parallel-split) hidden states
 }
 
-double stage_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage) {
-  const int V = p.pp * p.vp;
-  const int per = m.layers / V;
-  double params = 0;
-  for (int c = 0; c < p.vp; ++c) {
-    const int vs = c * p.pp + stage;
-    for (int l = vs * per; l < (vs + 1) * per && l < m.layers; ++l) params += layer_params_per_rank(m, p, l);
-    if (vs == 0) params += embedding_params_per_rank(m, p);
-    if (vs == V - 1 && (!m.tied_embeddings || V > 1)) params += embedding_params_per_rank(m, p);
-  }
-  return params;
-}
-
 std::vector<Op> optimizer_ops(const ModelConfig& m, const ParallelPlan& p) {
-  double local = stage_params_per_rank(m, p, 0);
-  for (int s = 1; s < p.pp; ++s) local = std::max(local, stage_params_per_rank(m, p, s));
-  if (p.zero >= 1) local /= p.dp;
-  Op o = memory("adam step", OpClass::Optimizer, 28.0 * local);
-  return {o};
-}
-
-double model_flops_per_step(const ModelConfig& m, const ParallelPlan& p) {
-  const double tokens = static_cast<double>(p.global_batch) * m.seq_len;
-  double gemm_params = static_cast<double>(m.vocab) * m.hidden;  // logits
-  for (int l = 0; l < m.layers; ++l) {
-    gemm_params += m.attention_params();
-    if (m.is_moe_layer(l))
-      gemm_params += m.expert_params() * (m.moe.top_k + m.moe.shared_experts) + static_cast<double>(m.hidden) * m.moe.experts;
-    else
-      gemm_params += m.dense_mlp_params();
+  double local = 0;
+  for (int s = 0; s < p.pp; ++s) {
+    const double all = stage_params_per_rank(m, p, s), experts = stage_expert_params_per_rank(m, p, s);
+    const double shard = p.zero >= 1 ? (all - experts) / dense_replicas(p) + experts / expert_replicas(p) : all;
+    local = std::max(local, shard);
   }
-  const double attention = 12.0 * m.layers * static_cast<double>(m.seq_len) * m.q_width() * tokens;
-  return 6.0 * gemm_params * tokens + attention;
-}
-
-double hardware_flops_per_step(const ModelConfig& m, const ParallelPlan& p) {
-  const double model = model_flops_per_step(m, p);
-  const double tokens = static_cast<double>(p.global_batch) * m.seq_len;
-  const double attention_fwd = 4.0 * m.layers * static_cast<double>(m.seq_len) * m.q_width() * tokens;
-  if (p.recompute == Recompute::Full) {
-    const double logits_fwd = 2.0 * m.vocab * m.hidden * tokens;
-    return model + (model - 3 * logits_fwd) / 3.0;
-  }
-  if (p.recompute == Recompute::Selective) return model + attention_fwd;
-  return model;
-}
-
-double megatron_sc21_flops(double B, double s, double l, double h, double V) {
-  return 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
+  return {memory("adam step", OpClass::Optimizer, 28.0 * local)};
 }
 
 }  // namespace stacksim::workload

@@ -1,13 +1,49 @@
-// The ops one rank runs for one transformer layer and one micro-batch (Megatron-LM's layer:
-// norm, QKV, attention, output projection, residual; norm, MLP, residual), with shapes already
-// divided by tensor parallelism (and by context parallelism for the sequence, by sequence
-// parallelism for norms and dropouts), plus the collectives the layer needs.
-// Element-wise bytes count what each kernel reads and writes in 16-bit (norms also fp32 stats).
+// The ops one rank runs for one transformer layer and one micro-batch, following Megatron-Core's
+// layer (norm, fused QKV, attention, output projection, dropout + residual; norm, MLP or MoE,
+// dropout + residual), with shapes already divided by tensor parallelism (t), the sequence by
+// context parallelism (cp) and, with sequence parallelism (SP), the tokens of norms and dropouts
+// by t; plus the collectives the layer needs.
+//
+// Collectives (nccl-tests convention: comm_bytes = the full buffer per rank, 16-bit elements):
+//  - TP, per attention / MLP block: without SP an all-reduce of the block output (b*s*h*2 bytes)
+//    in forward, and one of the block-input gradient in backward (Megatron's f/g pair); with SP
+//    an all-gather before the block and a reduce-scatter after it in forward, and in backward an
+//    all-gather of the output gradient, an all-gather of the input again for the weight gradient
+//    and a reduce-scatter of the input gradient (Korthikanti et al. 2022, section 4.2.2).
+//  - CP (ring attention): the K/V blocks of the other cp-1 ranks, as an all-gather of the full
+//    K/V (the same bytes per rank as cp-1 send/recv steps of the local block); in backward K/V
+//    again plus a reduce-scatter of dK/dV back to their owners.
+//  - EP: all-to-all dispatch and combine of the routed tokens (b*s/t*top_k*h*2 per rank), and
+//    the mirrored pair in backward. Experts are split over t like the dense MLP (expert tensor
+//    parallelism = t), so with t > 1 the dispatched tokens are gathered over TP as well.
+//
+// GEMMs (C[m,n] = A[m,k] B[k,n]): QKV fused into one (n = q + 2 kv widths, GQA's K/V have
+// kv_heads*head_dim); SwiGLU's gate and up projections fused into fc1 (n = 2*ffn/t), so a gated
+// MLP has fc1 + fc2 kernels for its 3 weight matrices. Backward: dgrad C[m,k] = dY W^T and
+// wgrad C[k,n] = X^T dY, twice the forward FLOPs. MLA (DeepSeek-V2/V3): the Q and KV
+// down-projections (to the latents) are replicated on every TP rank, the up-projections and the
+// output projection are split by heads.
+//
+// Attention core: one fused kernel (model.attention flash / flash2), or Megatron's unfused
+// sequence (QK^T and PV batched GEMMs over the full s x s, scale-mask-softmax and dropout as
+// memory-bound passes over the 16-bit scores), all of class Attention.
+// FLOPs (Op::flops): 2mnk per GEMM; fused attention forward 2*b*heads*seq_q*seq_kv*(qk_dim +
+// v_dim), the Megatron/NeMo model-FLOP convention that counts causal attention in full (the kernel
+// model gets `causal` in the shape and executes about half); attention backward 2x forward.
+//
+// Element-wise ops (MemoryBound, bytes read + written, 16-bit activations):
+//   norm 4 B per element (read x, write y); rotary 4 B per Q/K element; dropout + residual 7 B
+//   (read x and residual, write y, write a 1-byte mask); GeLU 4 B per ffn element, SwiGLU 6 B
+//   (read gate and up, write); MoE permute 4 B per routed element, unpermute + weighted sum
+//   (2*top_k + 2) B per token element; embedding lookup 4 B; cross-entropy 12 B per logit (three
+//   fp32 passes: max, sum-exp, softmax); Q/K/V bias adds ride in the GEMM epilogue. Backward of
+//   an element-wise op moves twice its forward bytes.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "models/workload/flops.hpp"  // the step FLOP counts, for callers that include only the ops
 #include "models/workload/model_config.hpp"
 #include "models/workload/parallel_plan.hpp"
 
@@ -19,7 +55,9 @@ enum class CommKind { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv };
 enum class CommGroup { TP, CP, EP, DP, PP };
 
 struct AttentionShape {
-  int64_t batch = 0, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  int64_t batch = 0, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0;
+  int64_t head_dim = 0;    // Q.K dimension per head
+  int64_t v_head_dim = 0;  // V (and output) dimension per head; differs from head_dim only for MLA
   bool causal = true;
 };
 
@@ -32,34 +70,44 @@ struct Op {
   int64_t m = 0, n = 0, k = 0, batch = 1;  // GEMM: C[m,n] = A[m,k] B[k,n], `batch` of them
   AttentionShape attention;
   double bytes = 0;       // MemoryBound: HBM bytes read + written
-  double flops = 0;       // model FLOPs of the op (GEMM 2mnk*batch; attention as computed)
+  double flops = 0;       // model FLOPs of the op (see the header comment)
   CommKind comm = CommKind::AllReduce;
   CommGroup group = CommGroup::TP;
   double comm_bytes = 0;  // nccl-tests buffer size per rank
 };
 
+// One layer, one micro-batch. The backward list starts with the recomputed forward ops
+// (recompute = true): with recompute=full every forward op including its collectives (Megatron
+// recomputes the TP communication too), with selective only the attention core (the ops of class Attention).
 std::vector<Op> layer_forward_ops(const ModelConfig& m, const ParallelPlan& p, int layer);
-std::vector<Op> layer_backward_ops(const ModelConfig& m, const ParallelPlan& p, int layer);  // with recompute
+std::vector<Op> layer_backward_ops(const ModelConfig& m, const ParallelPlan& p, int layer);
+// Vocabulary-parallel input embedding (first virtual stage).
 std::vector<Op> embedding_forward_ops(const ModelConfig& m, const ParallelPlan& p);
 std::vector<Op> embedding_backward_ops(const ModelConfig& m, const ParallelPlan& p);
-std::vector<Op> head_forward_ops(const ModelConfig& m, const ParallelPlan& p);   // final norm, logits, loss
+// Final norm, logits GEMM (vocab / t columns per rank) and vocabulary-parallel cross-entropy
+// (three TP all-reduces of per-token statistics: max, target logit, sum of exponentials).
+std::vector<Op> head_forward_ops(const ModelConfig& m, const ParallelPlan& p);
 std::vector<Op> head_backward_ops(const ModelConfig& m, const ParallelPlan& p);
-// Adam with fp32 master weights, moments and 16-bit gradients: 28 bytes read+written per local
-// parameter (master, m, v read and written: 24; gradient read 2; 16-bit weight written 2).
+// Adam with fp32 master weights and moments and 16-bit gradients: 28 bytes read + written per
+// local parameter (master, m, v read and written: 24; gradient read: 2; 16-bit weight written:
+// 2), on the most loaded pipeline stage; with zero >= 1 over this rank's optimizer shard.
 std::vector<Op> optimizer_ops(const ModelConfig& m, const ParallelPlan& p);
 
+// Parameters held by one rank.
 double layer_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int layer);
+double layer_expert_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int layer);  // routed experts only
 double embedding_params_per_rank(const ModelConfig& m, const ParallelPlan& p);  // one of input/output
+// Layer ranges of the pp*vp virtual stages: stage v holds layers [bounds[v], bounds[v+1]),
+// honouring first_stage_layers / last_stage_layers.
+std::vector<int> virtual_stage_bounds(const ModelConfig& m, const ParallelPlan& p);
+// All the chunks of pipeline rank `stage` (layers, embedding, output layer, final norm).
+double stage_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage);
+double stage_expert_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage);
+// Ranks sharing (and, with ZeRO, sharding) one dense parameter: dp*cp (Megatron's
+// data-parallel-with-context-parallel group); one routed-expert parameter: dp*cp/ep.
+int dense_replicas(const ParallelPlan& p);
+int expert_replicas(const ParallelPlan& p);
+// The activation tensor one pipeline rank sends to the next (SP-split hidden states, 16-bit).
 double pipeline_p2p_bytes(const ModelConfig& m, const ParallelPlan& p);
-double stage_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage);  // max over chunks' sum
-
-// Model FLOPs of one step (no recomputation), Megatron/NeMo/llm-foundry convention: 6 x (GEMM
-// parameters touched per token) x tokens + 12 x layers x seq x (q width) x tokens for attention
-// (scores and values, forward + backward, without the causal halving), logits included.
-double model_flops_per_step(const ModelConfig& m, const ParallelPlan& p);
-// Plus the recomputed forward work (full: every layer's forward; selective: attention core).
-double hardware_flops_per_step(const ModelConfig& m, const ParallelPlan& p);
-// Narayanan et al. SC'21: 96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h)) (includes full recomputation).
-double megatron_sc21_flops(double B, double s, double l, double h, double V);
 
 }  // namespace stacksim::workload

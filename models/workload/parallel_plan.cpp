@@ -1,8 +1,22 @@
 #include "models/workload/parallel_plan.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 namespace stacksim::workload {
+namespace {
+
+std::string str(long long v) { return std::to_string(v); }
+
+// Divisors of n up to `limit`, as "a, b, c".
+std::string divisors(long long n, long long limit) {
+  std::string out;
+  for (long long d = 1; d <= std::min(n, limit); ++d)
+    if (n % d == 0) out += (out.empty() ? "" : ", ") + str(d);
+  return out;
+}
+
+}  // namespace
 
 const char* precision_name(Precision p) {
   switch (p) {
@@ -27,12 +41,12 @@ const char* recompute_name(Recompute r) {
 ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
-                "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather", "dp_bucket_size",
-                "first_stage_layers", "last_stage_layers"});
+                "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
+                "dp_bucket_size", "first_stage_layers", "last_stage_layers"});
   ParallelPlan p;
   auto positive_int = [&](const char* key, int fallback) {
     const long long v = n.optional_int(key).value_or(fallback);
-    if (v < 1) n.fail(key, "must be at least 1, got " + std::to_string(v), "use a positive integer");
+    if (v < 1) n.fail(key, "must be at least 1, got " + str(v), "use a positive integer");
     return static_cast<int>(v);
   };
   p.tp = positive_int("tp", 1);
@@ -49,10 +63,16 @@ ParallelPlan parse_plan(const config::Node& n) {
   if (rc == "none") p.recompute = Recompute::None;
   else if (rc == "selective") p.recompute = Recompute::Selective;
   else if (rc == "full") p.recompute = Recompute::Full;
-  else n.fail("recompute", "unknown recompute mode '" + rc + "'", "use none, selective, full (or auto)");
-  const long long z = n.optional_int("zero").value_or(0);
-  if (z < 0 || z > 3) n.fail("zero", "must be 0, 1, 2 or 3", "use 0 (DDP), 1 (distributed optimizer), 2, or 3 (FSDP)");
-  p.zero = static_cast<int>(z);
+  else n.fail("recompute", "unknown recompute mode '" + rc + "'", "use none, selective or full");
+  if (n.has("zero")) {
+    if (n["zero"].as_string() == "fsdp") {
+      p.zero = 3;
+    } else {
+      const long long z = n.required_int("zero");
+      if (z < 0 || z > 3) n.fail("zero", "must be 0, 1, 2 or 3, got " + str(z), "use 0 (DDP), 1 (distributed optimizer), 2, or 3 / fsdp");
+      p.zero = static_cast<int>(z);
+    }
+  }
   const std::string pr = n.string_or("precision", "bf16");
   if (pr == "fp32") p.precision = Precision::FP32;
   else if (pr == "tf32") p.precision = Precision::TF32;
@@ -61,71 +81,103 @@ ParallelPlan parse_plan(const config::Node& n) {
   else if (pr == "fp8") p.precision = Precision::FP8;
   else n.fail("precision", "unknown precision '" + pr + "'", "use fp32, tf32, fp16, bf16 or fp8");
   const std::string sc = n.string_or("schedule", "1f1b");
-  if (sc == "1f1b" || sc == "interleaved") p.schedule = Schedule::OneFOneB;
-  else if (sc == "gpipe") p.schedule = Schedule::GPipe;
-  else n.fail("schedule", "unknown schedule '" + sc + "'", "use 1f1b or gpipe (interleaving follows from vp > 1)");
+  if (sc == "1f1b") {
+    p.schedule = Schedule::OneFOneB;
+  } else if (sc == "interleaved") {
+    if (p.vp < 2) n.fail("schedule", "the interleaved schedule needs vp >= 2 model chunks per rank", "set vp: 2 (or more), or schedule: 1f1b");
+    p.schedule = Schedule::OneFOneB;
+  } else if (sc == "gpipe") {
+    if (p.vp > 1) n.fail("schedule", "gpipe has no interleaved variant (vp = " + str(p.vp) + ")", "use schedule: 1f1b with vp > 1, or vp: 1");
+    p.schedule = Schedule::GPipe;
+  } else {
+    n.fail("schedule", "unknown schedule '" + sc + "'", "use 1f1b, interleaved (with vp > 1) or gpipe");
+  }
   p.overlap_grad_reduce = n.bool_or("overlap_grad_reduce", true);
   p.overlap_param_gather = n.bool_or("overlap_param_gather", true);
   p.dp_bucket_bytes = 2.0 * std::max(40e6, 1e6 * p.dp);
   if (n.has("dp_bucket_size"))
     p.dp_bucket_bytes = n.positive("dp_bucket_size", n.required_quantity("dp_bucket_size", sim::Dimension::Bytes, 1.0));
-  p.first_stage_layers = static_cast<int>(n.optional_int("first_stage_layers").value_or(0));
-  p.last_stage_layers = static_cast<int>(n.optional_int("last_stage_layers").value_or(0));
+  auto non_negative_int = [&](const char* key) {
+    const long long v = n.optional_int(key).value_or(0);
+    if (v < 0) n.fail(key, "must be >= 0, got " + str(v), "use 0 for an even split");
+    return static_cast<int>(v);
+  };
+  p.first_stage_layers = non_negative_int("first_stage_layers");
+  p.last_stage_layers = non_negative_int("last_stage_layers");
   return p;
 }
 
 void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const config::Node& n) {
-  const int product = p.tp * p.pp * p.dp * p.cp;
+  const int product = p.num_gpus();
   if (product != num_gpus) {
-    std::string fix = "make tp*pp*dp*cp equal the cluster's GPU count";
     const int rest = p.tp * p.pp * p.cp;
-    if (num_gpus % rest == 0) fix = "use dp: " + std::to_string(num_gpus / rest) + " (or change the cluster size)";
-    n.fail("dp", "tp*pp*dp*cp = " + std::to_string(p.tp) + "*" + std::to_string(p.pp) + "*" + std::to_string(p.dp) +
-                     "*" + std::to_string(p.cp) + " = " + std::to_string(product) + " but the cluster has " +
-                     std::to_string(num_gpus) + " GPUs", fix);
+    const std::string fix = num_gpus % rest == 0
+                                ? "use dp: " + str(num_gpus / rest) + " (= " + str(num_gpus) + " / (tp*pp*cp)), or change the cluster size"
+                                : "tp*pp*cp = " + str(rest) + " does not divide " + str(num_gpus) +
+                                      " GPUs: change tp, pp or cp so that it does, then dp = GPUs / (tp*pp*cp)";
+    n.fail("dp", "tp*pp*dp*cp = " + str(p.tp) + "*" + str(p.pp) + "*" + str(p.dp) + "*" + str(p.cp) + " = " +
+                     str(product) + " but the cluster has " + str(num_gpus) + " GPUs",
+           fix);
   }
+  // Megatron splits whole heads and whole K/V groups over tensor parallelism.
+  const long long head_gcd = std::gcd(m.heads, m.kv_heads);
   if (m.heads % p.tp != 0)
-    n.fail("tp", "heads (" + std::to_string(m.heads) + ") are not divisible by tp (" + std::to_string(p.tp) + ")",
-           "use a tp that divides the number of attention heads");
-  if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)
-    n.fail("tp", "kv_heads (" + std::to_string(m.kv_heads) + ") and tp (" + std::to_string(p.tp) + ") do not divide",
-           "use a tp that divides kv_heads (or a multiple of it, replicating K/V heads)");
+    n.fail("tp", "attention heads (" + str(m.heads) + ") are not divisible by tp (" + str(p.tp) + ")",
+           "use tp in {" + divisors(head_gcd, 64) + "}");
+  if (m.kv_heads % p.tp != 0)
+    n.fail("tp", "kv_heads (" + str(m.kv_heads) + ") are not divisible by tp (" + str(p.tp) + ")",
+           "use tp in {" + divisors(head_gcd, 64) + "} (Megatron needs whole K/V groups per tensor-parallel rank)");
   const int V = p.pp * p.vp;
   if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
     const int fixed = p.first_stage_layers + p.last_stage_layers;
     const int middle = V - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
     if (middle < 1 || fixed >= m.layers || (m.layers - fixed) % middle != 0)
-      n.fail("first_stage_layers", "the remaining " + std::to_string(m.layers - fixed) + " layers do not split evenly over " +
-                                       std::to_string(middle) + " middle stages",
-             "choose first/last stage layers so that the rest divides by the middle stages");
+      n.fail("first_stage_layers",
+             "with first/last stage layers " + str(p.first_stage_layers) + "/" + str(p.last_stage_layers) + " the remaining " +
+                 str(m.layers - fixed) + " layers do not split evenly over " + str(middle) + " middle virtual stages",
+             "choose first/last stage layers so that the rest divides by pp*vp minus the fixed stages");
   } else if (m.layers % V != 0) {
     std::string options;
-    for (int d = 1; d <= m.layers; ++d)
-      if (m.layers % (d * p.vp) == 0 && d <= 64) options += (options.empty() ? "" : ", ") + std::to_string(d);
-    n.fail("pp", "layers (" + std::to_string(m.layers) + ") are not divisible by pp*vp = " + std::to_string(V),
-           "use pp in {" + options + "} with vp " + std::to_string(p.vp) +
-               ", or first_stage_layers/last_stage_layers for an uneven split");
+    for (int d = 1; d <= std::min(m.layers, 128); ++d)
+      if (m.layers % (d * p.vp) == 0) options += (options.empty() ? "" : ", ") + str(d);
+    n.fail("pp", "layers (" + str(m.layers) + ") are not divisible by pp*vp = " + str(p.pp) + "*" + str(p.vp) + " = " + str(V),
+           "use pp in {" + options + "} with vp " + str(p.vp) + " (or vp in {" + divisors(m.layers / std::gcd(m.layers, p.pp), 16) +
+               "} with pp " + str(p.pp) + "), or first_stage_layers/last_stage_layers for an uneven split");
   }
-  if (p.vp > 1) {
-    if (p.pp < 2) n.fail("vp", "interleaving (vp > 1) needs pipeline parallelism", "set vp: 1 or pp >= 2");
+  if (p.vp > 1 && p.pp < 2) n.fail("vp", "interleaving (vp > 1) needs pipeline parallelism", "set vp: 1, or pp >= 2");
+  if (p.global_batch % (p.micro_batch * p.dp) != 0) {
+    const int unit = p.micro_batch * p.dp;
+    const int lower = std::max(unit, p.global_batch / unit * unit);
+    n.fail("global_batch", "global_batch (" + str(p.global_batch) + ") is not divisible by micro_batch*dp = " + str(p.micro_batch) +
+                               "*" + str(p.dp) + " = " + str(unit),
+           "use global_batch " + str(lower) + " or " + str(lower + unit) + " (a multiple of micro_batch*dp)");
   }
-  if (p.global_batch % (p.micro_batch * p.dp) != 0)
-    n.fail("global_batch", "global_batch (" + std::to_string(p.global_batch) + ") is not divisible by micro_batch*dp = " +
-                               std::to_string(p.micro_batch * p.dp),
-           "use a global_batch that is a multiple of " + std::to_string(p.micro_batch * p.dp));
+  // Megatron's interleaved schedule runs micro-batches in groups of pp.
   const int mbs = p.num_micro_batches();
-  if (p.vp > 1 && mbs % p.pp != 0)
-    n.fail("global_batch", "interleaving needs the micro-batches per replica (" + std::to_string(mbs) +
-                               ") to be a multiple of pp (" + std::to_string(p.pp) + ")",
-           "use a global_batch that gives a multiple of pp micro-batches, or vp: 1");
-  if (m.seq_len % p.cp != 0) n.fail("cp", "seq_len is not divisible by cp", "use a cp that divides seq_len");
+  if (p.vp > 1 && mbs % p.pp != 0) {
+    const int want = std::max(p.pp, (mbs + p.pp - 1) / p.pp * p.pp);
+    n.fail("global_batch",
+           "interleaving needs the micro-batches per replica (global_batch / (micro_batch*dp) = " + str(mbs) + ") " +
+               (mbs < p.pp ? "to be at least" : "to be a multiple of") + " pp (" + str(p.pp) + ")",
+           "use global_batch " + str(static_cast<long long>(want) * p.micro_batch * p.dp) + " (" + str(want) +
+               " micro-batches), or vp: 1");
+  }
+  // Load-balanced context parallelism cuts the sequence into 2*cp chunks (Megatron-Core, TE).
+  if (p.cp > 1 && m.seq_len % (2 * p.cp) != 0)
+    n.fail("cp", "seq_len (" + str(m.seq_len) + ") is not divisible by 2*cp = " + str(2 * p.cp) +
+                     " (context parallelism splits the sequence into 2*cp chunks)",
+           "use a cp with 2*cp dividing seq_len");
+  // Expert parallelism: each EP group is ep ranks of the same (tp, cp, pp) coordinate along the
+  // data-parallel dimension, so ep must divide dp (Megatron-Core's rule without MoE parallel
+  // folding, expert tensor parallelism = tp), and whole experts live on each EP rank.
   if (p.ep > 1) {
-    if (!m.is_moe()) n.fail("ep", "expert parallelism needs an MoE model", "set ep: 1");
-    if (m.moe.experts % p.ep != 0) n.fail("ep", "experts are not divisible by ep", "use an ep that divides the experts");
+    if (!m.is_moe()) n.fail("ep", "expert parallelism (ep = " + str(p.ep) + ") needs an MoE model", "set ep: 1");
+    if (m.moe.experts % p.ep != 0)
+      n.fail("ep", "experts (" + str(m.moe.experts) + ") are not divisible by ep (" + str(p.ep) + ")",
+             "use ep in {" + divisors(std::gcd(m.moe.experts, p.dp), 1024) + "} (dividing both experts and dp)");
     if (p.dp % p.ep != 0)
-      n.fail("ep", "ep (" + std::to_string(p.ep) + ") must divide dp (" + std::to_string(p.dp) +
-                       "): expert parallelism is carved out of data parallelism",
-             "use an ep that divides dp");
+      n.fail("ep", "ep (" + str(p.ep) + ") must divide dp (" + str(p.dp) + "): expert parallelism is carved out of data parallelism",
+             "use ep in {" + divisors(std::gcd(m.moe.experts, p.dp), 1024) + "} (dividing both experts and dp)");
   }
 }
 

@@ -4,20 +4,27 @@
 //     tp: 4                  # tensor parallel
 //     pp: 4                  # pipeline parallel
 //     dp: 4                  # data parallel
-//     cp: 1                  # context parallel
-//     ep: 1                  # expert parallel (carved out of dp, as in Megatron-Core)
+//     cp: 1                  # context parallel (load-balanced ring attention, 2*cp sequence chunks)
+//     ep: 1                  # expert parallel, carved out of dp (see check_plan)
 //     vp: 1                  # virtual stages per pipeline rank (interleaved 1F1B when > 1)
-//     sequence_parallel: true
+//     sequence_parallel: true  # ignored when tp == 1 (there is nothing to split)
 //     micro_batch: 1         # sequences per micro-batch (per model replica)
 //     global_batch: 128      # sequences per optimizer step
 //     recompute: none        # none | selective | full
-//     zero: 1                # 0 DDP, 1 distributed optimizer, 2 + sharded grads, 3 FSDP
+//     zero: 1                # 0 DDP, 1 distributed optimizer, 2 + sharded grads, 3 or fsdp
 //     precision: bf16        # fp32 | tf32 | fp16 | bf16 | fp8 (FP8 GEMMs, 16-bit elsewhere)
-//     schedule: 1f1b         # 1f1b | gpipe (interleaved when vp > 1)
+//     schedule: 1f1b         # 1f1b | gpipe | interleaved (interleaved = 1f1b with vp > 1)
+//     dp_bucket_size: 80 MB  # gradient bucket (default below)
 //     overlap_grad_reduce: true      # bucketed DP reduction overlapped with backward
 //     overlap_param_gather: true     # ZeRO parameter gather overlapped with the next forward
 //     first_stage_layers: 7  # optional uneven split (Llama 3 405B: 7 + 14x8 + 7)
 //     last_stage_layers: 7
+//
+// Defaults: dp_bucket_size is Megatron-Core's DistributedDataParallel bucket, max(40M, 1M x dp)
+// parameters (distributed_data_parallel.py), in 16-bit gradients; PyTorch DDP's own default
+// would be 25 MB (bucket_cap_mb). overlap_grad_reduce / overlap_param_gather default to true as
+// in NeMo 2.0's pretraining recipes (MegatronStrategy's DDP config); Megatron-Core's bare
+// DistributedDataParallelConfig defaults both to false, so say false to model that.
 #pragma once
 #include "config/yaml.hpp"
 #include "models/workload/model_config.hpp"
@@ -26,7 +33,7 @@ namespace stacksim::workload {
 
 enum class Precision { FP32, TF32, FP16, BF16, FP8 };
 enum class Recompute { None, Selective, Full };
-enum class Schedule { OneFOneB, GPipe };
+enum class Schedule { OneFOneB, GPipe };  // 1F1B is interleaved when vp > 1
 
 const char* precision_name(Precision p);
 const char* recompute_name(Recompute r);
@@ -42,17 +49,19 @@ struct ParallelPlan {
   Schedule schedule = Schedule::OneFOneB;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
-  double dp_bucket_bytes = 80e6;  // Megatron-Core: max(40M, 1M * dp) parameters, 16-bit
+  double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;
   int last_stage_layers = 0;
 
   int num_gpus() const { return tp * pp * dp * cp; }
   int num_micro_batches() const { return global_batch / (micro_batch * dp); }
   bool sp() const { return sequence_parallel && tp > 1; }
+  bool interleaved() const { return vp > 1; }
 };
 
-ParallelPlan parse_plan(const config::Node& n);
-// Throws InputError saying what to change when the plan cannot run this model on `num_gpus`.
+ParallelPlan parse_plan(const config::Node& parallelism);
+// Throws InputError (at `where`, naming the key) saying what to change when the plan cannot run
+// this model on `num_gpus` GPUs.
 void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const config::Node& where);
 
 }  // namespace stacksim::workload

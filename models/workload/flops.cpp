@@ -1,0 +1,43 @@
+#include "models/workload/flops.hpp"
+
+namespace stacksim::workload {
+
+double attention_core_forward_flops_per_token(const ModelConfig& m, AttentionCount count) {
+  const double full = 2.0 * static_cast<double>(m.seq_len) * m.heads * (m.head_dim + m.v_head_dim());
+  return count == AttentionCount::CausalHalf ? 0.5 * full : full;
+}
+
+double logits_forward_flops_per_token(const ModelConfig& m) { return 2.0 * static_cast<double>(m.vocab) * m.hidden; }
+
+double layer_forward_flops_per_token(const ModelConfig& m, int layer, AttentionCount count) {
+  double weights = m.attention_gemm_params();
+  if (m.is_moe_layer(layer))
+    weights += m.expert_params() * (m.moe.top_k + m.moe.shared_experts);
+  else
+    weights += m.dense_mlp_params();
+  return 2.0 * weights + attention_core_forward_flops_per_token(m, count);
+}
+
+double model_flops_per_step(const ModelConfig& m, int64_t global_batch, AttentionCount count) {
+  double per_token = logits_forward_flops_per_token(m);
+  for (int l = 0; l < m.layers; ++l) per_token += layer_forward_flops_per_token(m, l, count);
+  return 3.0 * per_token * static_cast<double>(global_batch) * m.seq_len;
+}
+
+double model_flops_per_step(const ModelConfig& m, const ParallelPlan& p) { return model_flops_per_step(m, p.global_batch); }
+
+double hardware_flops_per_step(const ModelConfig& m, const ParallelPlan& p) {
+  const double tokens = static_cast<double>(p.global_batch) * m.seq_len;
+  double recomputed_per_token = 0;
+  for (int l = 0; l < m.layers; ++l) {
+    if (p.recompute == Recompute::Full) recomputed_per_token += layer_forward_flops_per_token(m, l);
+    if (p.recompute == Recompute::Selective) recomputed_per_token += attention_core_forward_flops_per_token(m);
+  }
+  return model_flops_per_step(m, p) + recomputed_per_token * tokens;
+}
+
+double megatron_sc21_flops(double B, double s, double l, double h, double V) {
+  return 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
+}
+
+}  // namespace stacksim::workload

@@ -1,0 +1,297 @@
+// Per-layer ops: FLOP closed forms, tensor/sequence/context/expert parallel splits and the
+// collectives each parallelism adds.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "models/workload/flops.hpp"
+#include "models/workload/ops.hpp"
+
+namespace stacksim::workload {
+namespace {
+
+// GPT-style layer: MHA, GeLU MLP with ffn = 4h, LayerNorm.
+ModelConfig gpt(int64_t h = 4096, int64_t heads = 32, int64_t s = 2048) {
+  ModelConfig m;
+  m.layers = 8;
+  m.hidden = h;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.head_dim = h / heads;
+  m.ffn_hidden = 4 * h;
+  m.vocab = 51200;
+  m.seq_len = s;
+  return m;
+}
+
+ParallelPlan plan(int tp = 1, bool sp = false, int micro_batch = 1) {
+  ParallelPlan p;
+  p.tp = tp;
+  p.sequence_parallel = sp;
+  p.micro_batch = micro_batch;
+  p.global_batch = micro_batch;
+  return p;
+}
+
+double sum(const std::vector<Op>& ops, const std::function<bool(const Op&)>& pick,
+           const std::function<double(const Op&)>& value) {
+  double total = 0;
+  for (const Op& o : ops)
+    if (pick(o)) total += value(o);
+  return total;
+}
+double flops_of(const std::vector<Op>& ops, OpKind kind) {
+  return sum(ops, [&](const Op& o) { return o.kind == kind && !o.recompute; }, [](const Op& o) { return o.flops; });
+}
+int count(const std::vector<Op>& ops, CommKind kind, CommGroup group) {
+  return static_cast<int>(
+      sum(ops, [&](const Op& o) { return o.kind == OpKind::Comm && o.comm == kind && o.group == group; },
+          [](const Op&) { return 1.0; }));
+}
+double comm_bytes(const std::vector<Op>& ops, CommKind kind, CommGroup group) {
+  return sum(ops, [&](const Op& o) { return o.kind == OpKind::Comm && o.comm == kind && o.group == group; },
+             [](const Op& o) { return o.comm_bytes; });
+}
+
+TEST(LayerOps, ForwardFlopsMatchTheMegatronClosedForm) {
+  // One GPT layer forward (Narayanan et al. 2021, appendix): QKV 6bsh^2, output 2bsh^2, MLP
+  // 16bsh^2, attention scores and values 4bs^2h: 24bsh^2 (1 + s/(6h)), counting causal
+  // attention in full.
+  const ModelConfig m = gpt();
+  const double b = 2, s = 2048, h = 4096;
+  const auto fwd = layer_forward_ops(m, plan(1, false, 2), 0);
+  const double total = flops_of(fwd, OpKind::Gemm) + flops_of(fwd, OpKind::Attention);
+  EXPECT_NEAR(total / (24 * b * s * h * h * (1 + s / (6 * h))), 1.0, 1e-12);
+  // The same closed form with Megatron's unfused attention (QK^T and PV as batched GEMMs).
+  ModelConfig unfused = m;
+  unfused.attention = AttentionImpl::Unfused;
+  const auto fwd_u = layer_forward_ops(unfused, plan(1, false, 2), 0);
+  EXPECT_NEAR(flops_of(fwd_u, OpKind::Gemm) / (24 * b * s * h * h * (1 + s / (6 * h))), 1.0, 1e-12);
+  // And per token it is flops.hpp's layer count.
+  EXPECT_NEAR(total / (b * s) / layer_forward_flops_per_token(m, 0), 1.0, 1e-12);
+}
+
+TEST(LayerOps, BackwardIsTwiceForward) {
+  for (auto impl : {AttentionImpl::Flash, AttentionImpl::Unfused}) {
+    ModelConfig m = gpt();
+    m.attention = impl;
+    const auto fwd = layer_forward_ops(m, plan(), 0);
+    const auto bwd = layer_backward_ops(m, plan(), 0);
+    EXPECT_DOUBLE_EQ(flops_of(bwd, OpKind::Gemm), 2 * flops_of(fwd, OpKind::Gemm));
+    EXPECT_DOUBLE_EQ(flops_of(bwd, OpKind::Attention), 2 * flops_of(fwd, OpKind::Attention));
+    for (const Op& o : bwd) EXPECT_TRUE(o.backward) << o.name;
+  }
+}
+
+TEST(LayerOps, TensorParallelDividesGemmFlops) {
+  const ModelConfig m = gpt();
+  const double one = flops_of(layer_forward_ops(m, plan(1), 0), OpKind::Gemm);
+  for (int t : {2, 4, 8}) {
+    EXPECT_DOUBLE_EQ(flops_of(layer_forward_ops(m, plan(t), 0), OpKind::Gemm), one / t);
+    EXPECT_DOUBLE_EQ(flops_of(layer_forward_ops(m, plan(t, true), 0), OpKind::Gemm), one / t);  // SP too
+  }
+}
+
+TEST(LayerOps, TensorParallelCollectives) {
+  // Without SP: an all-reduce of the b*s*h 16-bit block output per block (attention, MLP) in
+  // forward and one of the block-input gradient in backward.
+  const ModelConfig m = gpt();
+  const double bsh2 = 1.0 * 2048 * 4096 * 2;
+  const auto fwd = layer_forward_ops(m, plan(8), 0);
+  const auto bwd = layer_backward_ops(m, plan(8), 0);
+  EXPECT_EQ(count(fwd, CommKind::AllReduce, CommGroup::TP), 2);
+  EXPECT_DOUBLE_EQ(comm_bytes(fwd, CommKind::AllReduce, CommGroup::TP), 2 * bsh2);
+  EXPECT_EQ(count(bwd, CommKind::AllReduce, CommGroup::TP), 2);
+  // With SP each all-reduce becomes an all-gather + reduce-scatter of the same buffer (ring
+  // traffic 2(n-1)/n S either way); backward adds the re-gather of the input for wgrad.
+  const auto fwd_sp = layer_forward_ops(m, plan(8, true), 0);
+  const auto bwd_sp = layer_backward_ops(m, plan(8, true), 0);
+  EXPECT_EQ(count(fwd_sp, CommKind::AllReduce, CommGroup::TP), 0);
+  EXPECT_EQ(count(fwd_sp, CommKind::AllGather, CommGroup::TP), 2);
+  EXPECT_EQ(count(fwd_sp, CommKind::ReduceScatter, CommGroup::TP), 2);
+  EXPECT_DOUBLE_EQ(comm_bytes(fwd_sp, CommKind::AllGather, CommGroup::TP), comm_bytes(fwd, CommKind::AllReduce, CommGroup::TP));
+  EXPECT_DOUBLE_EQ(comm_bytes(fwd_sp, CommKind::ReduceScatter, CommGroup::TP),
+                   comm_bytes(fwd, CommKind::AllReduce, CommGroup::TP));
+  EXPECT_EQ(count(bwd_sp, CommKind::AllGather, CommGroup::TP), 4);
+  EXPECT_EQ(count(bwd_sp, CommKind::ReduceScatter, CommGroup::TP), 2);
+  // SP splits the norm and dropout tokens by t: the input norm moves 4 B x (s/t) x h.
+  EXPECT_DOUBLE_EQ(fwd_sp.front().bytes, 4.0 * 2048 / 8 * 4096);
+  EXPECT_DOUBLE_EQ(fwd.front().bytes, 4.0 * 2048 * 4096);
+  // No TP, no TP collectives.
+  EXPECT_EQ(count(layer_forward_ops(m, plan(1, true), 0), CommKind::AllGather, CommGroup::TP), 0);
+}
+
+TEST(LayerOps, MegatronLayerOrderWithSequenceParallelism) {
+  const ModelConfig m = gpt();
+  std::vector<std::string> names;
+  for (const Op& o : layer_forward_ops(m, plan(2, true), 0)) names.push_back(o.name);
+  const std::vector<std::string> expected{
+      "input norm", "tp all-gather (attention)", "qkv projection", "rotary embedding", "attention",
+      "attention output projection", "tp reduce-scatter (attention)", "dropout + residual", "post-attention norm",
+      "tp all-gather (mlp)", "mlp fc1", "mlp gelu", "mlp fc2", "tp reduce-scatter (mlp)", "dropout + residual"};
+  EXPECT_EQ(names, expected);
+}
+
+TEST(LayerOps, GqaAndSwiGluShapes) {
+  ModelConfig m = gpt(8192, 64);
+  m.kv_heads = 8;
+  m.mlp = Mlp::SwiGlu;
+  m.ffn_hidden = 28672;
+  const auto fwd = layer_forward_ops(m, plan(4), 0);
+  const Op& qkv = fwd[1];
+  EXPECT_EQ(qkv.name, "qkv projection");
+  EXPECT_EQ(qkv.n, (64 + 2 * 8) * 128 / 4);  // Q heads + K and V of kv_heads, split by tp
+  EXPECT_EQ(qkv.k, 8192);
+  // SwiGLU: 3 weight matrices (gate, up fused into fc1; down) = 3 * 2*T*h*ffn/t FLOPs.
+  const double mlp = sum(fwd, [](const Op& o) { return o.name.rfind("mlp fc", 0) == 0; },
+                         [](const Op& o) { return o.flops; });
+  EXPECT_DOUBLE_EQ(mlp, 3.0 * 2 * 2048 * 8192 * 28672 / 4);
+  for (const Op& o : fwd)
+    if (o.kind == OpKind::Attention) {
+      EXPECT_EQ(o.attention.heads, 16);
+      EXPECT_EQ(o.attention.kv_heads, 2);
+    }
+}
+
+TEST(LayerOps, Recomputation) {
+  const ModelConfig m = gpt();
+  ParallelPlan p = plan(8);
+  const auto fwd = layer_forward_ops(m, p, 0);
+  p.recompute = Recompute::Full;
+  const auto full = layer_backward_ops(m, p, 0);
+  // Full: the whole forward, TP all-reduces included, first.
+  for (size_t i = 0; i < fwd.size(); ++i) {
+    EXPECT_TRUE(full[i].recompute);
+    EXPECT_EQ(full[i].kind, fwd[i].kind);
+  }
+  EXPECT_FALSE(full[fwd.size()].recompute);
+  p.recompute = Recompute::Selective;
+  const auto sel = layer_backward_ops(m, p, 0);
+  ASSERT_TRUE(sel.front().recompute);
+  EXPECT_EQ(sel.front().kind, OpKind::Attention);
+  EXPECT_FALSE(sel[1].recompute);
+}
+
+TEST(LayerOps, ContextParallelRingAttention) {
+  const ModelConfig m = gpt();
+  ParallelPlan p = plan(2);
+  p.cp = 4;
+  const auto fwd = layer_forward_ops(m, p, 0);
+  // K and V of the whole sequence for this rank's heads, 16-bit: 2 * b*s * (h/t) * 2 bytes.
+  EXPECT_EQ(count(fwd, CommKind::AllGather, CommGroup::CP), 1);
+  EXPECT_DOUBLE_EQ(comm_bytes(fwd, CommKind::AllGather, CommGroup::CP), 2.0 * 2048 * 4096 / 2 * 2);
+  for (const Op& o : fwd)
+    if (o.kind == OpKind::Attention) {
+      EXPECT_EQ(o.attention.seq_q, 2048 / 4);
+      EXPECT_EQ(o.attention.seq_kv, 2048);
+    }
+  const auto bwd = layer_backward_ops(m, p, 0);
+  EXPECT_EQ(count(bwd, CommKind::AllGather, CommGroup::CP), 1);
+  EXPECT_EQ(count(bwd, CommKind::ReduceScatter, CommGroup::CP), 1);
+  // cp ranks together do the whole layer: GEMM FLOPs split by cp (and tp).
+  EXPECT_DOUBLE_EQ(flops_of(fwd, OpKind::Gemm) * 4 * 2, flops_of(layer_forward_ops(m, plan(1), 0), OpKind::Gemm));
+}
+
+TEST(LayerOps, MoeExpertsAndAllToAll) {
+  ModelConfig m = gpt();
+  m.mlp = Mlp::SwiGlu;
+  m.moe.experts = 8;
+  m.moe.top_k = 2;
+  m.moe.expert_ffn_hidden = 14336;
+  m.moe.imbalance = 1.0;
+  ParallelPlan p = plan();
+  p.ep = 8;
+  p.dp = 8;
+  const auto fwd = layer_forward_ops(m, p, 0);
+  // Dispatch and combine: the rank's s*top_k token copies of h 16-bit values each.
+  EXPECT_EQ(count(fwd, CommKind::AllToAll, CommGroup::EP), 2);
+  EXPECT_DOUBLE_EQ(comm_bytes(fwd, CommKind::AllToAll, CommGroup::EP), 2 * 2048.0 * 2 * 4096 * 2);
+  // One local expert processes the ep ranks' s*top_k/E*ep = s*top_k tokens on average:
+  // expert FLOPs = 3 matrices x 2 x (s*top_k) x h x f.
+  const double experts = sum(fwd, [](const Op& o) { return o.name.rfind("expert fc", 0) == 0; },
+                             [](const Op& o) { return o.flops; });
+  EXPECT_DOUBLE_EQ(experts, 3.0 * 2 * 2048 * 2 * 4096 * 14336);
+  EXPECT_EQ(count(layer_backward_ops(m, p, 0), CommKind::AllToAll, CommGroup::EP), 2);
+  // With TP + SP the dispatched tokens (s*top_k of them) are gathered over TP and kept for the
+  // backward: forward AG + RS, backward AG (output grad) + RS (input grad), no re-gather.
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.dp = 8;
+  const auto fwd_tp = layer_forward_ops(m, p, 0);
+  const auto bwd_tp = layer_backward_ops(m, p, 0);
+  auto expert_comm = [](const std::vector<Op>& ops, CommKind k) {
+    return static_cast<int>(sum(ops, [&](const Op& o) { return o.kind == OpKind::Comm && o.comm == k &&
+                                                                o.name.find("(experts)") != std::string::npos; },
+                                [](const Op&) { return 1.0; }));
+  };
+  EXPECT_EQ(expert_comm(fwd_tp, CommKind::AllGather), 1);
+  EXPECT_EQ(expert_comm(bwd_tp, CommKind::AllGather), 1);
+  EXPECT_EQ(expert_comm(bwd_tp, CommKind::ReduceScatter), 1);
+  for (const Op& o : fwd_tp)
+    if (o.name == "tp all-gather (experts)") EXPECT_DOUBLE_EQ(o.comm_bytes, 2048.0 * 2 * 4096 * 2);
+  // The busiest rank's imbalance scales its expert work.
+  m.moe.imbalance = 1.25;
+  p.tp = 1;
+  const double busier = sum(layer_forward_ops(m, p, 0), [](const Op& o) { return o.name.rfind("expert fc", 0) == 0; },
+                            [](const Op& o) { return o.flops; });
+  EXPECT_NEAR(busier / experts, 1.25, 1e-9);
+}
+
+TEST(StepOps, OpFlopsOverAStepAreTheModelFlops) {
+  // Summing every rank's GEMM and attention FLOPs over a step (layers forward + backward, the
+  // logits, all micro-batches, all dp*tp ranks) gives model_flops_per_step: the ops and the FLOP
+  // convention describe the same work.
+  const ModelConfig m = gpt(2048, 16, 1024);
+  ParallelPlan p = plan(2, true);
+  p.dp = 4;
+  p.global_batch = 16;
+  double per_rank = 0;
+  for (int l = 0; l < m.layers; ++l) {
+    for (const auto& ops : {layer_forward_ops(m, p, l), layer_backward_ops(m, p, l)})
+      per_rank += flops_of(ops, OpKind::Gemm) + flops_of(ops, OpKind::Attention);
+  }
+  for (const auto& ops : {head_forward_ops(m, p), head_backward_ops(m, p)}) per_rank += flops_of(ops, OpKind::Gemm);
+  const double step = per_rank * p.num_micro_batches() * p.dp * p.tp;
+  EXPECT_NEAR(step / model_flops_per_step(m, p), 1.0, 1e-12);
+}
+
+TEST(StepOps, HeadAndEmbeddingCollectives) {
+  const ModelConfig m = gpt();
+  const auto head = head_forward_ops(m, plan(8));
+  EXPECT_EQ(count(head, CommKind::AllReduce, CommGroup::TP), 3);  // cross-entropy statistics
+  EXPECT_EQ(count(head_backward_ops(m, plan(8)), CommKind::AllReduce, CommGroup::TP), 1);  // input grad
+  EXPECT_EQ(count(embedding_forward_ops(m, plan(8)), CommKind::AllReduce, CommGroup::TP), 1);
+  EXPECT_EQ(count(embedding_forward_ops(m, plan(8, true)), CommKind::ReduceScatter, CommGroup::TP), 1);
+  EXPECT_EQ(count(embedding_backward_ops(m, plan(8, true)), CommKind::AllGather, CommGroup::TP), 1);
+}
+
+TEST(StepOps, OptimizerBytesPerParameter) {
+  // 28 bytes read + written per local parameter; ZeRO-1 shards them over dp.
+  const ModelConfig m = gpt();
+  ParallelPlan p = plan();
+  const double params = stage_params_per_rank(m, p, 0);
+  EXPECT_DOUBLE_EQ(optimizer_ops(m, p).front().bytes, 28.0 * params);
+  p.dp = 8;
+  p.zero = 1;
+  EXPECT_DOUBLE_EQ(optimizer_ops(m, p).front().bytes, 28.0 * params / 8);
+  // With pp = 1 and tp = 1 the rank holds the whole model.
+  EXPECT_DOUBLE_EQ(params, m.total_params());
+}
+
+TEST(StepOps, UnevenStageBounds) {
+  ModelConfig m = gpt();
+  m.layers = 126;
+  ParallelPlan p = plan();
+  p.pp = 16;
+  p.first_stage_layers = 7;
+  p.last_stage_layers = 7;
+  const std::vector<int> b = virtual_stage_bounds(m, p);
+  ASSERT_EQ(b.size(), 17u);
+  EXPECT_EQ(b[1], 7);
+  EXPECT_EQ(b[2], 15);
+  EXPECT_EQ(b[15], 119);
+  EXPECT_EQ(b[16], 126);
+}
+
+}  // namespace
+}  // namespace stacksim::workload

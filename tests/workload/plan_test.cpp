@@ -1,0 +1,139 @@
+// Parallelism plans: parsing, defaults and every rule check_plan enforces (each error names the
+// key and says what to change).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config/error.hpp"
+#include "config/yaml.hpp"
+#include "models/workload/parallel_plan.hpp"
+
+namespace stacksim::workload {
+namespace {
+
+ModelConfig gpt(int layers = 96, int64_t heads = 96, int64_t kv_heads = 96) {
+  ModelConfig m;
+  m.layers = layers;
+  m.hidden = 12288;
+  m.heads = heads;
+  m.kv_heads = kv_heads;
+  m.head_dim = 128;
+  m.ffn_hidden = 4 * 12288;
+  m.vocab = 51200;
+  m.seq_len = 2048;
+  return m;
+}
+
+// check_plan's message for `plan_yaml` on `gpus` GPUs ("" when the plan is accepted).
+std::string check(const ModelConfig& m, const std::string& plan_yaml, int gpus) {
+  const config::Node root = config::Node::load_string("parallelism: " + plan_yaml + "\n", "plan.yaml");
+  try {
+    const ParallelPlan p = parse_plan(root["parallelism"]);
+    check_plan(m, p, gpus, root["parallelism"]);
+  } catch (const config::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(Plan, ParseAndDefaults) {
+  const config::Node root = config::Node::load_string(
+      "parallelism: {tp: 8, pp: 8, dp: 16, vp: 3, sequence_parallel: true, global_batch: 1536, zero: fsdp,"
+      " recompute: selective, schedule: interleaved}\n",
+      "plan.yaml");
+  const ParallelPlan p = parse_plan(root["parallelism"]);
+  EXPECT_EQ(p.num_gpus(), 1024);
+  EXPECT_EQ(p.num_micro_batches(), 1536 / (1 * 16));
+  EXPECT_EQ(p.zero, 3);
+  EXPECT_TRUE(p.sp());
+  EXPECT_TRUE(p.interleaved());
+  EXPECT_EQ(p.recompute, Recompute::Selective);
+  EXPECT_EQ(p.precision, Precision::BF16);
+  EXPECT_TRUE(p.overlap_grad_reduce);
+  // Megatron-Core's bucket: max(40M, 1M * dp) parameters of 16-bit gradients.
+  EXPECT_DOUBLE_EQ(p.dp_bucket_bytes, 2.0 * 40e6);
+  EXPECT_EQ(check(gpt(), "{tp: 8, pp: 8, dp: 16, vp: 3, sequence_parallel: true, global_batch: 1536}", 1024), "");
+}
+
+TEST(Plan, SequenceParallelWithoutTpIsIgnored) {
+  const config::Node root = config::Node::load_string("parallelism: {sequence_parallel: true, global_batch: 8}\n", "p");
+  EXPECT_FALSE(parse_plan(root["parallelism"]).sp());
+  EXPECT_EQ(check(gpt(), "{dp: 8, sequence_parallel: true, global_batch: 8}", 8), "");
+}
+
+TEST(Plan, GpuCountMismatchSuggestsDp) {
+  const std::string e = check(gpt(), "{tp: 8, pp: 8, dp: 8, global_batch: 1536}", 1024);
+  EXPECT_TRUE(has(e, "= 512")) << e;
+  EXPECT_TRUE(has(e, "1024 GPUs")) << e;
+  EXPECT_TRUE(has(e, "dp: 16")) << e;
+}
+
+TEST(Plan, HeadsAndKvHeadsMustDivideByTp) {
+  const std::string heads = check(gpt(96, 96, 96), "{tp: 5, dp: 1, global_batch: 1}", 5);
+  EXPECT_TRUE(has(heads, "'parallelism.tp'")) << heads;
+  EXPECT_TRUE(has(heads, "use tp in {1, 2, 3, 4, 6, 8")) << heads;
+  const std::string kv = check(gpt(96, 96, 8), "{tp: 16, dp: 1, global_batch: 1}", 16);
+  EXPECT_TRUE(has(kv, "kv_heads (8)")) << kv;
+  EXPECT_TRUE(has(kv, "{1, 2, 4, 8}")) << kv;
+}
+
+TEST(Plan, LayersMustDivideByStages) {
+  const std::string e = check(gpt(96), "{pp: 7, dp: 1, global_batch: 7}", 7);
+  EXPECT_TRUE(has(e, "pp*vp = 7*1 = 7")) << e;
+  EXPECT_TRUE(has(e, "use pp in {1, 2, 3, 4, 6, 8")) << e;
+  EXPECT_TRUE(has(e, "first_stage_layers")) << e;
+  // An uneven split that works: 126 layers = 7 + 14 x 8 + 7 on 16 stages (Llama 3 405B).
+  EXPECT_EQ(check(gpt(126, 128, 8), "{pp: 16, first_stage_layers: 7, last_stage_layers: 7, global_batch: 16}", 16), "");
+  EXPECT_TRUE(has(check(gpt(126, 128, 8), "{pp: 16, first_stage_layers: 6, last_stage_layers: 7, global_batch: 16}", 16),
+                  "do not split evenly"));
+}
+
+TEST(Plan, InterleavingNeedsMultiplesOfPpMicroBatches) {
+  const std::string fewer = check(gpt(), "{pp: 8, vp: 2, dp: 1, global_batch: 4}", 8);
+  EXPECT_TRUE(has(fewer, "to be at least pp (8)")) << fewer;
+  EXPECT_TRUE(has(fewer, "use global_batch 8")) << fewer;
+  const std::string not_multiple = check(gpt(), "{pp: 8, vp: 2, dp: 1, global_batch: 12}", 8);
+  EXPECT_TRUE(has(not_multiple, "multiple of pp")) << not_multiple;
+  EXPECT_TRUE(has(not_multiple, "use global_batch 16")) << not_multiple;
+  EXPECT_TRUE(has(check(gpt(), "{pp: 1, vp: 2, global_batch: 4}", 1), "needs pipeline parallelism"));
+}
+
+TEST(Plan, GlobalBatchMustDivideByMicroBatchTimesDp) {
+  const std::string e = check(gpt(), "{dp: 16, micro_batch: 2, global_batch: 100}", 16);
+  EXPECT_TRUE(has(e, "micro_batch*dp = 2*16 = 32")) << e;
+  EXPECT_TRUE(has(e, "use global_batch 96 or 128")) << e;
+}
+
+TEST(Plan, ContextParallelNeedsTwoCpChunks) {
+  ModelConfig m = gpt();
+  m.seq_len = 2052;  // divisible by 4 but not by 2*4
+  EXPECT_TRUE(has(check(m, "{cp: 4, global_batch: 1}", 4), "2*cp = 8"));
+}
+
+TEST(Plan, ExpertParallelRules) {
+  ModelConfig moe = gpt();
+  moe.moe.experts = 8;
+  moe.moe.top_k = 2;
+  moe.moe.expert_ffn_hidden = 4096;
+  EXPECT_EQ(check(moe, "{dp: 8, ep: 8, global_batch: 8}", 8), "");
+  EXPECT_TRUE(has(check(gpt(), "{dp: 8, ep: 2, global_batch: 8}", 8), "needs an MoE model"));
+  const std::string experts = check(moe, "{dp: 12, ep: 3, global_batch: 12}", 12);
+  EXPECT_TRUE(has(experts, "experts (8) are not divisible by ep (3)")) << experts;
+  EXPECT_TRUE(has(experts, "use ep in {1, 2, 4}")) << experts;
+  const std::string dp = check(moe, "{dp: 4, pp: 2, ep: 8, global_batch: 8}", 8);
+  EXPECT_TRUE(has(dp, "must divide dp (4)")) << dp;
+}
+
+TEST(Plan, BadValuesAreInputErrors) {
+  EXPECT_TRUE(has(check(gpt(), "{tp: 0, global_batch: 1}", 1), "at least 1"));
+  EXPECT_TRUE(has(check(gpt(), "{zero: 4, global_batch: 1}", 1), "0, 1, 2 or 3"));
+  EXPECT_TRUE(has(check(gpt(), "{recompute: some, global_batch: 1}", 1), "none, selective or full"));
+  EXPECT_TRUE(has(check(gpt(), "{schedule: interleaved, global_batch: 1}", 1), "vp >= 2"));
+  EXPECT_TRUE(has(check(gpt(), "{tp: 1}", 1), "global_batch"));
+  EXPECT_TRUE(has(check(gpt(), "{tpp: 1, global_batch: 1}", 1), "tp"));
+}
+
+}  // namespace
+}  // namespace stacksim::workload
