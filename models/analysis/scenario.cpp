@@ -131,8 +131,11 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
   t.cluster = cc;
   t.gpu = gpu_name;
   t.model = workload::parse_model(top["model"], base_dir);
-  YAML::Node plan_yaml = YAML::Clone(root["parallelism"]);
-  if (plan_yaml["recompute"] && plan_yaml["recompute"].as<std::string>() == "auto") {
+  // recompute: auto is resolved at run time (the least recomputation that fits in memory). The
+  // tree is edited in place so that every other key keeps its line for error messages.
+  YAML::Node plan_yaml = root["parallelism"];
+  if (plan_yaml.IsMap() && plan_yaml["recompute"] && plan_yaml["recompute"].IsScalar() &&
+      plan_yaml["recompute"].as<std::string>() == "auto") {
     t.recompute_auto = true;
     plan_yaml["recompute"] = "none";
   }
