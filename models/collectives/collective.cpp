@@ -1,11 +1,14 @@
+// Collectives: the tuner (algorithm x protocol by analytical estimate) and the translation of a
+// plan into engine tasks. Model and assumptions: collective.hpp; decompositions: plan.cpp.
 #include "models/collectives/collective.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <stdexcept>
+#include <string>
 
+#include "models/collectives/plan.hpp"
 #include "sim/engine.hpp"
 
 namespace stacksim::coll {
@@ -43,321 +46,247 @@ double bus_factor(CollectiveOp op, int n) {
   }
 }
 
+double ramp_fraction(const CommTuning& t, double bytes) {
+  if (t.ramp_end_bytes <= 0 || bytes >= t.ramp_end_bytes) return 1.0;
+  if (bytes <= t.ramp_start_bytes) return t.ramp_start_fraction;
+  const double x = std::log2(bytes / t.ramp_start_bytes) / std::log2(t.ramp_end_bytes / t.ramp_start_bytes);
+  return t.ramp_start_fraction + (1.0 - t.ramp_start_fraction) * x;
+}
+
 namespace {
 
-// One flow: bytes from one rank to another, either along the routed path or on explicit links.
-struct Flow {
-  int src = 0, dst = 0;
-  double bytes = 0;
-  std::vector<topo::LinkId> links;  // explicit (NVLS half-paths); empty = route src -> dst
-};
+using detail::Flow;
+using detail::Phase;
+using detail::Plan;
 
-struct Phase {
-  std::vector<Flow> flows;
-  bool in_switch = false;  // NVLS efficiency applies
-};
-
-struct Plan {
-  Algorithm algorithm = Algorithm::Ring;
-  std::vector<Phase> phases;
-  double bus_bytes = 0;  // per rank, for protocol caps
-};
-
-// Ranks grouped by node, in the group's order.
-std::vector<std::vector<int>> by_node(const topo::Cluster& c, const std::vector<int>& ranks) {
-  std::map<int, size_t> index;
-  std::vector<std::vector<int>> nodes;
-  for (int r : ranks) {
-    const int node = c.node_of_gpu(r);
-    auto it = index.find(node);
-    if (it == index.end()) {
-      index[node] = nodes.size();
-      nodes.push_back({r});
-    } else {
-      nodes[it->second].push_back(r);
-    }
-  }
-  return nodes;
-}
-
-// A ring carrying `volume` bytes per rank over `ranks`.
-Phase ring_phase(const topo::Cluster& c, const std::vector<int>& ranks, double volume) {
-  Phase p;
-  const int n = static_cast<int>(ranks.size());
-  if (n < 2 || volume <= 0) return p;
-  const auto nodes = by_node(c, ranks);
-  const size_t g = nodes.front().size();
-  bool uniform = true;
-  for (const auto& nd : nodes) uniform = uniform && nd.size() == g;
-  if (nodes.size() == 1 || g == 1 || !uniform) {
-    for (int i = 0; i < n; ++i) p.flows.push_back({ranks[i], ranks[(i + 1) % n], volume, {}});
-    return p;
-  }
-  // Channelised multi-node ring: g channels, each carrying volume / g.
-  const size_t N = nodes.size();
-  for (size_t a = 0; a < N; ++a) {
-    const auto& nd = nodes[a];
-    if (g > 1)
-      for (size_t j = 0; j < g; ++j)  // intra-node hop j -> j+1 is used by g-1 of the g channels
-        p.flows.push_back({nd[j], nd[(j + 1) % g], volume * double(g - 1) / g, {}});
-    const auto& next = nodes[(a + 1) % N];
-    for (size_t ch = 0; ch < g; ++ch)
-      p.flows.push_back({nd[(ch + g - 1) % g], next[ch], volume / g, {}});
-  }
-  return p;
-}
-
-Plan make_plan(const topo::Cluster& c, const CommTuning& t, const Collective& col, Algorithm algo) {
-  Plan plan;
-  plan.algorithm = algo;
-  const int n = static_cast<int>(col.ranks.size());
-  const double S = col.bytes;
-  plan.bus_bytes = bus_factor(col.op, n) * S;
-  switch (col.op) {
-    case CollectiveOp::SendRecv: {
-      const int dst = col.peer >= 0 ? col.peer : col.ranks.back();
-      plan.phases.push_back({{{col.ranks.front(), dst, S, {}}}, false});
-      plan.bus_bytes = S;
-      return plan;
-    }
-    case CollectiveOp::AllToAll: {
-      Phase p;
-      for (int i = 0; i < n; ++i)
-        for (int j = 0; j < n; ++j)
-          if (i != j) p.flows.push_back({col.ranks[i], col.ranks[j], S / n, {}});
-      plan.phases.push_back(p);
-      return plan;
-    }
-    case CollectiveOp::Broadcast:
-      plan.phases.push_back(ring_phase(c, col.ranks, S));
-      return plan;
-    case CollectiveOp::ReduceScatter:
-    case CollectiveOp::AllGather:
-      plan.phases.push_back(ring_phase(c, col.ranks, double(n - 1) / n * S));
-      return plan;
-    case CollectiveOp::AllReduce:
-      break;
-  }
-  if (algo == Algorithm::InSwitch) {
-    // Each GPU's port carries S up to the switch and S back down.
-    Phase p;
-    p.in_switch = true;
-    for (int i = 0; i < n; ++i) {
-      const topo::Route r = c.gpu_route(col.ranks[i], col.ranks[(i + 1) % n]);
-      if (r.links.size() != 2) throw std::logic_error("NVLS needs GPU -> NVSwitch -> GPU routes");
-      const topo::Route back = c.gpu_route(col.ranks[(i + 1) % n], col.ranks[i]);
-      p.flows.push_back({col.ranks[i], col.ranks[i], S, {r.links[0]}});      // up: GPU i -> switch
-      p.flows.push_back({col.ranks[i], col.ranks[i], S, {back.links[1]}});   // down: switch -> GPU i
-    }
-    plan.phases.push_back(p);
-    return plan;
-  }
-  if (algo == Algorithm::Hierarchical) {
-    const auto nodes = by_node(c, col.ranks);
-    const size_t g = nodes.front().size();
-    Phase rs, ag, inter;
-    for (const auto& nd : nodes) {
-      Phase x = ring_phase(c, nd, double(nd.size() - 1) / nd.size() * S);
-      rs.flows.insert(rs.flows.end(), x.flows.begin(), x.flows.end());
-    }
-    for (size_t slot = 0; slot < g; ++slot) {
-      std::vector<int> rail;
-      for (const auto& nd : nodes)
-        if (slot < nd.size()) rail.push_back(nd[slot]);
-      const int N = static_cast<int>(rail.size());
-      Phase x = ring_phase(c, rail, 2.0 * (N - 1) / N * S / g);
-      inter.flows.insert(inter.flows.end(), x.flows.begin(), x.flows.end());
-    }
-    ag = rs;
-    for (Phase* p : {&rs, &inter, &ag})
-      if (!p->flows.empty()) plan.phases.push_back(*p);
-    return plan;
-  }
-  plan.phases.push_back(ring_phase(c, col.ranks, 2.0 * (n - 1) / n * S));
-  return plan;
-}
-
-bool single_node(const topo::Cluster& c, const std::vector<int>& ranks) {
-  for (int r : ranks)
-    if (c.node_of_gpu(r) != c.node_of_gpu(ranks.front())) return false;
-  return true;
-}
-
-bool nvls_possible(const topo::Cluster& c, const CommTuning& t, const Collective& col) {
-  if (col.op != CollectiveOp::AllReduce || t.nvls_efficiency <= 0 || !single_node(c, col.ranks)) return false;
-  const topo::Route r = c.gpu_route(col.ranks[0], col.ranks[1]);
-  return r.links.size() == 2 && c.device(c.link_target(r.links[0])).kind == topo::DeviceKind::NvSwitch &&
-         c.device(c.link_target(r.links[0])).in_switch_reduction;
-}
-
-struct Realised {
-  double efficiency;   // applied to each flow (volume inflation)
-  double latency_s;
-  double bound_per_bus_Bps;  // per-flow rate cap per bus byte ratio (0 = none)
-  double estimate_s;
-  std::string protocol;
-};
-
-// Efficiency of a flow: the network's where the route's bottleneck is a NIC/fabric link, else the
-// protocol's (NVLink, PCIe), else NVLS.
-double flow_efficiency(const topo::Cluster& c, const CommTuning& t, const Protocol& p, const Phase& ph,
-                       const topo::Route& r) {
-  if (ph.in_switch) return t.nvls_efficiency;
+// Fraction of the bottleneck link rate a flow reaches: NVLS on in-switch phases, the network's on
+// NIC-bound flows, else the protocol's (NVLink, PCIe); uncapped protocols ramp with the size.
+double flow_efficiency(const topo::Cluster& c, const CommTuning& t, const Protocol& p, const Plan& plan,
+                       const Phase& ph, const Flow& f) {
+  const double ramp = p.bus_cap_Bps > 0 ? 1.0 : ramp_fraction(t, plan.bytes_per_rank);
+  if (ph.in_switch) return t.nvls_efficiency * ramp;
   double bw = std::numeric_limits<double>::infinity();
   topo::LinkKind kind = topo::LinkKind::NvLink;
-  for (topo::LinkId l : r.links)
-    if (c.link(l).bandwidth_Bps < bw) { bw = c.link(l).bandwidth_Bps; kind = c.link(l).kind; }
-  return kind == topo::LinkKind::Network ? t.network_efficiency : p.efficiency;
-}
-
-topo::Route route_of(const topo::Cluster& c, const Flow& f, uint64_t key) {
-  if (!f.links.empty()) {
-    topo::Route r;
-    r.links = f.links;
-    r.bottleneck_Bps = std::numeric_limits<double>::infinity();
-    for (topo::LinkId l : f.links) {
-      r.latency_s += c.link(l).latency_s;
-      r.bottleneck_Bps = std::min(r.bottleneck_Bps, c.link(l).bandwidth_Bps);
+  for (topo::LinkId l : f.route.links)
+    if (c.link(l).bandwidth_Bps < bw) {
+      bw = c.link(l).bandwidth_Bps;
+      kind = c.link(l).kind;
     }
-    return r;
-  }
-  return c.gpu_route(f.src, f.dst, key);
+  return kind == topo::LinkKind::Network ? t.network_efficiency : p.efficiency * ramp;
 }
 
-// Predicted time of a plan under a protocol, ignoring contention (used to choose like NCCL's tuner).
+double phase_latency(const Protocol& p, const Phase& ph) {
+  return ph.intra_steps * p.step_latency_s + ph.inter_steps * p.network_step_latency_s;
+}
+
+double call_latency(const CommTuning& t, const Protocol& p, const Plan& plan) {
+  return plan.algorithm == Algorithm::InSwitch ? t.nvls_latency_s : p.latency_s;
+}
+
+// Per-flow rate cap of a protocol with a per-rank bus-bandwidth cap (0 = none), in bytes/s.
+double flow_cap_Bps(const Protocol& p, const Plan& plan, const Flow& f) {
+  if (p.bus_cap_Bps <= 0 || plan.bus_bytes <= 0) return 0;
+  return p.bus_cap_Bps * f.bytes / plan.bus_bytes;
+}
+
+// Bandwidth time of a phase without other traffic: the most loaded link (bytes / efficiency over
+// its rate) or the protocol cap. `load` is scratch space, one entry per link, all zero.
+double phase_bandwidth_time(const topo::Cluster& c, const CommTuning& t, const Protocol& p, const Plan& plan,
+                            const Phase& ph, std::vector<double>& load) {
+  std::vector<topo::LinkId> touched;
+  double time = 0;
+  for (const Flow& f : ph.flows) {
+    const double work = f.bytes / flow_efficiency(c, t, p, plan, ph, f);
+    for (topo::LinkId l : f.route.links) {
+      if (load[l] == 0) touched.push_back(l);
+      load[l] += work;
+    }
+    const double cap = flow_cap_Bps(p, plan, f);
+    if (cap > 0) time = std::max(time, f.bytes / cap);
+  }
+  for (topo::LinkId l : touched) {
+    time = std::max(time, load[l] / c.link(l).bandwidth_Bps);
+    load[l] = 0;
+  }
+  return time;
+}
+
+double max_route_latency(const Phase& ph) {
+  double x = 0;
+  for (const Flow& f : ph.flows) x = std::max(x, f.route.latency_s);
+  return x;
+}
+
+// The plan's time without other traffic (the tuner's estimate): call latency, then per phase
+// its bandwidth time, route latency and step latencies. Exact for the plans as run alone, since
+// every flow of a phase is paced to the phase's bandwidth time (see append_choice).
 double estimate(const topo::Cluster& c, const CommTuning& t, const Plan& plan, const Protocol& p,
-                bool multi_node) {
-  double total = p.latency_s + (multi_node ? t.network_latency_s : 0.0);
-  for (const Phase& ph : plan.phases) {
-    double worst = 0;
-    for (size_t i = 0; i < ph.flows.size(); ++i) {
-      const Flow& f = ph.flows[i];
-      const topo::Route r = route_of(c, f, i);
-      double rate = r.bottleneck_Bps * flow_efficiency(c, t, p, ph, r);
-      if (p.bus_cap_Bps > 0 && plan.bus_bytes > 0) rate = std::min(rate, p.bus_cap_Bps * f.bytes / plan.bus_bytes);
-      worst = std::max(worst, f.bytes / rate + r.latency_s);
-    }
-    total += worst;
-  }
+                std::vector<double>& load) {
+  double total = call_latency(t, p, plan);
+  for (const Phase& ph : plan.phases)
+    total += phase_bandwidth_time(c, t, p, plan, ph, load) + max_route_latency(ph) + phase_latency(p, ph);
   return total;
 }
 
 struct Choice {
   Plan plan;
   Protocol protocol;
-  bool multi_node = false;
+  double estimate_s = 0;
 };
 
-Choice choose(const topo::Cluster& c, const CommTuning& t, const Collective& col) {
+void check(const topo::Cluster& c, const Collective& col) {
   if (col.ranks.size() < 2) throw std::invalid_argument("a collective needs at least 2 ranks");
   for (int r : col.ranks)
     if (r < 0 || r >= c.num_gpus())
-      throw std::invalid_argument("collective names GPU " + std::to_string(r) + ", which does not exist");
-  if (!(col.bytes >= 0)) throw std::invalid_argument("collective size must be >= 0");
-  Choice best;
-  best.multi_node = !single_node(c, col.ranks);
+      throw std::invalid_argument("collective names GPU " + std::to_string(r) + ", but the cluster has " +
+                                  std::to_string(c.num_gpus()));
+  if (col.peer >= c.num_gpus())
+    throw std::invalid_argument("send_recv peer " + std::to_string(col.peer) + " does not exist");
+  if (!(col.bytes >= 0)) throw std::invalid_argument("collective size must be >= 0 bytes");
+}
+
+Choice choose(const topo::Cluster& c, const CommTuning& t, const Collective& col) {
+  check(c, col);
+  if (t.protocols.empty()) throw std::invalid_argument("the collective tuning has no protocol");
   std::vector<Algorithm> algos;
-  if (col.algorithm == Algorithm::Auto) {
-    algos = {Algorithm::Ring};
-    if (nvls_possible(c, t, col)) algos.push_back(Algorithm::InSwitch);
-  } else if (col.algorithm == Algorithm::InSwitch) {
-    if (!nvls_possible(c, t, col))
-      throw std::invalid_argument("NVLS needs an all-reduce inside one node whose NVSwitch reduces in-switch");
-    algos = {Algorithm::InSwitch};
-  } else if (col.algorithm == Algorithm::Tree) {
-    algos = {Algorithm::Hierarchical};  // latency-optimised multi-node reduction: see header
-  } else {
+  if (col.algorithm != Algorithm::Auto) {
+    if (col.algorithm == Algorithm::InSwitch && t.nvls_efficiency <= 0)
+      throw std::invalid_argument("NVLS requested, but the tuning of '" + t.intra_generation +
+                                  "' has no in-switch reduction");
     algos = {col.algorithm};
-  }
-  double best_t = std::numeric_limits<double>::infinity();
-  for (Algorithm a : algos) {
-    Plan plan = make_plan(c, t, col, a);
-    for (const Protocol& p : t.protocols) {
-      if (a == Algorithm::InSwitch && p.bus_cap_Bps > 0) continue;  // NVLS runs the Simple protocol
-      const double e = estimate(c, t, plan, p, best.multi_node);
-      if (e < best_t) {
-        best_t = e;
-        best.plan = plan;
-        best.protocol = p;
+  } else {
+    algos = {Algorithm::Ring};
+    if (col.op == CollectiveOp::AllReduce) {
+      const auto nodes = detail::ranks_by_node(c, col.ranks);
+      if (nodes.size() > 1 && detail::uniform_nodes(nodes)) {
+        algos.push_back(Algorithm::Tree);
+        algos.push_back(Algorithm::Hierarchical);
       }
+      if (t.nvls_efficiency > 0 && detail::nvls_capable(c, col.ranks)) algos.push_back(Algorithm::InSwitch);
     }
   }
+  std::vector<double> load(c.num_links(), 0.0);
+  Choice best;
+  best.estimate_s = std::numeric_limits<double>::infinity();
+  for (Algorithm a : algos) {
+    Plan plan = detail::make_plan(c, col, a);
+    int best_p = -1;
+    double best_e = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < t.protocols.size(); ++i) {
+      if (a == Algorithm::InSwitch && t.protocols[i].bus_cap_Bps > 0) continue;  // NVLS runs Simple
+      const double e = estimate(c, t, plan, t.protocols[i], load);
+      if (e < best_e) {
+        best_e = e;
+        best_p = static_cast<int>(i);
+      }
+    }
+    if (best_p >= 0 && best_e < best.estimate_s) {
+      best.estimate_s = best_e;
+      best.protocol = t.protocols[best_p];
+      best.plan = std::move(plan);
+    }
+  }
+  if (!(best.estimate_s < std::numeric_limits<double>::infinity()))
+    throw std::invalid_argument("no protocol of the tuning can run " + std::string(op_name(col.op)));
   return best;
+}
+
+sim::TaskId append_choice(sim::TaskGraph& g, const topo::Cluster& c, const std::vector<sim::ResourceId>& link_res,
+                          const CommTuning& t, const Collective& col, const Choice& ch,
+                          const std::vector<sim::TaskId>& deps, uint16_t category, sim::TrackId track,
+                          const std::vector<sim::ResourceId>* gpu_res) {
+  const uint32_t name = g.intern(std::string(op_name(col.op)) + " (" + algorithm_name(ch.plan.algorithm) + ", " +
+                                 ch.protocol.name + ")");
+  const bool take_sms = gpu_res != nullptr && t.sm_fraction > 0;
+  std::vector<sim::TaskId> before;
+  for (sim::TaskId d : deps)
+    if (d != sim::kNoTask) before.push_back(d);
+  double latency = call_latency(t, ch.protocol, ch.plan);
+  std::vector<int> flows_of_rank;
+  std::vector<double> load(c.num_links(), 0.0);
+  for (const Phase& ph : ch.plan.phases) {
+    latency += phase_latency(ch.protocol, ph);
+    // A pipelined phase moves in lockstep: no flow runs ahead of the busiest link, so each flow is
+    // paced to finish at the phase's bandwidth time (other traffic can still slow it further).
+    const double pace_s = phase_bandwidth_time(c, t, ch.protocol, ch.plan, ph, load);
+    if (take_sms) {
+      flows_of_rank.assign(c.num_gpus(), 0);
+      for (const Flow& f : ph.flows) ++flows_of_rank[f.src];
+    }
+    std::vector<sim::TaskId> flows;
+    flows.reserve(ph.flows.size());
+    for (const Flow& f : ph.flows) {
+      const double eff = flow_efficiency(c, t, ch.protocol, ch.plan, ph, f);
+      const double cap = flow_cap_Bps(ch.protocol, ch.plan, f);
+      // Rates in bytes/s, or in units of the flow's nominal rate when it also holds SMs.
+      const double unit = take_sms ? f.route.bottleneck_Bps : 1.0;
+      sim::TaskSpec spec;
+      spec.activity.work = f.bytes / eff / unit;
+      spec.activity.usages.reserve(f.route.links.size() + 1);
+      for (topo::LinkId l : f.route.links) spec.activity.usages.push_back({link_res[l], unit});
+      if (take_sms) spec.activity.usages.push_back({(*gpu_res)[f.src], t.sm_fraction / flows_of_rank[f.src]});
+      double bound = cap > 0 ? cap / eff : sim::kUnbounded;
+      if (pace_s > 0) bound = std::min(bound, f.bytes / eff / pace_s);
+      if (bound < sim::kUnbounded) spec.activity.bound = bound / unit;
+      spec.activity.latency = sim::Time::from_seconds(latency + f.route.latency_s);
+      spec.category = category;
+      spec.track = flows.empty() ? track : sim::kNoTrack;  // one row per collective in traces
+      spec.name = name;
+      const sim::TaskId id = g.add(spec);
+      for (sim::TaskId d : before) g.add_dependency(d, id);
+      flows.push_back(id);
+    }
+    latency = 0;
+    sim::TaskSpec join;
+    join.category = category;
+    join.name = name;
+    const sim::TaskId j = g.add(join);
+    for (sim::TaskId f : flows) g.add_dependency(f, j);
+    if (flows.empty())
+      for (sim::TaskId d : before) g.add_dependency(d, j);
+    before = {j};
+  }
+  if (ch.plan.phases.empty()) {
+    sim::TaskSpec join;
+    join.category = category;
+    const sim::TaskId j = g.add(join);
+    for (sim::TaskId d : before) g.add_dependency(d, j);
+    return j;
+  }
+  return before.front();
 }
 
 }  // namespace
 
-// Each phase becomes ONE activity over the union of its flows' links: the work is the largest
-// flow's (efficiency-inflated) volume W, and a link crossed by flows of volumes v_f gets weight
-// sum(v_f / eff_f) / W. Alone on the links this reproduces every flow's time; shared with other
-// traffic, the phase advances at the pace of its most loaded link, as a synchronous ring or
-// all-to-all does (a step waits for its slowest hop). It also makes a collective one activity
-// instead of one per rank (identical flows merged, STYLE.md 3.3 habit 2).
 sim::TaskId append_collective(sim::TaskGraph& g, const topo::Cluster& c,
                               const std::vector<sim::ResourceId>& link_res, const CommTuning& t,
                               const Collective& col, const std::vector<sim::TaskId>& deps, uint16_t category,
-                              sim::TrackId track, const std::vector<sim::ResourceId>*) {
-  const Choice ch = choose(c, t, col);
-  const uint32_t name = g.intern(std::string(op_name(col.op)) + " (" + algorithm_name(ch.plan.algorithm) + ", " +
-                                 ch.protocol.name + ")");
-  std::vector<sim::TaskId> before = deps;
-  bool first_phase = true;
-  sim::TaskId last = sim::kNoTask;
-  for (const Phase& ph : ch.plan.phases) {
-    std::map<topo::LinkId, double> load;  // inflated bytes per link
-    double work = 0, latency = 0, bus_share = 0;
-    for (size_t i = 0; i < ph.flows.size(); ++i) {
-      const Flow& f = ph.flows[i];
-      const topo::Route r = route_of(c, f, static_cast<uint64_t>(f.src) * 7919 + i);
-      const double v = f.bytes / flow_efficiency(c, t, ch.protocol, ph, r);
-      for (topo::LinkId l : r.links) load[l] += v;
-      if (v > work) { work = v; bus_share = f.bytes; }
-      latency = std::max(latency, r.latency_s);
-    }
-    sim::TaskSpec spec;
-    spec.activity.work = work;
-    if (work > 0)
-      for (const auto& [l, bytes] : load) spec.activity.usages.push_back({link_res[l], bytes / work});
-    if (ch.protocol.bus_cap_Bps > 0 && ch.plan.bus_bytes > 0 && bus_share > 0)
-      spec.activity.bound = ch.protocol.bus_cap_Bps * work / ch.plan.bus_bytes;
-    if (first_phase) latency += ch.protocol.latency_s + (ch.multi_node ? t.network_latency_s : 0.0);
-    spec.activity.latency = sim::Time::from_seconds(latency);
-    spec.category = category;
-    spec.track = track;
-    spec.name = name;
-    last = g.add(spec);
-    for (sim::TaskId d : before)
-      if (d != sim::kNoTask) g.add_dependency(d, last);
-    before = {last};
-    first_phase = false;
-  }
-  if (last == sim::kNoTask) {
-    last = g.add(sim::TaskSpec{});
-    for (sim::TaskId d : deps)
-      if (d != sim::kNoTask) g.add_dependency(d, last);
-  }
-  return last;
+                              sim::TrackId track, const std::vector<sim::ResourceId>* gpu_res) {
+  if (link_res.size() != c.num_links())
+    throw std::invalid_argument("link_resources must be Cluster::bind's map (one resource per link)");
+  if (gpu_res != nullptr && gpu_res->size() < static_cast<size_t>(c.num_gpus()))
+    throw std::invalid_argument("gpu_compute_resources must hold one resource per GPU of the cluster");
+  return append_choice(g, c, link_res, t, col, choose(c, t, col), deps, category, track, gpu_res);
 }
 
 double estimate_seconds(const topo::Cluster& c, const CommTuning& t, const Collective& col) {
-  const Choice ch = choose(c, t, col);
-  return estimate(c, t, ch.plan, ch.protocol, ch.multi_node);
+  return choose(c, t, col).estimate_s;
 }
 
 CollectiveTiming time_collective(const topo::Cluster& c, const CommTuning& t, const Collective& col) {
+  const Choice ch = choose(c, t, col);
   sim::Engine engine;
   const auto res = c.bind(engine);
   sim::TaskGraph g;
-  append_collective(g, c, res, t, col, {}, 0, sim::kNoTrack, nullptr);
+  append_choice(g, c, res, t, col, ch, {}, 0, sim::kNoTrack, nullptr);
   const sim::ExecutionResult r = sim::execute(engine, g);
   CollectiveTiming out;
   out.seconds = r.makespan.seconds();
-  const int n = static_cast<int>(col.ranks.size());
   out.algbw_Bps = out.seconds > 0 ? col.bytes / out.seconds : 0;
-  out.busbw_Bps = out.algbw_Bps * bus_factor(col.op, n);
-  const Choice ch = choose(c, t, col);
+  out.busbw_Bps = out.algbw_Bps * bus_factor(col.op, static_cast<int>(col.ranks.size()));
   out.algorithm = ch.plan.algorithm;
   out.protocol = ch.protocol.name;
+  out.estimate_s = ch.estimate_s;
   return out;
 }
 

@@ -1,21 +1,37 @@
 // Collectives decomposed into flows on the cluster's links (DESIGN.md "collectives").
 //
-// Algorithms:
-//  - Ring: every rank sends to the next one in the group's order. A single-node (or one rank per
-//    node) ring is n concurrent flows i -> i+1 carrying the whole phase volume each (NCCL's
-//    pipelined ring in steady state). A multi-node ring with several ranks per node runs one
-//    channel per local rank (NCCL's channels, one per rail): channel c leaves a node from local
-//    rank c-1 and enters the next node at local rank c, so every NIC carries one channel; the
-//    intra-node hops of all channels merge into one flow per GPU pair.
-//  - Hierarchical: intra-node reduce-scatter, inter-node all-reduce of 1/g of the data per rail,
-//    intra-node all-gather (three phases of flows).
-//  - InSwitch (NVLS, NVSwitch gen3+): each GPU pushes S up to the switch and receives S back; the
-//    switch reduces (all-reduce within one node).
-//  - All-to-all: one flow per ordered pair; SendRecv: one flow; Broadcast: a ring pipeline.
-// Protocols: NCCL picks LL, LL128 or Simple by size; each has a start-up latency and a bandwidth
-// cap (LL, LL128) or an efficiency on the links (Simple). The tuning tables hold one set per
-// hardware generation (models/collectives/tuning.cpp, with their sources); the protocol with the
-// lowest predicted time is used, and its flows then share the real links with everything else.
+// A collective becomes one or more phases; a phase is a set of concurrent flows (engine activities
+// over gpu_route()s) that all start together after a fixed latency, and the next phase starts when
+// every flow of the previous one has finished. Because the flows hold the real links, shared NICs
+// and oversubscribed fabrics slow a collective exactly as they slow any other traffic.
+//
+// Algorithms (plan.hpp has the decompositions and their volumes):
+//  - Ring: NCCL's pipelined ring in steady state: every rank sends the phase volume to the next
+//    rank. A multi-node ring with g ranks per node runs g channels (one per rail), so every NIC
+//    carries one channel and a multi-node ring is NIC-bound as in life.
+//  - Tree: NCCL's double binary tree across nodes (each tree carries half the data, split over the
+//    rails) with a chain inside each node; all-reduce only. Latency grows with log2(nodes).
+//  - Hierarchical: intra-node reduce-scatter, inter-node all-reduce of S/g per rail (ring),
+//    intra-node all-gather: three phases.
+//  - InSwitch (NVLS, NVSwitch gen3+): each GPU pushes S up to the switch and receives S back.
+//  - All-to-all: direct flows inside a node; between nodes one rail-aligned flow per (GPU, node)
+//    pair plus the intra-node forwarding of the destination node (NCCL's PXN), so the task count
+//    is n x nodes, not n^2. SendRecv: one flow. Broadcast: a ring pipeline from ranks[0].
+//
+// Timing of one choice (algorithm, protocol), NCCL's tuning model (src/graph/tuning.cc): latency =
+// per-call latency + intra-node steps x step latency + inter-node steps x network step latency;
+// bandwidth = link rate x protocol efficiency (NIC line rate x network efficiency on NIC-bound
+// flows, port rate x NVLS efficiency for in-switch reduction), optionally capped per rank (LL).
+// Auto picks, per message size, the (algorithm, protocol) with the lowest analytical estimate
+// (link loads / capacities + latency), like NCCL's tuner; the flows then run on the engine.
+//
+// SM sharing: NCCL's kernels occupy one SM per channel. When the caller passes per-rank GPU
+// compute resources, each flow also holds its source GPU's resource with weight
+// CommTuning::sm_fraction (shared among the flows that GPU sources in the phase). The flow's rate
+// is then normalised to its nominal rate (work = bytes / nominal, link weight = nominal) so that
+// max-min compares like with like: a collective overlapped with a compute kernel on the same GPU
+// slows it (and is slowed) by about 1/(1 + sm_fraction).
+//
 // Bus bandwidth as nccl-tests defines it: all-reduce 2(n-1)/n, RS/AG/all-to-all (n-1)/n, others 1.
 #pragma once
 #include <cstdint>
@@ -45,44 +61,65 @@ struct Collective {
   int peer = -1;                // SendRecv destination (ranks = {src, dst})
 };
 
+// One NCCL protocol (LL, LL128, Simple) on one hardware generation.
 struct Protocol {
-  std::string name;             // LL, LL128, Simple
-  double latency_s = 0;         // per collective call
-  double bus_cap_Bps = 0;       // cap on bus bandwidth per rank (0 = none)
-  double efficiency = 1;        // fraction of link bandwidth reached
+  std::string name;
+  double latency_s = 0;               // per collective call
+  double bus_cap_Bps = 0;             // cap on the bus bandwidth per rank (0 = none)
+  double efficiency = 1;              // fraction of the intra-node link rate reached
+  double step_latency_s = 0;          // per algorithm step between GPUs of one node
+  double network_step_latency_s = 0;  // per algorithm step that crosses nodes
 };
 
 struct CommTuning {
-  std::vector<Protocol> protocols{{"Simple", 10e-6, 0, 1.0}};  // intra-node (or single link)
-  double nvls_efficiency = 0;   // in-switch reduction: algbw / port bandwidth (0 = no NVLS)
-  double network_efficiency = 1.0;  // fraction of the NIC line rate reached
-  double network_latency_s = 0;     // extra start-up latency when the group spans nodes
-  // Share of a GPU's SMs a running communication kernel occupies (NCCL channels); compute that
-  // overlaps a collective runs on the rest.
-  double sm_fraction = 0.15;
+  std::vector<Protocol> protocols{{"Simple", 10e-6, 0, 1.0, 0, 0}};  // candidates for the tuner
+  double nvls_efficiency = 0;     // in-switch reduction: algbw / port bandwidth (0 = no NVLS)
+  double nvls_latency_s = 0;      // per NVLS call
+  double network_efficiency = 1;  // fraction of the NIC line rate reached by NIC-bound flows
+  double sm_fraction = 0;         // share of a GPU's SMs a running collective occupies
+  // Mid-size ramp of the Simple protocol and NVLS on intra-node links (NCCL adds channels and
+  // deepens its pipeline as messages grow): the efficiency is scaled by a fraction that grows
+  // linearly in log2(bytes per rank) from ramp_start_fraction at ramp_start_bytes to 1 at
+  // ramp_end_bytes (clamped outside). ramp_end_bytes = 0: no ramp.
+  double ramp_start_bytes = 0, ramp_end_bytes = 0, ramp_start_fraction = 1;
   std::string intra_generation, nic_generation;
 };
 
-// The tuning of a node type and NIC (tables in tuning.cpp).
+// The tuning of a node type and NIC, read from models/collectives/tuning/*.yaml (cached; the
+// directory can be moved with STACKSIM_TUNING_DIR). Throws config::InputError if a generation has
+// no entry.
 CommTuning tuning_for(const hw::NodeSpec& node, const hw::NicSpec& nic);
+// The same from an explicit tuning directory and generation keys; `in_switch_reduction` false
+// disables NVLS.
+CommTuning load_tuning(const std::string& dir, const std::string& intra_generation,
+                       const std::string& nic_generation, bool in_switch_reduction);
+std::string default_tuning_dir();
 
 double bus_factor(CollectiveOp op, int n);
 
-// Appends the collective's flows to `graph` after `deps`; returns a task that completes when the
-// collective has. `gpu_resources` is reserved for SM-sharing models and may be null.
+// The ramp fraction of CommTuning at `bytes` per rank (1 without a ramp).
+double ramp_fraction(const CommTuning& tuning, double bytes);
+
+// Appends the collective's flows to `graph` after `deps`; returns a task that completes when every
+// rank has its result. `link_resources` is Cluster::bind's map. `gpu_compute_resources` (per
+// global rank, may be null) are the GPUs' compute resources the kernels take SMs from. Tasks get
+// `category`; the first flow of each phase gets `track`. Throws std::invalid_argument for a group
+// of fewer than 2 ranks, an unknown rank, a negative size or an algorithm the group cannot run.
 sim::TaskId append_collective(sim::TaskGraph& graph, const topo::Cluster& cluster,
                               const std::vector<sim::ResourceId>& link_resources, const CommTuning& tuning,
                               const Collective& c, const std::vector<sim::TaskId>& deps, uint16_t category,
-                              sim::TrackId track, const std::vector<sim::ResourceId>* gpu_resources);
-
-// The collective's time alone on idle links (the estimate NCCL-like protocol choice uses).
-double estimate_seconds(const topo::Cluster& cluster, const CommTuning& tuning, const Collective& c);
+                              sim::TrackId track, const std::vector<sim::ResourceId>* gpu_compute_resources);
 
 struct CollectiveTiming {
   double seconds = 0, algbw_Bps = 0, busbw_Bps = 0;
-  Algorithm algorithm = Algorithm::Ring;
+  Algorithm algorithm = Algorithm::Ring;  // the algorithm used (Auto resolved)
   std::string protocol;
+  double estimate_s = 0;                  // the tuner's analytical estimate of the choice
 };
+
+// The tuner's analytical time of the collective alone (the Auto choice, or the requested
+// algorithm), without running the engine: latency terms plus each phase's most loaded link.
+double estimate_seconds(const topo::Cluster& cluster, const CommTuning& tuning, const Collective& c);
 
 // One collective alone on a fresh engine (nccl-tests style).
 CollectiveTiming time_collective(const topo::Cluster& cluster, const CommTuning& tuning, const Collective& c);

@@ -1,5 +1,10 @@
+// Collective validation cases: the global default policy is documented in the header.
 #include "models/collectives/validate_collectives.hpp"
 
+#include <algorithm>
+#include <cmath>
+
+#include "config/yaml.hpp"
 #include "models/collectives/collective.hpp"
 #include "models/hardware/node_spec.hpp"
 #include "topologies/builders.hpp"
@@ -13,12 +18,11 @@ const hw::NodeCatalog& nodes() {
 }
 
 std::string node_for(const std::string& gpu) {
-  if (gpu.rfind("A100-SXM4-40GB", 0) == 0) return "dgx-a100-40gb";
-  if (gpu.rfind("A100", 0) == 0) return "dgx-a100";
-  if (gpu.rfind("H100", 0) == 0) return "dgx-h100";
-  if (gpu.rfind("H200", 0) == 0) return "dgx-h200";
-  if (gpu.rfind("B200", 0) == 0) return "dgx-b200";
-  if (gpu.rfind("V100", 0) == 0) return "dgx-2-v100";
+  static const std::vector<std::pair<std::string, std::string>> rules = {
+      {"A100-SXM4-40GB", "dgx-a100-40gb"}, {"A100", "dgx-a100"}, {"H100", "dgx-h100"},
+      {"H200", "dgx-h200"},                {"B200", "dgx-b200"}, {"V100", "dgx-2-v100"}};
+  for (const auto& [prefix, node] : rules)
+    if (gpu.rfind(prefix, 0) == 0) return node;
   return "";
 }
 
@@ -29,46 +33,54 @@ bool has(const YAML::Node& n, const char* k) { return n && n[k] && !n[k].IsNull(
 CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
   CollectiveCaseResult r;
   const YAML::Node hw = c["hardware"], op = c["op"], m = c["measured"];
-  const std::string gpu = hw["gpu"].as<std::string>();
+  const std::string gpu = has(hw, "gpu") ? hw["gpu"].as<std::string>() : "";
   const std::string node = node_for(gpu);
-  if (node.empty()) { r.error = "no node type for GPU " + gpu; return r; }
-  const std::string name = op["name"].as<std::string>();
+  if (node.empty()) {
+    r.error = "no node type for GPU '" + gpu + "'";
+    return r;
+  }
+  const std::string name = has(op, "name") ? op["name"].as<std::string>() : "";
   CollectiveOp kind;
   if (name == "all_reduce") kind = CollectiveOp::AllReduce;
   else if (name == "all_to_all") kind = CollectiveOp::AllToAll;
   else if (name == "all_gather") kind = CollectiveOp::AllGather;
   else if (name == "reduce_scatter") kind = CollectiveOp::ReduceScatter;
-  else { r.error = "unsupported collective " + name; return r; }
+  else if (name == "broadcast") kind = CollectiveOp::Broadcast;
+  else {
+    r.error = "unsupported collective '" + name + "'";
+    return r;
+  }
 
-  int gpus = has(op, "gpus") ? op["gpus"].as<int>() : has(hw, "num_gpus") ? hw["num_gpus"].as<int>() : 0;
   const int per_node = has(hw, "gpus_per_node") ? hw["gpus_per_node"].as<int>() : 8;
-  if (!has(hw, "gpus_per_node")) r.defaults.push_back("hardware.gpus_per_node: the node type's (8)");
+  if (!has(hw, "gpus_per_node")) r.defaults.push_back("hardware.gpus_per_node: the node type's 8");
+  int gpus = has(op, "gpus") ? op["gpus"].as<int>() : has(hw, "num_gpus") ? hw["num_gpus"].as<int>() : 0;
+  if (gpus <= 0) {
+    gpus = 2 * per_node;
+    r.defaults.push_back("op.gpus: 2 nodes (a multi-node statement without a GPU count)");
+  }
   double bytes = has(op, "bytes") ? op["bytes"].as<double>() : 0;
   if (bytes <= 0) {
     bytes = 8.0 * (1ull << 30);
     r.defaults.push_back("op.bytes: 8 GiB (a peak-bandwidth statement)");
   }
-  // Per-NIC statements: two nodes, the all-reduce bus bandwidth divided by the NICs per node.
   bool per_nic = false;
   if (has(m, "busbw_GBps")) {
     r.metric = "busbw_GBps";
     r.measured = m["busbw_GBps"].as<double>();
-  } else if (has(m, "other") && has(m["other"], "expected_per_nic_GBps_ndr400_low")) {
+  } else if (kind == CollectiveOp::AllToAll && has(m, "other") &&
+             has(m["other"], "expected_per_nic_GBps_ndr400_low") &&
+             has(m["other"], "expected_per_nic_GBps_ndr400_high")) {
     r.metric = "per_nic_GBps";
     r.measured = 0.5 * (m["other"]["expected_per_nic_GBps_ndr400_low"].as<double>() +
                         m["other"]["expected_per_nic_GBps_ndr400_high"].as<double>());
     per_nic = true;
-    kind = CollectiveOp::AllReduce;
-    gpus = 2 * per_node;
-    r.defaults.push_back("per-NIC statement: a 2-node ring all-reduce, bus bandwidth / NICs per node");
+    r.defaults.push_back("per-NIC statement: network bytes per GPU S(n-g)/n over the all-to-all time; "
+                         "measured = middle of the stated range");
   } else {
     r.error = "the case publishes no bus bandwidth";
     return r;
   }
-  if (gpus <= 0) {
-    gpus = 2 * per_node;
-    r.defaults.push_back("op.gpus: 2 nodes (multi-node statement without a GPU count)");
-  }
+
   YAML::Node cl;
   cl["node"] = node;
   cl["gpu"] = gpu;
@@ -80,21 +92,72 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
     const bool roce = has(inter, "fabric") && inter["fabric"].as<std::string>() != "infiniband";
     cl["nic"] = roce ? (gbps >= 400 ? "roce-400" : "roce-200")
                      : gbps >= 400 ? "cx7-ndr400" : gbps >= 200 ? "cx6-hdr200" : "cx5-edr100";
+  } else {
+    r.defaults.push_back("hardware.inter_node: the node type's NICs");
   }
   if (has(inter, "nics_per_node")) cl["nics_per_node"] = inter["nics_per_node"].as<int>();
   const topo::ClusterConfig cfg = topo::parse_cluster_config(config::Node(cl, "case", "cluster"), nodes());
   const topo::Cluster cluster = topo::build_cluster(cfg);
   const CommTuning tuning = tuning_for(cfg.node, cfg.nic);
+
   Collective col;
   col.op = kind;
   col.bytes = bytes;
   for (int i = 0; i < gpus; ++i) col.ranks.push_back(i);
-  if (per_nic || cfg.nodes > 1) col.algorithm = Algorithm::Ring;  // maintainers measure the network with Ring
+  if (kind == CollectiveOp::AllReduce && cfg.nodes > 1) {
+    col.algorithm = Algorithm::Ring;
+    r.defaults.push_back("op.algorithm: Ring (multi-node network measurement)");
+  } else if (has(op, "algorithm")) {
+    r.defaults.push_back("op.algorithm '" + op["algorithm"].as<std::string>() + "': NCCL's default (Auto)");
+  }
   const CollectiveTiming t = time_collective(cluster, tuning, col);
-  r.predicted = t.busbw_Bps / 1e9;
-  // A multi-node ring puts one channel on each NIC: each carries busbw / (NICs per node).
-  if (per_nic) r.predicted = t.busbw_Bps / 1e9 / cfg.node.nics;
+  if (per_nic) {
+    const int g = cfg.node.gpus_per_node;
+    r.predicted = bytes * double(gpus - g) / gpus / t.seconds / 1e9;
+  } else {
+    r.predicted = t.busbw_Bps / 1e9;
+  }
   return r;
+}
+
+CollectiveValidation validate_collective_cases(const std::string& cases_path) {
+  const config::Node root = config::Node::load_file(cases_path);
+  const config::Node cases = root["cases"];
+  if (!cases.is_sequence()) root.fail("cases", "missing or not a list", "pass a stacksim-validation/1 file");
+  CollectiveValidation v;
+  struct Acc {
+    size_t n = 0;
+    double sum = 0, max = 0;
+    void add(double e) { ++n; sum += std::fabs(e); max = std::max(max, std::fabs(e)); }
+    ErrorSummary summary() const { return {n, n ? sum / n : 0.0, max}; }
+  };
+  Acc all;
+  std::map<std::string, Acc> by_source;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const YAML::Node c = cases.at(i).yaml();
+    if (!c["kind"] || c["kind"].as<std::string>() != "collective") continue;
+    CollectiveCaseOutcome o;
+    o.id = c["id"] ? c["id"].as<std::string>() : "";
+    o.kind = "collective";
+    o.source = c["source"] && c["source"]["key"] ? c["source"]["key"].as<std::string>() : "";
+    try {
+      o.result = predict_collective_case(c);
+    } catch (const std::exception& e) {
+      o.result.error = e.what();
+    }
+    if (o.result.error.empty() && !(o.result.measured > 0)) o.result.error = "no positive measured value";
+    if (o.result.error.empty()) {
+      o.error_pct = 100.0 * (o.result.predicted - o.result.measured) / o.result.measured;
+      all.add(o.error_pct);
+      by_source[o.source].add(o.error_pct);
+    } else {
+      ++v.errors;
+    }
+    v.cases.push_back(std::move(o));
+  }
+  v.overall = all.summary();
+  for (const auto& [k, a] : by_source) v.by_source[k] = a.summary();
+  return v;
 }
 
 }  // namespace stacksim::coll
