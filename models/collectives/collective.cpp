@@ -3,6 +3,7 @@
 #include "models/collectives/collective.hpp"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -214,6 +215,40 @@ sim::TaskId append_choice(sim::TaskGraph& g, const topo::Cluster& c, const std::
       for (const Flow& f : ph.flows) ++flows_of_rank[f.src];
     }
     std::vector<sim::TaskId> flows;
+    if (!take_sms && !ph.flows.empty()) {
+      // The phase's flows, paced to one finish, behave as ONE activity over the union of their
+      // links: work W = the largest (efficiency-inflated) flow volume, each link weighted by the
+      // bytes it carries over W. Same times alone and under contention, far fewer activities
+      // (identical flows merged, STYLE.md 3.3 habit 2).
+      std::map<topo::LinkId, double> carried;
+      double work = 0, max_route_latency = 0, bound = sim::kUnbounded;
+      for (const Flow& f : ph.flows) {
+        const double v = f.bytes / flow_efficiency(c, t, ch.protocol, ch.plan, ph, f);
+        for (topo::LinkId l : f.route.links) carried[l] += v;
+        work = std::max(work, v);
+        max_route_latency = std::max(max_route_latency, f.route.latency_s);
+      }
+      for (const Flow& f : ph.flows) {
+        const double eff = flow_efficiency(c, t, ch.protocol, ch.plan, ph, f);
+        const double v = f.bytes / eff, cap = flow_cap_Bps(ch.protocol, ch.plan, f);
+        if (cap > 0 && v > 0) bound = std::min(bound, cap / eff * work / v);
+      }
+      if (pace_s > 0 && work > 0) bound = std::min(bound, work / pace_s);
+      sim::TaskSpec spec;
+      spec.activity.work = work;
+      if (work > 0)
+        for (const auto& [l, bytes] : carried) spec.activity.usages.push_back({link_res[l], bytes / work});
+      spec.activity.bound = bound;
+      spec.activity.latency = sim::Time::from_seconds(latency + max_route_latency);
+      spec.category = category;
+      spec.track = track;
+      spec.name = name;
+      const sim::TaskId id = g.add(spec);
+      for (sim::TaskId d : before) g.add_dependency(d, id);
+      before = {id};
+      latency = 0;
+      continue;
+    }
     flows.reserve(ph.flows.size());
     for (const Flow& f : ph.flows) {
       const double eff = flow_efficiency(c, t, ch.protocol, ch.plan, ph, f);

@@ -4,6 +4,7 @@
 #include <array>
 #include <fstream>
 #include <map>
+#include <tuple>
 #include <stdexcept>
 
 #include "models/workload/pipeline_schedule.hpp"
@@ -183,8 +184,9 @@ class StepBuilder {
       c.op = op;
       c.ranks = ranks;
       c.bytes = bytes;
+      // SM sharing is modelled by the companion task below, not by the flows.
       exits.push_back(coll::append_collective(g_, cluster_, link_res_, tuning_, c, deps, category,
-                                              track, &gpu_res_));
+                                              track, nullptr));
     }
     const sim::TaskId exit = exits.size() == 1 ? exits.front() : add_join(exits);
     spans_.push_back({s, category, first, exit});
@@ -197,7 +199,11 @@ class StepBuilder {
       c.ranks = gs.front();
       c.bytes = bytes;
       sim::TaskSpec sm;
-      sm.activity.work = tuning_.sm_fraction * coll::estimate_seconds(cluster_, tuning_, c);
+      // Collectives of one shape repeat every micro-batch: estimate each shape once.
+      const auto key = std::make_tuple(static_cast<int>(op), bytes, c.ranks);
+      auto it = estimates_.find(key);
+      if (it == estimates_.end()) it = estimates_.emplace(key, coll::estimate_seconds(cluster_, tuning_, c)).first;
+      sm.activity.work = tuning_.sm_fraction * it->second;
       sm.activity.bound = tuning_.sm_fraction;
       sm.activity.usages = {{gpu_res_[stages_[s].rep], 1.0}};
       const sim::TaskId id = g_.add(sm);
@@ -502,6 +508,7 @@ class StepBuilder {
   std::vector<std::pair<uint16_t, double>> parts_;          // (category, nominal seconds)
   std::vector<CommSpan> spans_;
   std::map<uint64_t, sim::TaskId> item_entry_, item_exit_;
+  std::map<std::tuple<int, double, std::vector<int>>, double> estimates_;
 };
 
 }  // namespace
