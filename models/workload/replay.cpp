@@ -159,12 +159,14 @@ class StepBuilder {
           }
         break;
       case Group::DP:
-        for (int t = 0; t < p_.tp; ++t)
-          for (int c = 0; c < p_.cp; ++c) {
-            std::vector<int> r;
-            for (int d = 0; d < p_.dp; ++d) r.push_back(global_rank(p_, t, c, d, s));
-            out.push_back(r);
-          }
+        // Gradients (and ZeRO/FSDP shards) are reduced over data AND context parallelism
+        // (Megatron's data-parallel-with-context-parallel group): cp ranks hold the same weights.
+        for (int t = 0; t < p_.tp; ++t) {
+          std::vector<int> r;
+          for (int d = 0; d < p_.dp; ++d)
+            for (int c = 0; c < p_.cp; ++c) r.push_back(global_rank(p_, t, c, d, s));
+          out.push_back(r);
+        }
         break;
     }
     return out;
