@@ -15,6 +15,8 @@ const char* kUsage =
     "commands:\n"
     "  run SCENARIO.yaml [--set KEY=VALUE]... [--json FILE] [--trace FILE] [-v]\n"
     "      simulate one training step (or the collective benchmark) the scenario describes\n"
+    "  compare SCENARIO.yaml --set KEY=VALUE... [--variant 'K=V,K=V']... [--elasticity] [--json FILE]\n"
+    "      baseline vs changed: speedup, breakdowns side by side, bottleneck shift, the reason\n"
     "  validate CASES.yaml [--json FILE] [--kind KIND,...] [--source KEY,...]\n"
     "      predict every published case and print predicted vs measured with the error summary\n"
     "  calibrate MEASUREMENTS.yaml -o PROFILE.yaml [--gpu NAME]\n"

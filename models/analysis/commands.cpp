@@ -8,6 +8,7 @@
 
 #include "config/error.hpp"
 #include "models/analysis/catalogs.hpp"
+#include "models/analysis/compare.hpp"
 #include "models/calibration/calibrate.hpp"
 #include "models/analysis/output.hpp"
 #include "models/analysis/scenario.hpp"
@@ -23,6 +24,8 @@ struct Args {
   std::string json, trace, output;
   std::vector<std::string> kinds, sources, ids;
   std::string gpu;
+  std::vector<std::vector<std::string>> variants;
+  bool elasticity = false;
   bool verbose = false, help = false;
 };
 
@@ -65,6 +68,8 @@ Args parse_args(const std::string& command, const std::vector<std::string>& args
     else if (x == "--id") for (auto& k : split_commas(value())) a.ids.push_back(k);
     else if (x == "-v" || x == "--verbose") a.verbose = true;
     else if (x == "--gpu") a.gpu = value();
+    else if (x == "--variant") a.variants.push_back(split_commas(value()));
+    else if (x == "--elasticity") a.elasticity = true;
     else a.positional.push_back(x);
   }
   return a;
@@ -163,6 +168,30 @@ int cmd_catalog(const std::vector<std::string>& raw, std::ostream& out) {
   return 0;
 }
 
+const char* kCompareHelp =
+    "usage: stacksim compare SCENARIO.yaml [--set KEY=VALUE]... [--variant 'K=V,K=V']... [--elasticity] [--json FILE]\n"
+    "  Simulates the scenario as it is (baseline) and changed: all --set overrides together form one\n"
+    "  variant, each --variant another. Prints the step time, throughput and breakdown side by side,\n"
+    "  the shift of the bottleneck and the reason in plain words.\n"
+    "  --elasticity  also the step speedup if only one resource class were 2x faster (GPU FLOP/s,\n"
+    "                HBM bandwidth, NVLink, NIC/fabric, PCIe), ranked: which upgrade pays\n";
+
+int cmd_compare(const std::vector<std::string>& raw, std::ostream& out) {
+  Args a = parse_args("compare", raw, {"--set", "--variant", "--elasticity", "--json"});
+  if (a.help) { out << kCompareHelp; return 0; }
+  if (a.positional.size() != 1)
+    throw config::InputError("command line", 0, "SCENARIO", "compare takes exactly one scenario file",
+                             "write: stacksim compare scenarios/llama3-70b-64xh100.yaml --set hardware.gpu=H200-SXM-141GB");
+  if (!a.sets.empty()) a.variants.insert(a.variants.begin(), a.sets);
+  if (a.variants.empty() && !a.elasticity)
+    throw config::InputError("command line", 0, "--set", "nothing to compare",
+                             "give at least one --set KEY=VALUE (or --variant, or --elasticity)");
+  const Comparison c = compare(a.positional[0], {}, a.variants, a.elasticity);
+  print_comparison(c, out);
+  if (!a.json.empty()) write_json_atomically(a.json, comparison_json(c));
+  return 0;
+}
+
 const char* kCalibrateHelp =
     "usage: stacksim calibrate MEASUREMENTS.yaml -o PROFILE.yaml [--gpu NAME]\n"
     "  Fits the hardware model (HBM, launch overhead, GEMM efficiency, PCIe, P2P, NCCL) to a\n"
@@ -192,7 +221,8 @@ int run_command(const std::string& command, const std::vector<std::string>& args
   if (command == "validate") return cmd_validate(args, out, err);
   if (command == "catalog") return cmd_catalog(args, out);
   if (command == "calibrate") return cmd_calibrate(args, out);
-  const std::vector<std::string> commands{"run", "validate", "calibrate", "catalog"};
+  if (command == "compare") return cmd_compare(args, out);
+  const std::vector<std::string> commands{"run", "compare", "validate", "calibrate", "catalog"};
   const std::string near = config::nearest(command, commands);
   throw config::InputError("command line", 0, command, "unknown command",
                            near.empty() ? "run 'stacksim --help' for the list"

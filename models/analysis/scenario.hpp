@@ -22,6 +22,11 @@ namespace stacksim::analysis {
 
 enum class WorkloadKind { Training, CollectiveBenchmark };
 
+// Multipliers on hardware rates, for elasticity studies ("what if only X were 2x faster").
+struct ResourceScales {
+  double gpu_flops = 1, hbm = 1, nvlink = 1, network = 1, pcie = 1;
+};
+
 struct TrainingSetup {
   std::string name;
   std::string origin;               // file (or case) it came from, for messages
@@ -30,6 +35,7 @@ struct TrainingSetup {
   workload::ModelConfig model;
   workload::ParallelPlan plan;
   bool recompute_auto = false;      // choose the least recomputation that fits in memory
+  ResourceScales scales;
   std::vector<std::string> notes;   // defaults applied
 };
 

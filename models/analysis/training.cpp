@@ -35,7 +35,10 @@ std::string label(const std::string& category) {
 TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& options) {
   const auto wall0 = std::chrono::steady_clock::now();
   const Catalogs& cat = Catalogs::bundled();
-  const hw::GpuSpec& gpu = cat.gpus.get(setup.gpu);
+  hw::GpuSpec gpu = cat.gpus.get(setup.gpu);
+  const double peak_bf16 = compute::GpuModel(gpu).peak(compute::DType::BF16);
+  for (auto& [dtype, flops] : gpu.peak_flops_per_s) flops *= setup.scales.gpu_flops;
+  gpu.hbm_Bps *= setup.scales.hbm;
   const compute::GpuModel gpu_model(gpu);
   TrainingResult r;
   r.notes = setup.notes;
@@ -57,6 +60,9 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
                    " available";
 
   topo::ClusterConfig cc = setup.cluster;
+  cc.node.intra_bandwidth_Bps *= setup.scales.nvlink;
+  cc.node.pcie_bandwidth_Bps *= setup.scales.pcie;
+  cc.nic.bandwidth_Bps *= setup.scales.network;
   const topo::Cluster cluster = topo::build_cluster(cc);
   const coll::CommTuning tuning = coll::tuning_for(cc.node, cc.nic);
   const workload::StepProgram program = workload::build_step_program(setup.model, plan, gpu_model);
@@ -76,7 +82,7 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   r.sc21_tflops_per_gpu = workload::megatron_sc21_flops(plan.global_batch, setup.model.seq_len, setup.model.layers,
                                                         setup.model.hidden, setup.model.vocab) /
                           r.step_time_s / r.num_gpus / 1e12;
-  r.peak_tflops = gpu_model.peak(compute::DType::BF16) / 1e12;
+  r.peak_tflops = peak_bf16 / 1e12;  // the real GPU's peak, also under what-if scales
   r.mfu = r.model_tflops_per_gpu / r.peak_tflops;
   r.hfu = r.hardware_tflops_per_gpu / r.peak_tflops;
   double worst = -1;
