@@ -11,7 +11,7 @@
 using namespace stacksim::coll;
 
 TEST(CollectiveValidation, PublishedCasesWithinTarget) {
-  const std::string path = std::string(STACKSIM_SOURCE_DIR) + "/../shared/validation/cases.yaml";
+  const std::string path = std::string(STACKSIM_SOURCE_DIR) + "/validation/cases.yaml";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "no validation cases at " << path;
   const CollectiveValidation v = validate_collective_cases(path);
   ASSERT_FALSE(v.cases.empty());

@@ -17,7 +17,7 @@ const hw::GpuCatalog& gpus() {
   return c;
 }
 
-const std::string kCases = std::string(STACKSIM_SOURCE_DIR) + "/../shared/validation/cases.yaml";
+const std::string kCases = std::string(STACKSIM_SOURCE_DIR) + "/validation/cases.yaml";
 
 }  // namespace
 

@@ -84,7 +84,7 @@ TEST(GpuCatalog, UnknownGpuSuggestsTheNearestName) {
 TEST(GpuCatalog, SourcedFiguresMatchTheSpecCatalogue) {
   // Profiles citing "specs.yaml gpus.<id>" must carry that entry's SM count, HBM bandwidth and
   // dense peaks (the catalogue is the source; GB/s and TFLOP/s are decimal there).
-  const std::string specs_path = std::string(STACKSIM_SOURCE_DIR) + "/../shared/hardware/specs.yaml";
+  const std::string specs_path = std::string(STACKSIM_SOURCE_DIR) + "/models/hardware/specs.yaml";
   if (!fs::exists(specs_path)) GTEST_SKIP() << "no " << specs_path;
   const YAML::Node specs = YAML::LoadFile(specs_path)["gpus"];
   const std::regex cited(R"(specs\.yaml gpus\.([a-z0-9_]+))");
