@@ -108,3 +108,51 @@ def run(path_or_dict, **overrides) -> Result:
 def validate(cases_path: str, kinds: Iterable[str] = (), sources: Iterable[str] = ()) -> Dict[str, Any]:
     """Validates a stacksim-validation/1 file: {"cases": [...], "summary": {...}}."""
     return json.loads(_core.validate(cases_path, list(kinds), list(sources)))
+
+
+def _grid_points(grid: Dict[str, Iterable[Any]]) -> List[Dict[str, Any]]:
+    import itertools
+
+    keys = list(grid)
+    values = [list(grid[k]) for k in keys]
+    return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
+
+
+def _row(base: "Scenario", point: Dict[str, Any]) -> Dict[str, Any]:
+    s = Scenario(base.to_dict(), origin=base._origin, base_dir=base._base_dir)
+    row: Dict[str, Any] = dict(point)
+    try:
+        for k, v in point.items():
+            s.set(k, v)
+        r = s.run().to_dict()
+        for key in ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu",
+                    "memory_per_gpu_bytes", "oom", "bottleneck"):
+            row[key] = r.get(key)
+        for k, v in r.get("breakdown", {}).items():
+            row["breakdown." + k] = v
+        row["error"] = None
+    except ValueError as e:  # an invalid combination is a row with its reason, never an abort
+        row["error"] = str(e)
+    return row
+
+
+__all__.append("sweep")
+
+
+def sweep(base: "Scenario", grid: Dict[str, Iterable[Any]], threads: Optional[int] = None, client=None):
+    """Runs the cartesian grid over any keys; returns a pandas DataFrame, one row per point in grid
+    order. Points run in parallel (threads; the simulation releases the GIL) or, with a
+    dask.distributed `client`, as one task per point on its workers. Invalid combinations become
+    rows whose `error` column says why."""
+    import pandas as pd
+
+    points = _grid_points(grid)
+    if client is not None:
+        futures = client.map(_row, [base] * len(points), points, pure=False)
+        rows = client.gather(futures)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1) as pool:
+            rows = list(pool.map(lambda p: _row(base, p), points))
+    return pd.DataFrame(rows)
