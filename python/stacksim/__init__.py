@@ -156,3 +156,55 @@ def sweep(base: "Scenario", grid: Dict[str, Iterable[Any]], threads: Optional[in
         with ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1) as pool:
             rows = list(pool.map(lambda p: _row(base, p), points))
     return pd.DataFrame(rows)
+
+
+__all__.append("best_plans")
+
+
+def _divisors(n: int) -> List[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def best_plans(base: "Scenario", top: int = 5, max_tp: int = 8, micro_batches: Iterable[int] = (1, 2, 4),
+               recompute: Iterable[str] = ("none", "selective", "full"), zero: Iterable[int] = (0, 1),
+               threads: Optional[int] = None, client=None):
+    """Plan search: enumerates (tp, pp, dp, cp=1, vp=1, micro-batch, recompute, ZeRO) plans that use
+    all the cluster's GPUs, simulates them, drops invalid and out-of-memory plans and returns the
+    `top` fastest as a DataFrame (with their breakdowns), fastest first."""
+    data = base.to_dict()
+    model = data.get("model", {})
+    cluster = data.get("cluster", {})
+    layers, heads = int(model.get("layers", 0)), int(model.get("heads", 0))
+    kv_heads = int(model.get("kv_heads", heads) or heads)
+    per_node = int(cluster.get("gpus_per_node", 8))
+    gpus = int(cluster.get("nodes", 1)) * per_node
+    candidates = []
+    for tp in _divisors(gpus):
+        if tp > max_tp or (heads and heads % tp) or (kv_heads and kv_heads % tp):
+            continue
+        for pp in _divisors(gpus // tp):
+            if layers and layers % pp:
+                continue
+            candidates.append((tp, pp, gpus // (tp * pp)))
+    grid_rows = []
+    for tp, pp, dp in candidates:
+        for mb in micro_batches:
+            for rc in recompute:
+                for z in zero:
+                    grid_rows.append({"parallelism.tp": tp, "parallelism.pp": pp, "parallelism.dp": dp,
+                                      "parallelism.cp": 1, "parallelism.vp": 1, "parallelism.micro_batch": mb,
+                                      "parallelism.recompute": rc, "parallelism.zero": z,
+                                      "parallelism.sequence_parallel": tp > 1})
+    import pandas as pd
+
+    if client is not None:
+        rows = client.gather(client.map(_row, [base] * len(grid_rows), grid_rows, pure=False))
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1) as pool:
+            rows = list(pool.map(lambda p: _row(base, p), grid_rows))
+    df = pd.DataFrame(rows)
+    ok = df[df["error"].isna() & (df["oom"] == False)]  # noqa: E712 (pandas column comparison)
+    return ok.sort_values(["step_time_s"] + list(grid_rows[0].keys()) if grid_rows else ["step_time_s"],
+                          kind="stable").head(top).reset_index(drop=True)

@@ -1,0 +1,67 @@
+"""Plots with matplotlib (Agg backend, written as PNG or SVG by file extension)."""
+from __future__ import annotations
+
+from typing import Iterable, List, Optional, Sequence
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def breakdown_bars(results: Sequence, labels: Sequence[str], path: str, title: str = "Where the step time goes"):
+    """Stacked step-time breakdown (seconds per category) per result."""
+    plt = _plt()
+    cats: List[str] = []
+    for r in results:
+        for k, v in r.to_dict()["breakdown"].items():
+            if v > 0 and k not in cats:
+                cats.append(k)
+    fig, ax = plt.subplots(figsize=(max(4, 1.4 * len(results) + 2), 4.5))
+    bottom = [0.0] * len(results)
+    for c in cats:
+        vals = [r.to_dict()["breakdown"].get(c, 0.0) for r in results]
+        ax.bar(list(labels), vals, bottom=bottom, label=c)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_ylabel("seconds per step")
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def scaling_curve(gpus: Sequence[int], tokens_per_s: Sequence[float], path: str, title: str = "Scaling"):
+    """Tokens/s and scaling efficiency (relative to the smallest run, per GPU) vs GPU count."""
+    plt = _plt()
+    eff = [(t / g) / (tokens_per_s[0] / gpus[0]) for g, t in zip(gpus, tokens_per_s)]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(gpus, tokens_per_s, "o-", label="tokens/s")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("GPUs")
+    ax.set_ylabel("tokens/s")
+    ax2 = ax.twinx()
+    ax2.plot(gpus, eff, "s--", color="tab:red", label="scaling efficiency")
+    ax2.set_ylim(0, 1.1)
+    ax2.set_ylabel("scaling efficiency")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def speedup_bars(labels: Sequence[str], speedups: Sequence[float], path: str, title: str = "Speedup over the baseline"):
+    """Speedup bars of a compare or an elasticity study."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 0.5 * len(labels) + 1.5))
+    ax.barh(list(labels), list(speedups), color=["tab:green" if s > 1.05 else "tab:gray" for s in speedups])
+    ax.axvline(1.0, color="black", lw=0.8)
+    ax.set_xlabel("step-time speedup (x)")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,40 @@
+"""Plan search (the best plan fits and beats a naive plan) and plots (files written, non-empty)."""
+import os
+
+import stacksim
+from stacksim import plots
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def small():
+    s = stacksim.Scenario.load(os.path.join(ROOT, "scenarios", "llama3-70b-64xh100.yaml"))
+    s.set("cluster.nodes", 2).set("model.layers", 8).set("model.hidden", 4096).set("model.heads", 32)
+    s.set("model.ffn_hidden", 14336).set("model.seq_len", 4096).set("parallelism.global_batch", 32)
+    return s
+
+
+def test_best_plan_fits_and_beats_a_naive_plan():
+    top = stacksim.best_plans(small(), top=3, micro_batches=(1,), recompute=("none", "full"), zero=(1,), threads=2)
+    assert 1 <= len(top) <= 3
+    assert (top["oom"] == False).all()  # noqa: E712
+    assert list(top["step_time_s"]) == sorted(top["step_time_s"])
+    naive = small().set("parallelism.tp", 1).set("parallelism.pp", 1).set("parallelism.cp", 1)
+    naive = naive.set("parallelism.vp", 1).set("parallelism.dp", 16).set("parallelism.recompute", "full").run()
+    assert top["step_time_s"].iloc[0] <= naive.step_time_s
+
+
+def test_plots_are_written(tmp_path):
+    def plan(s):  # 16 GPUs: tp 4, pp 2, cp 1, dp 2
+        return s.set("parallelism.vp", 1).set("parallelism.pp", 2).set("parallelism.cp", 1).set("parallelism.dp", 2)
+
+    a = plan(small()).run()
+    b = plan(small()).set("hardware.gpu", "H200-SXM-141GB").run()
+    for name, draw in [
+        ("breakdown.png", lambda p: plots.breakdown_bars([a, b], ["H100", "H200"], p)),
+        ("scaling.svg", lambda p: plots.scaling_curve([8, 16, 32], [1.0e5, 1.9e5, 3.5e5], p)),
+        ("speedup.png", lambda p: plots.speedup_bars(["H200", "2x NIC"], [1.02, 1.3], p)),
+    ]:
+        path = str(tmp_path / name)
+        draw(path)
+        assert os.path.getsize(path) > 1000
