@@ -17,6 +17,8 @@ const char* kUsage =
     "      simulate one training step (or the collective benchmark) the scenario describes\n"
     "  compare SCENARIO.yaml --set KEY=VALUE... [--variant 'K=V,K=V']... [--elasticity] [--json FILE]\n"
     "      baseline vs changed: speedup, breakdowns side by side, bottleneck shift, the reason\n"
+    "  sweep SWEEP.yaml -o RESULTS.csv [--threads N]\n"
+    "      the cartesian grid over any keys, in parallel, resumable; invalid points keep their reason\n"
     "  validate CASES.yaml [--json FILE] [--kind KIND,...] [--source KEY,...]\n"
     "      predict every published case and print predicted vs measured with the error summary\n"
     "  calibrate MEASUREMENTS.yaml -o PROFILE.yaml [--gpu NAME]\n"

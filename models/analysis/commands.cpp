@@ -1,6 +1,7 @@
 #include "models/analysis/commands.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include "config/error.hpp"
 #include "models/analysis/catalogs.hpp"
 #include "models/analysis/compare.hpp"
+#include "models/analysis/sweep.hpp"
 #include "models/calibration/calibrate.hpp"
 #include "models/analysis/output.hpp"
 #include "models/analysis/scenario.hpp"
@@ -26,6 +28,7 @@ struct Args {
   std::string gpu;
   std::vector<std::vector<std::string>> variants;
   bool elasticity = false;
+  int threads = 0;
   bool verbose = false, help = false;
 };
 
@@ -70,6 +73,7 @@ Args parse_args(const std::string& command, const std::vector<std::string>& args
     else if (x == "--gpu") a.gpu = value();
     else if (x == "--variant") a.variants.push_back(split_commas(value()));
     else if (x == "--elasticity") a.elasticity = true;
+    else if (x == "--threads") a.threads = std::atoi(value().c_str());
     else a.positional.push_back(x);
   }
   return a;
@@ -192,6 +196,24 @@ int cmd_compare(const std::vector<std::string>& raw, std::ostream& out) {
   return 0;
 }
 
+const char* kSweepHelp =
+    "usage: stacksim sweep SWEEP.yaml -o RESULTS.csv [--threads N]\n"
+    "  Runs the cartesian grid of a sweep file (scenario, optional fixed set:, grid: {key: [values]})\n"
+    "  in parallel and writes one CSV row per point in grid order; invalid points carry their reason\n"
+    "  in the error column. Re-running with the same output resumes: finished rows are kept.\n";
+
+int cmd_sweep(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
+  const Args a = parse_args("sweep", raw, {"-o", "--output", "--threads"});
+  if (a.help) { out << kSweepHelp; return 0; }
+  if (a.positional.size() != 1 || a.output.empty())
+    throw config::InputError("command line", 0, "SWEEP", "sweep takes one sweep file and -o RESULTS.csv",
+                             "write: stacksim sweep sweeps/tp-pp.yaml -o results.csv");
+  const SweepSummary s = run_sweep(a.positional[0], a.output, a.threads, err);
+  out << s.points << " points: " << s.simulated << " simulated, " << s.resumed << " resumed, " << s.invalid
+      << " invalid -> " << a.output << "\n";
+  return 0;
+}
+
 const char* kCalibrateHelp =
     "usage: stacksim calibrate MEASUREMENTS.yaml -o PROFILE.yaml [--gpu NAME]\n"
     "  Fits the hardware model (HBM, launch overhead, GEMM efficiency, PCIe, P2P, NCCL) to a\n"
@@ -222,7 +244,8 @@ int run_command(const std::string& command, const std::vector<std::string>& args
   if (command == "catalog") return cmd_catalog(args, out);
   if (command == "calibrate") return cmd_calibrate(args, out);
   if (command == "compare") return cmd_compare(args, out);
-  const std::vector<std::string> commands{"run", "compare", "validate", "calibrate", "catalog"};
+  if (command == "sweep") return cmd_sweep(args, out, err);
+  const std::vector<std::string> commands{"run", "compare", "sweep", "validate", "calibrate", "catalog"};
   const std::string near = config::nearest(command, commands);
   throw config::InputError("command line", 0, command, "unknown command",
                            near.empty() ? "run 'stacksim --help' for the list"
