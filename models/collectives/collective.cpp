@@ -304,6 +304,42 @@ sim::TaskId append_collective(sim::TaskGraph& g, const topo::Cluster& c,
   return append_choice(g, c, link_res, t, col, choose(c, t, col), deps, category, track, gpu_res);
 }
 
+sim::TaskId append_collective(sim::TaskGraph& g, const topo::Cluster& c,
+                              const std::vector<sim::ResourceId>& link_res, const CommTuning& t,
+                              const Collective& col, const std::vector<sim::TaskId>& deps, uint16_t category,
+                              sim::TrackId track, CollectiveCache& cache) {
+  const auto key = std::make_tuple(static_cast<int>(col.op), static_cast<int>(col.algorithm), col.peer, col.bytes,
+                                   col.ranks);
+  auto it = cache.chains.find(key);
+  if (it == cache.chains.end()) {
+    const size_t first = g.size();
+    const sim::TaskId last = append_collective(g, c, link_res, t, col, deps, category, track, nullptr);
+    // Cache only plain chains (each task after the previous one), which the merged phases are.
+    std::vector<sim::TaskSpec> chain;
+    bool plain = last == g.size() - 1;
+    for (size_t id = first; plain && id < g.size(); ++id) {
+      chain.push_back(g.task(static_cast<sim::TaskId>(id)));
+      if (id > first) plain = g.successors(static_cast<sim::TaskId>(id - 1)) == std::vector<sim::TaskId>{static_cast<sim::TaskId>(id)};
+    }
+    if (plain && !chain.empty()) cache.chains.emplace(key, std::move(chain));
+    return last;
+  }
+  sim::TaskId prev = sim::kNoTask;
+  for (sim::TaskSpec spec : it->second) {
+    spec.category = category;
+    spec.track = track;
+    const sim::TaskId id = g.add(spec);
+    if (prev == sim::kNoTask) {
+      for (sim::TaskId d : deps)
+        if (d != sim::kNoTask) g.add_dependency(d, id);
+    } else {
+      g.add_dependency(prev, id);
+    }
+    prev = id;
+  }
+  return prev;
+}
+
 double estimate_seconds(const topo::Cluster& c, const CommTuning& t, const Collective& col) {
   return choose(c, t, col).estimate_s;
 }

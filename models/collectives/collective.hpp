@@ -35,7 +35,9 @@
 // Bus bandwidth as nccl-tests defines it: all-reduce 2(n-1)/n, RS/AG/all-to-all (n-1)/n, others 1.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sim/task_graph.hpp"
@@ -119,6 +121,17 @@ struct CollectiveTiming {
 
 // The tuner's analytical time of the collective alone (the Auto choice, or the requested
 // algorithm), without running the engine: latency terms plus each phase's most loaded link.
+// Memoises, per collective shape (op, algorithm, ranks, bytes, peer), the chain of activities a
+// collective becomes, for ONE cluster, tuning and link map: the replay appends the same
+// collectives every micro-batch. Only used when no GPU compute resources are passed.
+struct CollectiveCache {
+  std::map<std::tuple<int, int, int, double, std::vector<int>>, std::vector<sim::TaskSpec>> chains;
+};
+sim::TaskId append_collective(sim::TaskGraph& graph, const topo::Cluster& cluster,
+                              const std::vector<sim::ResourceId>& link_resources, const CommTuning& tuning,
+                              const Collective& c, const std::vector<sim::TaskId>& deps, uint16_t category,
+                              sim::TrackId track, CollectiveCache& cache);
+
 double estimate_seconds(const topo::Cluster& cluster, const CommTuning& tuning, const Collective& c);
 
 // One collective alone on a fresh engine (nccl-tests style).

@@ -188,7 +188,7 @@ class StepBuilder {
       c.bytes = bytes;
       // SM sharing is modelled by the companion task below, not by the flows.
       exits.push_back(coll::append_collective(g_, cluster_, link_res_, tuning_, c, deps, category,
-                                              track, nullptr));
+                                              track, collective_cache_));
     }
     const sim::TaskId exit = exits.size() == 1 ? exits.front() : add_join(exits);
     spans_.push_back({s, category, first, exit});
@@ -363,7 +363,7 @@ class StepBuilder {
         x.peer = dst;
         x.bytes = p_.p2p_bytes;
         exits.push_back(coll::append_collective(g_, cluster_, link_res_, tuning_, x, {produced},
-                                                kCatPpComm, stages_[to_s].comm_track, nullptr));
+                                                kCatPpComm, stages_[to_s].comm_track, collective_cache_));
       }
     const sim::TaskId exit = exits.size() == 1 ? exits.front() : add_join(exits);
     g_.add_dependency(exit, consumer);
@@ -511,6 +511,7 @@ class StepBuilder {
   std::vector<CommSpan> spans_;
   std::map<uint64_t, sim::TaskId> item_entry_, item_exit_;
   std::map<std::tuple<int, double, std::vector<int>>, double> estimates_;
+  coll::CollectiveCache collective_cache_;
 };
 
 }  // namespace
