@@ -11,6 +11,12 @@
 #include "models/analysis/catalogs.hpp"
 #include "models/analysis/compare.hpp"
 #include "models/analysis/sweep.hpp"
+#include "models/analysis/plan_search.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include "models/calibration/calibrate.hpp"
 #include "models/analysis/output.hpp"
 #include "models/analysis/scenario.hpp"
@@ -29,6 +35,7 @@ struct Args {
   std::vector<std::vector<std::string>> variants;
   bool elasticity = false;
   int threads = 0;
+  int top = 5;
   bool verbose = false, help = false;
 };
 
@@ -74,6 +81,7 @@ Args parse_args(const std::string& command, const std::vector<std::string>& args
     else if (x == "--variant") a.variants.push_back(split_commas(value()));
     else if (x == "--elasticity") a.elasticity = true;
     else if (x == "--threads") a.threads = std::atoi(value().c_str());
+    else if (x == "-n" || x == "--top") a.top = std::atoi(value().c_str());
     else a.positional.push_back(x);
   }
   return a;
@@ -214,6 +222,57 @@ int cmd_sweep(const std::vector<std::string>& raw, std::ostream& out, std::ostre
   return 0;
 }
 
+const char* kPlanHelp =
+    "usage: stacksim plan SCENARIO.yaml [--set KEY=VALUE]... [-n N]\n"
+    "  Enumerates the (tp, pp, dp, micro-batch, recompute, ZeRO) plans that use every GPU of the\n"
+    "  cluster, simulates them in parallel, drops invalid and out-of-memory plans and prints the N\n"
+    "  fastest (default 5) with their breakdowns.\n";
+
+int cmd_plan(const std::vector<std::string>& raw, std::ostream& out) {
+  const Args a = parse_args("plan", raw, {"--set", "-n", "--top"});
+  if (a.help) { out << kPlanHelp; return 0; }
+  if (a.positional.size() != 1)
+    throw config::InputError("command line", 0, "SCENARIO", "plan takes exactly one scenario file",
+                             "write: stacksim plan scenarios/llama3-70b-64xh100.yaml -n 5");
+  if (a.top < 1) throw config::InputError("command line", 0, "-n", "must be at least 1", "write e.g. -n 5");
+  size_t evaluated = 0;
+  const auto plans = search_plans(a.positional[0], a.sets, static_cast<size_t>(a.top), &evaluated);
+  print_plans(plans, evaluated, out);
+  return 0;
+}
+
+// Plots are matplotlib's: the CLI runs the Python package's plot module (build/python next to
+// the binary's folder, or an installed stacksim) with Debian's interpreter.
+int cmd_plot(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::string pkg = ec ? std::string() : (exe.parent_path().parent_path() / "python").string();
+  const std::string py = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  std::vector<std::string> argv_s{py, "-m", "stacksim.plot_cli"};
+  argv_s.insert(argv_s.end(), raw.begin(), raw.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  out.flush();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (!pkg.empty()) {
+      const char* old = std::getenv("PYTHONPATH");
+      const std::string path = pkg + (old && *old ? std::string(":") + old : std::string());
+      setenv("PYTHONPATH", path.c_str(), 1);
+    }
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) < 0) throw std::runtime_error("cannot start " + py);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+    err << "stacksim plot: needs " << py << " with python3-matplotlib and the built stacksim package\n";
+    return 1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
 const char* kCalibrateHelp =
     "usage: stacksim calibrate MEASUREMENTS.yaml -o PROFILE.yaml [--gpu NAME]\n"
     "  Fits the hardware model (HBM, launch overhead, GEMM efficiency, PCIe, P2P, NCCL) to a\n"
@@ -245,7 +304,9 @@ int run_command(const std::string& command, const std::vector<std::string>& args
   if (command == "calibrate") return cmd_calibrate(args, out);
   if (command == "compare") return cmd_compare(args, out);
   if (command == "sweep") return cmd_sweep(args, out, err);
-  const std::vector<std::string> commands{"run", "compare", "sweep", "validate", "calibrate", "catalog"};
+  if (command == "plan") return cmd_plan(args, out);
+  if (command == "plot") return cmd_plot(args, out, err);
+  const std::vector<std::string> commands{"run", "compare", "sweep", "plan", "plot", "validate", "calibrate", "catalog"};
   const std::string near = config::nearest(command, commands);
   throw config::InputError("command line", 0, command, "unknown command",
                            near.empty() ? "run 'stacksim --help' for the list"

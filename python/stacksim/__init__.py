@@ -142,13 +142,14 @@ __all__.append("sweep")
 def sweep(base: "Scenario", grid: Dict[str, Iterable[Any]], threads: Optional[int] = None, client=None):
     """Runs the cartesian grid over any keys; returns a pandas DataFrame, one row per point in grid
     order. Points run in parallel (threads; the simulation releases the GIL) or, with a
-    dask.distributed `client`, as one task per point on its workers. Invalid combinations become
+    dask.distributed `client`, as one task per point on its workers (a point whose worker is lost
+    is retried, up to twice). Invalid combinations become
     rows whose `error` column says why."""
     import pandas as pd
 
     points = _grid_points(grid)
     if client is not None:
-        futures = client.map(_row, [base] * len(points), points, pure=False)
+        futures = client.map(_row, [base] * len(points), points, pure=False, retries=2)
         rows = client.gather(futures)
     else:
         from concurrent.futures import ThreadPoolExecutor
@@ -198,7 +199,7 @@ def best_plans(base: "Scenario", top: int = 5, max_tp: int = 8, micro_batches: I
     import pandas as pd
 
     if client is not None:
-        rows = client.gather(client.map(_row, [base] * len(grid_rows), grid_rows, pure=False))
+        rows = client.gather(client.map(_row, [base] * len(grid_rows), grid_rows, pure=False, retries=2))
     else:
         from concurrent.futures import ThreadPoolExecutor
 
@@ -208,3 +209,22 @@ def best_plans(base: "Scenario", top: int = 5, max_tp: int = 8, micro_batches: I
     ok = df[df["error"].isna() & (df["oom"] == False)]  # noqa: E712 (pandas column comparison)
     return ok.sort_values(["step_time_s"] + list(grid_rows[0].keys()) if grid_rows else ["step_time_s"],
                           kind="stable").head(top).reset_index(drop=True)
+
+
+__all__.append("compare")
+
+
+def compare(base: "Scenario", variants: Iterable[Dict[str, Any]]) -> Dict[str, Any]:
+    """Baseline vs variants (each a dict of dotted keys to values): per variant the speedup in
+    step time, its bottleneck and breakdown, like `stacksim compare --json`."""
+    b = base.run().to_dict()
+    out = {"baseline": b, "variants": []}
+    for v in variants:
+        s = Scenario(base.to_dict(), origin=base._origin, base_dir=base._base_dir)
+        for k, val in v.items():
+            s.set(k, val)
+        r = s.run().to_dict()
+        out["variants"].append({"set": dict(v), "speedup": b["step_time_s"] / r["step_time_s"],
+                                "bottleneck": r["bottleneck"], "breakdown": r["breakdown"],
+                                "step_time_s": r["step_time_s"]})
+    return out

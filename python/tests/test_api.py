@@ -53,3 +53,10 @@ def test_validate_collectives():
     report = stacksim.validate(os.path.join(ROOT, "validation", "cases.yaml"), kinds=["collective"])
     assert report["summary"]["n"] == 76
     assert report["summary"]["mape_pct"] < 15
+
+
+def test_compare_reports_speedups():
+    out = stacksim.compare(small(), [{"hardware.gpu": "H200-SXM-141GB"}, {"cluster.nics_per_node": 4}])
+    assert len(out["variants"]) == 2
+    assert out["variants"][0]["speedup"] >= 1.0
+    assert out["variants"][0]["set"] == {"hardware.gpu": "H200-SXM-141GB"}

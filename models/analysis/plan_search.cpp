@@ -1,0 +1,95 @@
+#include "models/analysis/plan_search.hpp"
+
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "models/analysis/catalogs.hpp"
+#include "models/analysis/scenario.hpp"
+#include "config/yaml.hpp"
+
+#include <filesystem>
+
+namespace stacksim::analysis {
+
+std::vector<PlanCandidate> search_plans(const std::string& path, const std::vector<std::string>& base_sets,
+                                        size_t top, size_t* evaluated) {
+  // Only the cluster and the model matter here: the scenario's own plan may not even be valid.
+  const config::Node file = config::Node::load_file(path);
+  YAML::Node root = file.yaml();
+  for (const auto& o : base_sets) config::apply_override(root, o, "--set " + o);
+  const config::Node top_node(root, path, "");
+  if (!top_node.has("model") || !top_node.has("cluster"))
+    top_node.fail("model", "plan search needs a training scenario with cluster: and model:", "add them");
+  YAML::Node cluster_yaml = YAML::Clone(root["cluster"]);
+  if (root["hardware"] && root["hardware"]["gpu"]) cluster_yaml["gpu"] = root["hardware"]["gpu"];
+  const int gpus =
+      topo::parse_cluster_config(config::Node(cluster_yaml, path, "cluster"), Catalogs::bundled().nodes).num_gpus();
+  const std::string base_dir = std::filesystem::path(path).parent_path().string();
+  const workload::ModelConfig m = workload::parse_model(top_node["model"], base_dir.empty() ? "." : base_dir);
+  std::vector<std::vector<std::string>> plans;
+  for (int tp = 1; tp <= std::min(gpus, 8); tp *= 2) {
+    if (m.heads % tp || m.kv_heads % tp || gpus % tp) continue;
+    for (int pp = 1; pp <= gpus / tp; ++pp) {
+      if ((gpus / tp) % pp || m.layers % pp) continue;
+      const int dp = gpus / (tp * pp);
+      for (int mb : {1, 2, 4})
+        for (const char* rc : {"none", "selective", "full"})
+          for (int zero : {0, 1})
+            plans.push_back({"parallelism.tp=" + std::to_string(tp), "parallelism.pp=" + std::to_string(pp),
+                             "parallelism.dp=" + std::to_string(dp), "parallelism.cp=1", "parallelism.vp=1",
+                             "parallelism.micro_batch=" + std::to_string(mb), std::string("parallelism.recompute=") + rc,
+                             "parallelism.zero=" + std::to_string(zero),
+                             std::string("parallelism.sequence_parallel=") + (tp > 1 ? "true" : "false")});
+    }
+  }
+  std::vector<PlanCandidate> all(plans.size());
+  std::vector<char> ok(plans.size(), 0);
+  tbb::parallel_for(size_t(0), plans.size(), [&](size_t i) {
+    std::vector<std::string> sets = base_sets;
+    sets.insert(sets.end(), plans[i].begin(), plans[i].end());
+    try {
+      const Scenario s = load_scenario(path, sets);
+      all[i].sets = plans[i];
+      all[i].result = simulate_training(s.training, RunOptions{});
+      ok[i] = !all[i].result.oom;
+    } catch (const config::InputError&) {
+      // An invalid combination (e.g. the global batch does not divide): not a candidate.
+    }
+  });
+  std::vector<PlanCandidate> good;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (ok[i]) good.push_back(all[i]);
+  std::stable_sort(good.begin(), good.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
+    return a.result.step_time_s < b.result.step_time_s;
+  });
+  if (good.size() > top) good.resize(top);
+  if (evaluated) *evaluated = plans.size();
+  return good;
+}
+
+void print_plans(const std::vector<PlanCandidate>& plans, size_t evaluated, std::ostream& out) {
+  char line[400];
+  out << evaluated << " plans simulated; the fastest that fit in memory:\n";
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const auto& r = plans[i].result;
+    std::string desc;
+    for (const auto& s : plans[i].sets) {
+      const auto dot = s.find('.');
+      desc += (desc.empty() ? "" : " ") + s.substr(dot + 1);
+    }
+    std::snprintf(line, sizeof line, "%2zu. step %.4g s  MFU %.1f%%  mem %.1f GB  bottleneck: %s\n    %s\n", i + 1,
+                  r.step_time_s, 100 * r.mfu, r.memory_per_gpu_bytes / 1e9, r.bottleneck.c_str(), desc.c_str());
+    out << line;
+    std::string bd = "    ";
+    for (const auto& [k, v] : r.breakdown)
+      if (v > 0.005 * r.step_time_s) {
+        std::snprintf(line, sizeof line, "%s %.0f%%  ", k.c_str(), 100 * v / r.step_time_s);
+        bd += line;
+      }
+    out << bd << "\n";
+  }
+}
+
+}  // namespace stacksim::analysis
