@@ -155,8 +155,25 @@ def sweep(base: "Scenario", grid: Dict[str, Iterable[Any]], threads: Optional[in
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1) as pool:
-            rows = list(pool.map(lambda p: _row(base, p), points))
+            rows = []
+            for i, row in enumerate(pool.map(lambda p: _row(base, p), points), 1):
+                rows.append(row)
+                _progress(i, len(points))
     return pd.DataFrame(rows)
+
+
+def _progress(done: int, total: int) -> None:
+    # A one-line progress bar, only when stderr is a terminal (never in logs or tests).
+    import sys
+
+    if not sys.stderr.isatty():
+        return
+    width = 30
+    filled = width * done // max(1, total)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} points")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
 
 
 __all__.append("best_plans")
