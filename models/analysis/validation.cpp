@@ -9,6 +9,7 @@
 #include <set>
 
 #include "config/error.hpp"
+#include "config/cases_file.hpp"
 #include "config/yaml.hpp"
 #include "models/analysis/training_cases.hpp"
 #include "models/collectives/validate_collectives.hpp"
@@ -36,14 +37,7 @@ struct Stats {
 }  // namespace
 
 std::vector<CaseOutcome> validate_file(const std::string& cases_path, const ValidationFilter& filter) {
-  const config::Node root = config::Node::load_file(cases_path);
-  root.require_map();
-  const std::string format = root.string_or("format", "");
-  if (format != "stacksim-validation/1")
-    root.fail("format", "expected 'stacksim-validation/1', got '" + format + "'",
-              "pass a validation case file in the format of shared/validation/README.md");
-  const config::Node cases = root["cases"];
-  if (!cases.is_sequence()) root.fail("cases", "missing or not a list", "add a 'cases:' list");
+  const config::Node cases = config::load_validation_cases(cases_path);
 
   std::vector<YAML::Node> selected;
   for (size_t i = 0; i < cases.size(); ++i) {

@@ -1,6 +1,8 @@
 // Collective validation cases: the global default policy is documented in the header.
 #include "models/collectives/validate_collectives.hpp"
 
+#include "config/cases_file.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -121,9 +123,7 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
 }
 
 CollectiveValidation validate_collective_cases(const std::string& cases_path) {
-  const config::Node root = config::Node::load_file(cases_path);
-  const config::Node cases = root["cases"];
-  if (!cases.is_sequence()) root.fail("cases", "missing or not a list", "pass a stacksim-validation/1 file");
+  const config::Node cases = config::load_validation_cases(cases_path);
   CollectiveValidation v;
   struct Acc {
     size_t n = 0;

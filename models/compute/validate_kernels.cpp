@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "config/cases_file.hpp"
 #include "config/yaml.hpp"
 #include "models/compute/gpu_model.hpp"
 #include "models/hardware/node_spec.hpp"
@@ -71,14 +72,7 @@ KernelCaseResult predict_kernel_case(const YAML::Node& c, const hw::GpuCatalog& 
 }
 
 std::vector<KernelCaseResult> validate_kernel_cases(const std::string& cases_path, const hw::GpuCatalog& gpus) {
-  const config::Node root = config::Node::load_file(cases_path);
-  root.require_map();
-  const std::string format = root.string_or("format", "");
-  if (format != "stacksim-validation/1")
-    root.fail("format", "expected 'stacksim-validation/1', got '" + format + "'",
-              "pass a validation case file in the format of shared/validation/README.md");
-  const config::Node cases = root["cases"];
-  if (!cases.is_sequence()) root.fail("cases", "missing or not a list", "add a 'cases:' list");
+  const config::Node cases = config::load_validation_cases(cases_path);
   std::vector<KernelCaseResult> out;
   for (size_t i = 0; i < cases.size(); ++i) {
     const YAML::Node c = cases.at(i).yaml();

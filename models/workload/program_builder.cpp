@@ -155,23 +155,7 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
     }
     p.layers.push_back(by_kind[kind]);
   }
-  if (plan.first_stage_layers > 0 || plan.last_stage_layers > 0) {
-    const int V = plan.pp * plan.vp;
-    const int first = plan.first_stage_layers > 0 ? plan.first_stage_layers : -1;
-    const int last = plan.last_stage_layers > 0 ? plan.last_stage_layers : -1;
-    const int fixed = (first > 0 ? first : 0) + (last > 0 ? last : 0);
-    const int middle_stages = V - (first > 0) - (last > 0);
-    const int rest = model.layers - fixed;
-    if (middle_stages <= 0 || rest % middle_stages != 0)
-      throw std::invalid_argument("first/last stage layers leave an uneven split");
-    p.vstage_begin.push_back(0);
-    for (int v = 0; v < V; ++v) {
-      int n = rest / middle_stages;
-      if (v == 0 && first > 0) n = first;
-      if (v == V - 1 && last > 0) n = last;
-      p.vstage_begin.push_back(p.vstage_begin.back() + n);
-    }
-  }
+  if (plan.first_stage_layers > 0 || plan.last_stage_layers > 0) p.vstage_begin = virtual_stage_bounds(model, plan);
   p.pre_forward = coster.cost_all(embedding_forward_ops(model, plan));
   p.post_backward = coster.cost_all(embedding_backward_ops(model, plan));
   p.post_forward = coster.cost_all(head_forward_ops(model, plan));

@@ -1,0 +1,17 @@
+#include "config/cases_file.hpp"
+
+namespace stacksim::config {
+
+Node load_validation_cases(const std::string& path) {
+  const Node root = Node::load_file(path);
+  root.require_map();
+  const std::string format = root.string_or("format", "");
+  if (format != "stacksim-validation/1")
+    root.fail("format", "expected 'stacksim-validation/1', got '" + format + "'",
+              "pass a validation case file in the format of validation/README.md");
+  const Node cases = root["cases"];
+  if (!cases.is_sequence()) root.fail("cases", "missing or not a list", "add a 'cases:' list");
+  return cases;
+}
+
+}  // namespace stacksim::config
