@@ -97,7 +97,9 @@ ClusterConfig parse_cluster_config(const config::Node& n, const hw::NodeCatalog&
     if (e.key() != "node") throw;  // a missing key already names itself
     n.fail("node", e.reason(), e.fix());
   }
-  c.nodes = static_cast<int>(std::clamp<long long>(n.required_int("nodes"), -1, 1 << 24));
+  const long long nodes = n.required_int("nodes");
+  if (nodes < 1) n.fail("nodes", "must be at least 1, got " + std::to_string(nodes), "use nodes: 1 or more");
+  c.nodes = static_cast<int>(std::min<long long>(nodes, 1 << 24));
   c.gpu = n.string_or("gpu", c.node.gpu);
   if (n.has("gpus_per_node")) {
     const long long g = n.required_int("gpus_per_node");

@@ -26,6 +26,18 @@ void validate(const ModelConfig& m, const Fail& fail) {
   positive("ffn_hidden", m.ffn_hidden);
   positive("vocab", m.vocab);
   positive("seq_len", m.seq_len);
+  // Sizes far beyond any real model would overflow the op shapes: refuse them plainly.
+  auto at_most = [&](const char* key, int64_t v, int64_t limit) {
+    if (v > limit)
+      fail(key, "is " + std::to_string(v) + ", beyond the supported " + std::to_string(limit),
+           std::string("check the model's ") + key);
+  };
+  at_most("layers", m.layers, 10'000);
+  at_most("hidden", m.hidden, 1 << 20);
+  at_most("heads", m.heads, 1 << 16);
+  at_most("ffn_hidden", m.ffn_hidden, 1 << 24);
+  at_most("vocab", m.vocab, 100'000'000);
+  at_most("seq_len", m.seq_len, 100'000'000);
   if (m.heads % m.kv_heads != 0)
     fail("kv_heads", "heads (" + std::to_string(m.heads) + ") must be a multiple of kv_heads (" +
                          std::to_string(m.kv_heads) + ")",

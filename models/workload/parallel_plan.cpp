@@ -47,6 +47,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   auto positive_int = [&](const char* key, int fallback) {
     const long long v = n.optional_int(key).value_or(fallback);
     if (v < 1) n.fail(key, "must be at least 1, got " + str(v), "use a positive integer");
+    if (v > (1 << 24)) n.fail(key, "is " + str(v) + ", beyond the supported 16777216", "use a realistic value");
     return static_cast<int>(v);
   };
   p.tp = positive_int("tp", 1);
@@ -108,9 +109,10 @@ ParallelPlan parse_plan(const config::Node& n) {
 }
 
 void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const config::Node& n) {
-  const int product = p.num_gpus();
+  // In 64-bit: absurd sizes must produce a message, not an overflow.
+  const long long product = 1LL * p.tp * p.pp * p.dp * p.cp;
   if (product != num_gpus) {
-    const int rest = p.tp * p.pp * p.cp;
+    const long long rest = 1LL * p.tp * p.pp * p.cp;
     const std::string fix = num_gpus % rest == 0
                                 ? "use dp: " + str(num_gpus / rest) + " (= " + str(num_gpus) + " / (tp*pp*cp)), or change the cluster size"
                                 : "tp*pp*cp = " + str(rest) + " does not divide " + str(num_gpus) +
@@ -145,15 +147,18 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
                "} with pp " + str(p.pp) + "), or first_stage_layers/last_stage_layers for an uneven split");
   }
   if (p.vp > 1 && p.pp < 2) n.fail("vp", "interleaving (vp > 1) needs pipeline parallelism", "set vp: 1, or pp >= 2");
-  if (p.global_batch % (p.micro_batch * p.dp) != 0) {
-    const int unit = p.micro_batch * p.dp;
-    const int lower = std::max(unit, p.global_batch / unit * unit);
+  if (p.global_batch % (1LL * p.micro_batch * p.dp) != 0) {
+    const long long unit = 1LL * p.micro_batch * p.dp;
+    const long long lower = std::max(unit, p.global_batch / unit * unit);
     n.fail("global_batch", "global_batch (" + str(p.global_batch) + ") is not divisible by micro_batch*dp = " + str(p.micro_batch) +
                                "*" + str(p.dp) + " = " + str(unit),
            "use global_batch " + str(lower) + " or " + str(lower + unit) + " (a multiple of micro_batch*dp)");
   }
   // Megatron's interleaved schedule runs micro-batches in groups of pp.
   const int mbs = p.num_micro_batches();
+  if (mbs > 65536)
+    n.fail("global_batch", "gives " + str(mbs) + " micro-batches per data-parallel replica; stacksim replays at most 65536",
+           "use a larger micro_batch or dp, or a smaller global_batch");
   if (p.vp > 1 && mbs % p.pp != 0) {
     const int want = std::max(p.pp, (mbs + p.pp - 1) / p.pp * p.pp);
     n.fail("global_batch",
