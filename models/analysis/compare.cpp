@@ -72,7 +72,8 @@ Comparison compare(const std::string& path, const std::vector<std::string>& base
     const std::vector<std::pair<std::string, double ResourceScales::*>> classes = {
         {"gpu_flops", &ResourceScales::gpu_flops}, {"hbm_bandwidth", &ResourceScales::hbm},
         {"nvlink", &ResourceScales::nvlink},       {"network", &ResourceScales::network},
-        {"pcie", &ResourceScales::pcie}};
+        {"pcie", &ResourceScales::pcie},           {"cpu_loader", &ResourceScales::cpu_loader},
+        {"storage", &ResourceScales::storage}};
     for (const auto& [name, field] : classes) {
       Job j{base, name, {}};
       j.scenario.training.scales.*field = 2.0;

@@ -10,7 +10,7 @@ namespace stacksim::analysis {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"name", "description", "hardware", "cluster", "model",
-                                           "parallelism", "collective"};
+                                           "parallelism", "collective", "host"};
 
 coll::CollectiveOp parse_op(const config::Node& n) {
   const std::string s = n.as_string();
@@ -131,6 +131,7 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
   t.cluster = cc;
   t.gpu = gpu_name;
   t.model = workload::parse_model(top["model"], base_dir);
+  t.host = parse_host(top["host"]);
   // recompute: auto is resolved at run time (the least recomputation that fits in memory). The
   // tree is edited in place so that every other key keeps its line for error messages.
   YAML::Node plan_yaml = root["parallelism"];

@@ -16,6 +16,7 @@
 #include "models/collectives/collective.hpp"
 #include "models/workload/model_config.hpp"
 #include "models/workload/parallel_plan.hpp"
+#include "models/analysis/host.hpp"
 #include "topologies/builders.hpp"
 
 namespace stacksim::analysis {
@@ -24,7 +25,7 @@ enum class WorkloadKind { Training, CollectiveBenchmark };
 
 // Multipliers on hardware rates, for elasticity studies ("what if only X were 2x faster").
 struct ResourceScales {
-  double gpu_flops = 1, hbm = 1, nvlink = 1, network = 1, pcie = 1;
+  double gpu_flops = 1, hbm = 1, nvlink = 1, network = 1, pcie = 1, cpu_loader = 1, storage = 1;
 };
 
 struct TrainingSetup {
@@ -36,6 +37,7 @@ struct TrainingSetup {
   workload::ParallelPlan plan;
   bool recompute_auto = false;      // choose the least recomputation that fits in memory
   ResourceScales scales;
+  HostConfig host;                  // data loader and storage (host: section)
   std::vector<std::string> notes;   // defaults applied
 };
 

@@ -71,7 +71,19 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   const workload::ReplayResult rr = workload::replay_step(program, cluster, tuning, ro);
 
   r.num_gpus = plan.num_gpus();
-  r.step_time_s = rr.step_time_s;
+  // The host: the step waits for its batch when the loader or storage is slower than the GPUs.
+  HostConfig host = setup.host;
+  host.cpu_seconds_per_sample /= setup.scales.cpu_loader;
+  if (host.storage_read_Bps > 0) host.storage_read_Bps *= setup.scales.storage;
+  topo::ClusterConfig host_cluster = cc;
+  host_cluster.node.storage_read_Bps *= setup.scales.storage;
+  const HostTimes ht = host_times(host, host_cluster, static_cast<double>(plan.global_batch) / plan.dp);
+  const double gpu_step = rr.step_time_s + ht.blocking_s;
+  const double feed = std::max(ht.loader_s, ht.storage_s);
+  const double step = host.prefetch > 0 ? std::max(gpu_step, feed) : gpu_step + feed;
+  std::vector<double> breakdown_s = rr.breakdown_s;
+  breakdown_s[workload::kCatDataWait] += step - rr.step_time_s;
+  r.step_time_s = step;
   r.tokens_per_step = static_cast<double>(plan.global_batch) * setup.model.seq_len;
   r.tokens_per_s = r.tokens_per_step / r.step_time_s;
   r.tokens_per_s_per_gpu = r.tokens_per_s / r.num_gpus;
@@ -88,9 +100,9 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   double worst = -1;
   for (uint16_t c = 0; c < workload::kNumCategories; ++c) {
     const std::string name = workload::category_name(c);
-    r.breakdown.emplace_back(name, rr.breakdown_s[c]);
-    if (rr.breakdown_s[c] > worst) {
-      worst = rr.breakdown_s[c];
+    r.breakdown.emplace_back(name, breakdown_s[c]);
+    if (breakdown_s[c] > worst) {
+      worst = breakdown_s[c];
       r.bottleneck = label(name);
     }
   }

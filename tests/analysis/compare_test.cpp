@@ -43,7 +43,7 @@ TEST(Compare, FewerNicsSlowTheGradientReduction) {
 
 TEST(Compare, ElasticityRanksGpuFlopsFirstForAComputeBoundJobAndIsDeterministic) {
   const Comparison a = compare(scenario(), {}, {}, true);
-  ASSERT_EQ(a.elasticity.size(), 5u);
+  ASSERT_EQ(a.elasticity.size(), 7u);
   EXPECT_EQ(a.elasticity.front().label, "gpu_flops");
   EXPECT_GT(a.elasticity.front().speedup, 1.3);   // most of the step is GEMM/attention
   EXPECT_LT(a.elasticity.front().speedup, 2.0);   // but not all of it
