@@ -245,7 +245,9 @@ namespace stacksim::analysis {
 
 void predict_dataloader_case(const YAML::Node& c, CaseOutcome& out) {
   out.metric = "step_time_s";
-  out.error = "the host data-loader model (issue 4) is not built yet";
+  // The DALI evaluation gives neither the CPU cost per sample nor the StreamPETR model cost, and
+  // the host model needs both; no global policy can supply them.
+  out.error = "the case states no CPU cost per sample and no model cost (StreamPETR is not a transformer)";
 }
 
 }  // namespace stacksim::analysis
