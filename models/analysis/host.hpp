@@ -1,20 +1,28 @@
-// The host side of a training step: CPU data-loader workers and storage feeding the GPUs.
-// Steady-state model: with at least one batch of prefetch, the loader prepares the next step's
-// samples while the GPUs run this one, so the step takes max(GPU step, loader time, storage
-// time) and the difference is exposed "data wait"; without prefetch they add up.
-//   loader time  = samples per GPU per step x CPU seconds per sample / workers per GPU
-//                  (workers beyond the node's cores share them)
-//   storage time = samples per node per step x bytes read per sample / node read bandwidth
-//   H2D copies   = samples per GPU x bytes per sample / PCIe rate (pinned 85 %, pageable 50 % of
-//                  the x16 link, as nvbandwidth's pinned/pageable ratios suggest); pinned copies
-//                  overlap compute, pageable ones block the stream.
+// The host side of a training step: CPU data-loader workers, storage and host-to-device copies
+// feeding the GPUs, simulated on the engine for one representative node.
+//
+// Resources: the node's CPU cores (capacity = cores, in core-seconds per second), its storage read
+// bandwidth, and the PCIe links of its topology (a GPU's x16 link and the switch uplink it shares
+// with its neighbours and NICs). Activities, per GPU of the node:
+//   load  one sample (or a chunk of samples for big batches) on one loader worker: it holds one
+//         core for cpu_seconds_per_sample and reads storage_bytes_per_sample; workers beyond the
+//         node's cores share them fairly;
+//   copy  the batch host -> device over the PCIe route from the GPU's CPU socket: pinned copies
+//         run on a copy engine (85 % of the x16 link, nvbandwidth's pinned ratio) and overlap
+//         compute; pageable ones are staged by a CPU memcpy (50 %, holding a core) and block the
+//         GPU's stream;
+//   step  the GPU's step time from the replay, a pure delay, once its batch is on the device.
+// Prefetch is the queue between loader and step: batch b may load once step b-prefetch-1 has
+// finished, so prefetch 0 is synchronous loading and prefetch >= 1 overlaps it with compute.
+// A few steps reach steady state (costs are deterministic); the period of the last steps is the
+// step time, and its excess over the GPU step is the data wait.
 //
 //   host:
 //     cpu_seconds_per_sample: 0.02   # read + decode + augment + tokenise, one core
 //     loader_workers: 8              # per GPU
 //     prefetch: 2                    # batches ready ahead (0 = synchronous loading)
 //     storage_bytes_per_sample: 1 MB # read from the node's storage
-//     storage_read_bandwidth: 5 GB/s # optional: overrides the node's storage
+//     storage_read_bandwidth: 5 GB/s # optional: overrides the node's storage (e.g. a network FS)
 //     sample_bytes: 64 KB            # copied host -> device per sample
 //     pinned: true
 #pragma once
@@ -36,12 +44,25 @@ struct HostConfig {
 
 HostConfig parse_host(const config::Node& host);
 
+// PCIe efficiency of host <-> device copies (nvbandwidth's pinned and pageable ratios).
+inline constexpr double kPinnedCopyEfficiency = 0.85;
+inline constexpr double kPageableCopyEfficiency = 0.5;
+
+// Closed form of the simple cases (no shared PCIe uplink, whole batches per worker round), kept
+// as the oracle the engine model is tested against.
 struct HostTimes {
   double loader_s = 0, storage_s = 0, h2d_s = 0;
   double blocking_s = 0;  // added to the GPU step regardless of prefetch (pageable copies)
 };
-
-// Times of one step's host work for a DP rank loading `samples_per_gpu` samples.
 HostTimes host_times(const HostConfig& h, const topo::ClusterConfig& cluster, double samples_per_gpu);
+
+struct HostPipelineResult {
+  double step_s = 0;       // steady-state step period of the node's GPUs
+  double data_wait_s = 0;  // step_s - gpu_step_s: the GPU waits for its batch (or a pageable copy)
+};
+
+// Simulates the host pipeline of one node on the engine around GPU steps of `gpu_step_s`.
+HostPipelineResult simulate_host_pipeline(const HostConfig& h, const topo::ClusterConfig& cluster,
+                                          double samples_per_gpu, double gpu_step_s);
 
 }  // namespace stacksim::analysis

@@ -77,12 +77,11 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   if (host.storage_read_Bps > 0) host.storage_read_Bps *= setup.scales.storage;
   topo::ClusterConfig host_cluster = cc;
   host_cluster.node.storage_read_Bps *= setup.scales.storage;
-  const HostTimes ht = host_times(host, host_cluster, static_cast<double>(plan.global_batch) / plan.dp);
-  const double gpu_step = rr.step_time_s + ht.blocking_s;
-  const double feed = std::max(ht.loader_s, ht.storage_s);
-  const double step = host.prefetch > 0 ? std::max(gpu_step, feed) : gpu_step + feed;
+  const HostPipelineResult hp = simulate_host_pipeline(host, host_cluster, static_cast<double>(plan.global_batch) / plan.dp,
+                                                        rr.step_time_s);
   std::vector<double> breakdown_s = rr.breakdown_s;
-  breakdown_s[workload::kCatDataWait] += step - rr.step_time_s;
+  breakdown_s[workload::kCatDataWait] += hp.data_wait_s;
+  const double step = rr.step_time_s + hp.data_wait_s;
   r.step_time_s = step;
   r.tokens_per_step = static_cast<double>(plan.global_batch) * setup.model.seq_len;
   r.tokens_per_s = r.tokens_per_step / r.step_time_s;

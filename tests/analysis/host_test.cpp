@@ -4,6 +4,7 @@
 
 #include "config/error.hpp"
 #include "models/analysis/compare.hpp"
+#include "models/analysis/host.hpp"
 
 using namespace stacksim::analysis;
 
@@ -40,12 +41,88 @@ TEST(Host, SynchronousLoadingAddsTheLoaderTime) {
   const TrainingResult async = simulate_training(load_scenario(kStory, {"host.loader_workers=64"}).training, {});
   const TrainingResult sync =
       simulate_training(load_scenario(kStory, {"host.loader_workers=64", "host.prefetch=0"}).training, {});
-  // 64 workers exceed the 14 cores per GPU (112 cores / 8 GPUs): the loader runs on 14.
-  EXPECT_NEAR(sync.step_time_s - async.step_time_s, 32 * 0.25 / 14, 1e-6);
+  // 64 workers exceed the 14 cores per GPU (112 cores / 8 GPUs): the loader runs on 14; the
+  // batch's 64 MB copy (two GPUs per PCIe switch uplink) is no longer hidden either.
+  const double copy_s = 32 * 2e6 / (63e9 / 2);
+  EXPECT_NEAR(sync.step_time_s - async.step_time_s, 32 * 0.25 / 14 + copy_s, 1e-6);
 }
 
 TEST(Host, BadHostInputIsAnInputError) {
   EXPECT_THROW(load_scenario(kStory, {"host.loader_workers=-1"}), stacksim::config::InputError);
   EXPECT_THROW(load_scenario(kStory, {"host.loader_worker=4"}), stacksim::config::InputError);
   EXPECT_THROW(load_scenario(kStory, {"host.storage_read_bandwidth=0 GB/s"}), stacksim::config::InputError);
+}
+
+// The engine pipeline against the closed form (host_times) in the cases where both apply.
+namespace {
+
+stacksim::topo::ClusterConfig story_cluster() { return load_scenario(kStory, {}).training.cluster; }
+
+HostConfig loader(double cpu_s, int workers, int prefetch) {
+  HostConfig h;
+  h.enabled = true;
+  h.cpu_seconds_per_sample = cpu_s;
+  h.loader_workers = workers;
+  h.prefetch = prefetch;
+  return h;
+}
+
+}  // namespace
+
+TEST(HostPipeline, EngineEqualsTheClosedFormForALoaderWithPrefetch) {
+  const auto c = story_cluster();
+  for (int workers : {1, 2, 4, 8, 16, 32}) {
+    for (double gpu_s : {0.1, 1.0, 3.0}) {
+      const HostConfig h = loader(0.25, workers, 2);
+      const double closed = std::max(gpu_s, host_times(h, c, 32).loader_s);
+      const HostPipelineResult r = simulate_host_pipeline(h, c, 32, gpu_s);
+      EXPECT_NEAR(r.step_s, closed, 1e-9) << workers << " workers, GPU step " << gpu_s;
+      EXPECT_NEAR(r.data_wait_s, closed - gpu_s, 1e-9);
+    }
+  }
+}
+
+TEST(HostPipeline, WithoutPrefetchTheLoaderTimeAdds) {
+  const auto c = story_cluster();
+  const HostConfig sync = loader(0.1, 4, 0), ahead = loader(0.1, 4, 1);
+  const double load_s = host_times(sync, c, 16).loader_s;  // 16 x 0.1 / 4 = 0.4 s
+  EXPECT_NEAR(simulate_host_pipeline(sync, c, 16, 0.5).step_s, 0.5 + load_s, 1e-9);
+  EXPECT_NEAR(simulate_host_pipeline(ahead, c, 16, 0.5).step_s, 0.5, 1e-9);
+}
+
+TEST(HostPipeline, StorageIsSharedByTheNodesGpus) {
+  const auto c = story_cluster();
+  HostConfig h = loader(0, 8, 2);
+  h.storage_bytes_per_sample = 10e6;
+  h.storage_read_Bps = 2e9;
+  // 8 GPUs x 32 samples x 10 MB over one 2 GB/s filesystem mount: 1.28 s, not 0.16 s.
+  const double closed = host_times(h, c, 32).storage_s;
+  EXPECT_NEAR(closed, 8 * 32 * 10e6 / 2e9, 1e-12);
+  EXPECT_NEAR(simulate_host_pipeline(h, c, 32, 0.5).step_s, closed, 1e-9);
+}
+
+TEST(HostPipeline, PinnedCopiesOverlapPageableOnesBlockAndGpusShareTheSwitchUplink) {
+  const auto c = story_cluster();  // DGX H100: two GPUs per PCIe switch, 63 GB/s x16 links
+  HostConfig h = loader(0, 8, 2);
+  h.sample_bytes = 100e6;  // 32 x 100 MB = 3.2 GB per GPU per step
+  const double pcie = c.node.pcie_bandwidth_Bps;
+  // Pinned: the copy overlaps the step; two GPUs share the uplink, so it runs at pcie / 2, not 85 %.
+  const double pinned_copy_s = 32 * 100e6 / (pcie / 2);
+  EXPECT_NEAR(simulate_host_pipeline(h, c, 32, 0.01).step_s, pinned_copy_s, 1e-9);
+  EXPECT_NEAR(simulate_host_pipeline(h, c, 32, 1.0).step_s, 1.0, 1e-9);
+  // Pageable: staged at 50 % of the link (the uplink's half share), on the GPU's stream.
+  h.pinned = false;
+  const double pageable_copy_s = 32 * 100e6 / (pcie * kPageableCopyEfficiency);
+  EXPECT_NEAR(simulate_host_pipeline(h, c, 32, 1.0).step_s, 1.0 + pageable_copy_s, 1e-9);
+  EXPECT_NEAR(host_times(h, c, 32).blocking_s, pageable_copy_s, 1e-12);
+}
+
+TEST(HostPipeline, Deterministic) {
+  const auto c = story_cluster();
+  HostConfig h = loader(0.013, 3, 1);
+  h.storage_bytes_per_sample = 3e6;
+  h.sample_bytes = 5e6;
+  h.pinned = false;
+  const double a = simulate_host_pipeline(h, c, 29, 0.07).step_s;
+  EXPECT_EQ(a, simulate_host_pipeline(h, c, 29, 0.07).step_s);
 }
