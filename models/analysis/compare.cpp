@@ -119,8 +119,7 @@ nlohmann::json comparison_json(const Comparison& c) {
     nlohmann::json j = run_json(v.result);
     j["set"] = set;
     j["speedup"] = v.speedup;
-    // No data-wait, checkpoint or failure model yet: goodput moves with throughput.
-    j["goodput_speedup"] = v.speedup;
+    j["goodput_speedup"] = v.result.goodput_tokens_per_s / c.baseline.goodput_tokens_per_s;
     j["reason"] = v.reason;
     variants.push_back(j);
   }

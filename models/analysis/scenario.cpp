@@ -10,7 +10,7 @@ namespace stacksim::analysis {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"name", "description", "hardware", "cluster", "model",
-                                           "parallelism", "collective", "host"};
+                                           "parallelism", "collective", "host", "checkpoint", "failures"};
 
 coll::CollectiveOp parse_op(const config::Node& n) {
   const std::string s = n.as_string();
@@ -132,6 +132,8 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
   t.gpu = gpu_name;
   t.model = workload::parse_model(top["model"], base_dir);
   t.host = parse_host(top["host"]);
+  t.checkpoint = parse_checkpoint(top["checkpoint"], cc.node);
+  t.failures = parse_failures(top["failures"], t.checkpoint);
   // recompute: auto is resolved at run time (the least recomputation that fits in memory). The
   // tree is edited in place so that every other key keeps its line for error messages.
   YAML::Node plan_yaml = root["parallelism"];

@@ -17,6 +17,7 @@
 #include "models/workload/model_config.hpp"
 #include "models/workload/parallel_plan.hpp"
 #include "models/analysis/host.hpp"
+#include "models/analysis/resilience.hpp"
 #include "topologies/builders.hpp"
 
 namespace stacksim::analysis {
@@ -38,6 +39,8 @@ struct TrainingSetup {
   bool recompute_auto = false;      // choose the least recomputation that fits in memory
   ResourceScales scales;
   HostConfig host;                  // data loader and storage (host: section)
+  CheckpointConfig checkpoint;      // checkpoint: section
+  FailureConfig failures;           // failures: section
   std::vector<std::string> notes;   // defaults applied
 };
 

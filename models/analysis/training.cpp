@@ -27,7 +27,17 @@ std::string label(const std::string& category) {
   if (category == "dp_comm") return "exposed data-parallel communication";
   if (category == "pipeline_bubble") return "pipeline bubble";
   if (category == "data_wait") return "waiting for the data loader";
+  if (category == "checkpoint") return "checkpoint stalls";
   return "idle";
+}
+
+// Weights (2 B) and optimizer state (12 B) per parameter, each unique shard written once (as
+// distributed checkpointing does): the GPU's shard of a fully sharded optimizer, x 14/12.
+double checkpoint_bytes_per_gpu(const TrainingSetup& setup, const workload::ParallelPlan& plan) {
+  if (setup.checkpoint.bytes > 0) return setup.checkpoint.bytes / plan.num_gpus();
+  workload::ParallelPlan sharded = plan;
+  sharded.zero = std::max(plan.zero, 1);
+  return workload::memory_per_gpu(setup.model, sharded).optimizer_bytes * 14.0 / 12.0;
 }
 
 }  // namespace
@@ -77,15 +87,27 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   if (host.storage_read_Bps > 0) host.storage_read_Bps *= setup.scales.storage;
   topo::ClusterConfig host_cluster = cc;
   host_cluster.node.storage_read_Bps *= setup.scales.storage;
+  host_cluster.node.storage_write_Bps *= setup.scales.storage;
   const HostPipelineResult hp = simulate_host_pipeline(host, host_cluster, static_cast<double>(plan.global_batch) / plan.dp,
                                                         rr.step_time_s);
   std::vector<double> breakdown_s = rr.breakdown_s;
   breakdown_s[workload::kCatDataWait] += hp.data_wait_s;
-  const double step = rr.step_time_s + hp.data_wait_s;
+  // Checkpoints stall the step (amortised over their interval); failures cost goodput.
+  CheckpointConfig checkpoint = setup.checkpoint;
+  checkpoint.write_Bps_per_node *= setup.scales.storage;
+  checkpoint.aggregate_write_Bps *= setup.scales.storage;
+  const CheckpointTimes ck = checkpoint_times(checkpoint, host_cluster,
+                                              checkpoint_bytes_per_gpu(setup, plan), hp.step_s);
+  breakdown_s[workload::kCatCheckpoint] += ck.per_step_s;
+  const double step = hp.step_s + ck.per_step_s;
+  r.checkpoint_s = ck.per_step_s;
+  r.failure_loss_fraction =
+      failure_loss_fraction(setup.failures, cc, setup.checkpoint.every_steps * step);
   r.step_time_s = step;
   r.tokens_per_step = static_cast<double>(plan.global_batch) * setup.model.seq_len;
   r.tokens_per_s = r.tokens_per_step / r.step_time_s;
   r.tokens_per_s_per_gpu = r.tokens_per_s / r.num_gpus;
+  r.goodput_tokens_per_s = r.tokens_per_s * (1 - r.failure_loss_fraction);
   r.model_flops_per_step = workload::model_flops_per_step(setup.model, plan);
   r.hardware_flops_per_step = workload::hardware_flops_per_step(setup.model, plan);
   r.model_tflops_per_gpu = r.model_flops_per_step / r.step_time_s / r.num_gpus / 1e12;
@@ -123,6 +145,9 @@ nlohmann::json training_json(const Scenario& s, const TrainingResult& r) {
       {"tokens_per_step", r.tokens_per_step},
       {"tokens_per_s", r.tokens_per_s},
       {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+      {"goodput_tokens_per_s", r.goodput_tokens_per_s},
+      {"checkpoint_s", r.checkpoint_s},
+      {"failure_loss_fraction", r.failure_loss_fraction},
       {"tflops_per_gpu", r.model_tflops_per_gpu},
       {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
       {"sc21_tflops_per_gpu", r.sc21_tflops_per_gpu},
@@ -156,6 +181,11 @@ void print_training(const Scenario& s, const TrainingResult& r, bool verbose, st
   out << line;
   std::snprintf(line, sizeof line, "step time        %s\n", sim::format_seconds(r.step_time_s).c_str()); out << line;
   std::snprintf(line, sizeof line, "tokens/s         %.4g (%.4g per GPU)\n", r.tokens_per_s, r.tokens_per_s_per_gpu); out << line;
+  if (s.training.checkpoint.enabled || s.training.failures.enabled) {
+    std::snprintf(line, sizeof line, "goodput tokens/s %.4g (checkpoints %s per step, %.2f%% lost to failures)\n",
+                  r.goodput_tokens_per_s, sim::format_seconds(r.checkpoint_s).c_str(), 100 * r.failure_loss_fraction);
+    out << line;
+  }
   std::snprintf(line, sizeof line, "TFLOP/s per GPU  %.1f model, %.1f with recompute (peak %.0f)\n", r.model_tflops_per_gpu,
                 r.hardware_tflops_per_gpu, r.peak_tflops); out << line;
   std::snprintf(line, sizeof line, "MFU              %.1f%%\n", 100 * r.mfu); out << line;

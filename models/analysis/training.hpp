@@ -40,6 +40,10 @@ struct TrainingResult {
   std::string oom_detail;
   std::string recompute;               // the recomputation simulated
   std::vector<std::pair<std::string, double>> breakdown;  // seconds, sums to step_time_s
+  double checkpoint_s = 0;             // amortised checkpoint stall per step (in step_time_s)
+  double failure_loss_fraction = 0;    // wall time lost to restarts and recomputed work
+  double goodput_tokens_per_s = 0;     // tokens_per_s after failures (data waits and checkpoints
+                                       // are already in the step)
   std::string bottleneck;
   int critical_stage = 0;
   size_t tasks = 0;

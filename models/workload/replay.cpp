@@ -15,7 +15,7 @@ namespace {
 
 const std::vector<std::string> kCategoryNames = {
     "gemm", "attention", "elementwise", "optimizer", "tp_comm", "cp_comm", "ep_comm",
-    "pp_comm", "dp_comm", "pipeline_bubble", "data_wait", "idle"};
+    "pp_comm", "dp_comm", "pipeline_bubble", "data_wait", "checkpoint", "idle"};
 
 uint16_t comm_category(Group g) {
   switch (g) {

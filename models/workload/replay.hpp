@@ -31,7 +31,7 @@ namespace stacksim::workload {
 enum Category : uint16_t {
   kCatGemm, kCatAttention, kCatElementwise, kCatOptimizer,
   kCatTpComm, kCatCpComm, kCatEpComm, kCatPpComm, kCatDpComm,
-  kCatPipelineBubble, kCatDataWait, kCatIdle, kNumCategories
+  kCatPipelineBubble, kCatDataWait, kCatCheckpoint, kCatIdle, kNumCategories
 };
 const char* category_name(uint16_t c);
 const std::vector<std::string>& category_names();

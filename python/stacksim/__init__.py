@@ -125,8 +125,8 @@ def _row(base: "Scenario", point: Dict[str, Any]) -> Dict[str, Any]:
         for k, v in point.items():
             s.set(k, v)
         r = s.run().to_dict()
-        for key in ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu",
-                    "memory_per_gpu_bytes", "oom", "bottleneck"):
+        for key in ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "goodput_tokens_per_s",
+                    "tflops_per_gpu", "mfu", "memory_per_gpu_bytes", "oom", "bottleneck"):
             row[key] = r.get(key)
         for k, v in r.get("breakdown", {}).items():
             row["breakdown." + k] = v

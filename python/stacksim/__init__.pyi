@@ -8,6 +8,9 @@ class Result:
     step_time_s: float
     tokens_per_s: float
     tokens_per_s_per_gpu: float
+    goodput_tokens_per_s: float
+    checkpoint_s: float
+    failure_loss_fraction: float
     tflops_per_gpu: float
     hardware_tflops_per_gpu: float
     mfu: float
