@@ -20,7 +20,8 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
 // published throughput/FLOP-rate metric computed the source's way.
 void predict_training_case(const YAML::Node& c, CaseOutcome& out);
 
-// The data-loader cases (a CPU-bound loader feeding a GPU step).
-void predict_dataloader_case(const YAML::Node& c, CaseOutcome& out);
+// The data-loader cases (a CPU-bound loader feeding a GPU step; docs/validation.md). `all` is the
+// whole case file: the loader's CPU cost per sample is measured in a sibling run of the same job.
+void predict_dataloader_case(const YAML::Node& c, const std::vector<YAML::Node>& all, CaseOutcome& out);
 
 }  // namespace stacksim::analysis

@@ -39,9 +39,10 @@ struct Stats {
 std::vector<CaseOutcome> validate_file(const std::string& cases_path, const ValidationFilter& filter) {
   const config::Node cases = config::load_validation_cases(cases_path);
 
-  std::vector<YAML::Node> selected;
+  std::vector<YAML::Node> selected, all;
   for (size_t i = 0; i < cases.size(); ++i) {
     const YAML::Node c = cases.at(i).yaml();
+    all.push_back(c);
     const std::string kind = c["kind"] ? c["kind"].as<std::string>() : "";
     const std::string source = c["source"] && c["source"]["key"] ? c["source"]["key"].as<std::string>() : "";
     const std::string id = c["id"] ? c["id"].as<std::string>() : "";
@@ -69,7 +70,7 @@ std::vector<CaseOutcome> validate_file(const std::string& cases_path, const Vali
         o.metric = r.metric; o.predicted = r.predicted; o.measured = r.measured; o.error = r.error;
         o.defaults = r.defaults;
       } else if (o.kind == "dataloader") {
-        predict_dataloader_case(c, o);
+        predict_dataloader_case(c, all, o);
       } else {
         o.error = "unknown case kind '" + o.kind + "'";
       }

@@ -125,10 +125,12 @@ NodeSpec parse_node(const config::Node& n) {
 
   const config::Node cpu = n["cpu"];
   cpu.require_map();
-  cpu.check_keys({"sockets", "cores_per_socket", "model", "inter_socket_bandwidth", "inter_socket_latency"});
+  cpu.check_keys({"sockets", "cores_per_socket", "threads_per_core", "model", "inter_socket_bandwidth",
+                  "inter_socket_latency"});
   s.cpu_sockets = positive_int(cpu, "sockets", cpu.required_int("sockets"));
   s.cores_per_socket = positive_int(cpu, "cores_per_socket", cpu.required_int("cores_per_socket"));
   s.cpu_model = cpu.string_or("model", "");
+  s.threads_per_core = positive_int(cpu, "threads_per_core", cpu.optional_int("threads_per_core").value_or(1));
   if (s.cpu_sockets > 1) {
     s.inter_socket_Bps = cpu.positive("inter_socket_bandwidth",
                                       cpu.required_quantity("inter_socket_bandwidth", Dimension::Bandwidth));

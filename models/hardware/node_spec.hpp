@@ -24,7 +24,8 @@
 //     gpus_per_switch: 2           # GPUs behind one PCIe switch
 //     switches_per_socket: 2       # PCIe switches under each CPU socket
 //   cpu: {sockets: 2, cores_per_socket: 56, model: ..., inter_socket_bandwidth: 120 GB/s,
-//         inter_socket_latency: 0.1 us}        # inter_socket_latency optional
+//         inter_socket_latency: 0.1 us,        # optional
+//         threads_per_core: 2}                 # optional SMT, default 1
 //   host_memory: 2 TB
 //   nics: {count: 8, model: cx7-ndr400}        # compute NICs; model = NIC catalogue name
 //   storage: {local_read_bandwidth: 25 GB/s, local_write_bandwidth: 12 GB/s, latency: 10 us}
@@ -69,6 +70,7 @@ struct NodeSpec {
   int pcie_switches_per_socket = 2;
   int cpu_sockets = 2;
   int cores_per_socket = 64;
+  int threads_per_core = 1;             // SMT: logical CPUs per core (what CPU-usage figures count)
   std::string cpu_model;
   double inter_socket_Bps = 0;          // per direction
   double inter_socket_latency_s = 0;
