@@ -89,7 +89,7 @@ int tiers_needed(int leaves, int radix) {
 
 ClusterConfig parse_cluster_config(const config::Node& n, const hw::NodeCatalog& catalog) {
   n.require_map();
-  n.check_keys({"node", "nodes", "gpu", "gpus_per_node", "nics_per_node", "nic", "fabric"});
+  n.check_keys({"node", "nodes", "gpu", "gpus_per_node", "nics_per_node", "nic", "fabric", "gpudirect_rdma"});
   ClusterConfig c;
   try {
     c.node = catalog.node(n.required_string("node"));
@@ -111,6 +111,7 @@ ClusterConfig parse_cluster_config(const config::Node& n, const hw::NodeCatalog&
     if (k < 0 || k > 1024) n.fail("nics_per_node", "must be between 0 and 1024", "use e.g. 8 (one per GPU)");
     c.node.nics = static_cast<int>(k);
   }
+  c.gpudirect_rdma = n.bool_or("gpudirect_rdma", true);
   const std::string nic_name = n.string_or("nic", c.node.nic);
   try {
     c.nic = catalog.nic(nic_name);
@@ -210,7 +211,10 @@ NodeDevices build_node(Cluster& c, const ClusterConfig& cfg, int node) {
     c.add_duplex(nic, pcie_switches[static_cast<long long>(k) * switches / s.nics], pcie);
   }
   if (!out.nics.empty()) {
-    for (int i = 0; i < gpus; ++i) c.set_gateway(out.gpus[i], out.nics[static_cast<long long>(i) * s.nics / gpus]);
+    for (int i = 0; i < gpus; ++i) {
+      c.set_gateway(out.gpus[i], out.nics[static_cast<long long>(i) * s.nics / gpus]);
+      if (!cfg.gpudirect_rdma) c.set_staging(out.gpus[i], cpus[socket_of_switch[i / per_switch]]);
+    }
     // A CPU leaves the node through the first NIC under its own socket, else NIC 0.
     for (int k = 0; k < s.cpu_sockets; ++k) {
       DeviceId gw = out.nics[0];

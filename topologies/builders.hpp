@@ -7,6 +7,8 @@
 //     gpus_per_node: 8          # optional override
 //     nics_per_node: 8          # optional override
 //     nic: cx7-ndr400           # optional override (models/hardware/nics/<name>.yaml)
+//     gpudirect_rdma: true      # false: GPU <-> NIC traffic is staged through host memory (the
+//                               # GPU's CPU socket), crossing its PCIe switch uplink both ways
 //     fabric:
 //       topology: fat_tree      # fat_tree | rail_optimized | single_switch
 //       tiers: 2                # 2 (leaf/spine) or 3 (leaf/spine/core in pods); default: the
@@ -54,6 +56,7 @@ struct ClusterConfig {
   std::string gpu;     // GPU catalogue name
   int nodes = 1;
   FabricConfig fabric;
+  bool gpudirect_rdma = true;  // false: inter-node traffic is staged through host memory
   int num_gpus() const { return nodes * node.gpus_per_node; }
   int num_nics() const { return nodes * node.nics; }
 };

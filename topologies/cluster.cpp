@@ -4,7 +4,8 @@
 //  - inside one node: shortest path by BFS over the node's own devices (a few dozen); among the
 //    next hops on a shortest path the widest links win (NVLink over PCIe), ECMP spreads over
 //    equally wide ones;
-//  - between nodes: source -> its gateway NIC (GPU i -> rail NIC) inside the source node, then
+//  - between nodes: source -> its gateway NIC (GPU i -> rail NIC) inside the source node (through
+//    its CPU socket's host memory when the cluster has no GPUDirect RDMA), then
 //    up*/down* through the switch tiers (Schroeder et al. 1991, "Autonet", the rule InfiniBand
 //    subnet managers use on fat trees): climb until a switch whose subtree holds the destination
 //    NIC's leaf, preferring up-links to such switches, then descend; then the destination node's
@@ -86,6 +87,7 @@ struct Cluster::RouteCache {
   std::vector<std::vector<DeviceId>> node_devices;               // by node, ascending id
   std::vector<uint32_t> local_pos;                               // position in node_devices[node]
   std::vector<DeviceId> gateway;                                 // kNone if none; a NIC is its own
+  std::vector<DeviceId> staging;                                 // kNone: GPUDirect RDMA (or not a GPU)
   std::vector<int32_t> leaf;                                     // dense leaf index or -1
   std::vector<int32_t> reach_row;                                // network switches: row in reach
   size_t words = 0;                                              // 64-bit words per reach row
@@ -170,6 +172,7 @@ Cluster::RouteCache& Cluster::index() const {
     fill_csr(n, dst, c.in_begin, c.in_list);
     c.local_pos.assign(n, 0);
     c.gateway.assign(n, kNone);
+    c.staging.assign(n, kNone);
     c.leaf.assign(n, -1);
     c.reach_row.assign(n, -1);
     for (DeviceId d = 0; d < n; ++d) {
@@ -183,6 +186,7 @@ Cluster::RouteCache& Cluster::index() const {
       if (dev.kind == DeviceKind::Nic) c.gateway[d] = d;
     }
     for (const auto& [d, nic] : gateway_) c.gateway[d] = nic;
+    for (const auto& [d, cpu] : staging_) c.staging[d] = cpu;
     // Leaves: switches with a NIC port. Reach rows: leaves below each switch, by tier upwards.
     std::vector<DeviceId> switches;
     int leaves = 0;
@@ -347,6 +351,13 @@ bool Cluster::route_in_fabric(DeviceId from, DeviceId to, uint64_t key, std::vec
   return true;
 }
 
+// One end of an inter-node route inside its node, through `via` (host memory) unless it is kNone.
+bool Cluster::route_to_gateway(DeviceId src, DeviceId dst, DeviceId via, uint64_t key, std::vector<LinkId>& out) const {
+  if (src == dst) return true;
+  if (via == kNone) return route_in_node(src, dst, key, out);
+  return route_in_node(src, via, key, out) && route_in_node(via, dst, key, out);
+}
+
 Route Cluster::route(DeviceId src, DeviceId dst, uint64_t ecmp_key) const {
   if (src >= num_devices() || dst >= num_devices()) throw std::out_of_range("route: unknown device");
   Route r;
@@ -366,8 +377,8 @@ Route Cluster::route(DeviceId src, DeviceId dst, uint64_t ecmp_key) const {
     ok = route_in_node(src, dst, key, r.links);
   } else if (s.node >= 0 && d.node >= 0 && c.gateway[src] != kNone && c.gateway[dst] != kNone) {
     const DeviceId gs = c.gateway[src], gd = c.gateway[dst];
-    ok = (src == gs || route_in_node(src, gs, key, r.links)) && route_in_fabric(gs, gd, key, r.links) &&
-         (gd == dst || route_in_node(gd, dst, key, r.links));
+    ok = route_to_gateway(src, gs, c.staging[src], key, r.links) && route_in_fabric(gs, gd, key, r.links) &&
+         route_to_gateway(gd, dst, c.staging[dst], key, r.links);
   }
   if (!ok) {
     r.links.clear();

@@ -88,6 +88,9 @@ class Cluster {
   void set_shape(int num_nodes, int gpus_per_node) { num_nodes_ = num_nodes; gpus_per_node_ = gpus_per_node; }
   // The NIC through which a device of a node reaches other nodes (GPU i -> rail NIC).
   void set_gateway(DeviceId device, DeviceId nic) { gateway_[device] = nic; }
+  // Without GPUDirect RDMA a GPU's traffic to other nodes is staged in host memory: it goes
+  // GPU -> `cpu` (its socket) -> gateway NIC, crossing the PCIe switch uplink both ways.
+  void set_staging(DeviceId gpu, DeviceId cpu) { staging_[gpu] = cpu; }
 
  private:
   Graph g_;
@@ -96,6 +99,7 @@ class Cluster {
   int num_nodes_ = 0;
   int gpus_per_node_ = 0;
   std::map<DeviceId, DeviceId> gateway_;
+  std::map<DeviceId, DeviceId> staging_;
   struct RouteCache;
   mutable std::shared_ptr<RouteCache> cache_;
 
@@ -104,6 +108,7 @@ class Cluster {
   RouteCache& index() const;
   void invalidate();
   bool route_in_node(DeviceId src, DeviceId dst, uint64_t key, std::vector<LinkId>& out) const;
+  bool route_to_gateway(DeviceId src, DeviceId dst, DeviceId via, uint64_t key, std::vector<LinkId>& out) const;
   bool route_in_fabric(DeviceId from_nic, DeviceId to_nic, uint64_t key, std::vector<LinkId>& out) const;
   bool route_by_bfs(DeviceId src, DeviceId dst, uint64_t key, std::vector<LinkId>& out) const;
   template <typename DistOf>

@@ -159,3 +159,11 @@ TEST(DataLoaderCases, PredictedFromTheSiblingRunsCpuCostWithTheLoaderAsBottlenec
     EXPECT_LT(std::abs(o.error_pct), 17.0) << o.id;
   }
 }
+
+TEST(GpuDirectRdma, StagingThroughHostMemorySlowsInterNodeCollectives) {
+  const std::string path = std::string(STACKSIM_SOURCE_DIR) + "/scenarios/allreduce-2x-dgx-a100.yaml";
+  const auto gdr = run_collective_benchmark(load_scenario(path, {}).bench);
+  const auto staged = run_collective_benchmark(load_scenario(path, {"cluster.gpudirect_rdma=false"}).bench);
+  // Two GPUs and two NICs share each PCIe switch's x16 uplink, which staged traffic crosses.
+  EXPECT_LT(staged.back().busbw_GBps, 0.5 * gdr.back().busbw_GBps);
+}

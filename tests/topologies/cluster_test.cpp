@@ -351,3 +351,22 @@ TEST(Cluster, ConcurrentRoutingGivesTheSerialAnswer) {
   for (int t = 0; t < 4; ++t)
     for (int i = 0; i < 128; ++i) EXPECT_EQ(got[t * 128 + i], serial.gpu_route(i, (i * 37 + t) % 128, t).links);
 }
+
+TEST(Cluster, WithoutGpuDirectRdmaInterNodeRoutesAreStagedThroughTheGpusCpuSocket) {
+  auto cpus_on = [](const Cluster& c, const Route& r) {
+    int n = 0;
+    for (LinkId l : r.links) n += c.device(c.link_target(l)).kind == DeviceKind::Cpu;
+    return n;
+  };
+  const Cluster gdr = build("node: dgx-h100\nnodes: 2\n");
+  const Cluster staged = build("node: dgx-h100\nnodes: 2\ngpudirect_rdma: false\n");
+  const int peer = 8 + 3;  // GPU 3 of node 1
+  EXPECT_EQ(cpus_on(gdr, gdr.gpu_route(3, peer)), 0);
+  // Up to the sending GPU's socket and back down to its NIC; the same on the receiving side.
+  const Route r = staged.gpu_route(3, peer);
+  EXPECT_EQ(cpus_on(staged, r), 2);
+  EXPECT_EQ(r.links.size(), gdr.gpu_route(3, peer).links.size() + 4);
+  EXPECT_EQ(staged.device(staged.link_target(r.links[1])).name, "node0.cpu0");
+  // Inside a node nothing changes.
+  EXPECT_EQ(staged.gpu_route(0, 5).links, gdr.gpu_route(0, 5).links);
+}
