@@ -73,12 +73,14 @@ class Pipeline {
     engine_.on_completion([this](sim::ActivityId, uint64_t tag) { done(tag); });
   }
 
-  double run() {
+  // The steady-state step period; exactly the GPU step when the GPU never waits.
+  double run(double gpu_step_s) {
     for (int g = 0; g < static_cast<int>(gpus_.size()); ++g) feed_workers(g);
     engine_.run();
     // Every GPU of the node runs the same pipeline; GPU 0's last steps give the period.
     const auto& end = gpus_[0].step_end;
-    return (end[kSteps - 1] - end[kSteps - 1 - kMeasured]).seconds() / kMeasured;
+    const sim::Time span = end[kSteps - 1] - end[kSteps - 1 - kMeasured];
+    return span == gpu_step_ * kMeasured ? gpu_step_s : span.seconds() / kMeasured;
   }
 
  private:
@@ -115,8 +117,8 @@ class Pipeline {
         if (best.links.empty() || r.links.size() < best.links.size()) best = std::move(r);
       }
       for (topo::LinkId l : best.links) gpu.pcie.push_back({link_res[l], 1.0});
-      copy_Bps_ = c.node.pcie_bandwidth_Bps * (h_.pinned ? kPinnedCopyEfficiency : kPageableCopyEfficiency);
     }
+    copy_Bps_ = c.node.pcie_bandwidth_Bps * (h_.pinned ? kPinnedCopyEfficiency : kPageableCopyEfficiency);
   }
 
   int samples_in_item(int item) const {
@@ -229,7 +231,7 @@ HostPipelineResult simulate_host_pipeline(const HostConfig& h, const topo::Clust
   if (!h.enabled) return r;
   const int samples = std::max(1, static_cast<int>(std::llround(samples_per_gpu)));
   Pipeline p(h, c, samples, gpu_step_s);
-  r.step_s = p.run();
+  r.step_s = p.run(gpu_step_s);
   r.data_wait_s = std::max(0.0, r.step_s - gpu_step_s);
   return r;
 }

@@ -83,6 +83,7 @@ TEST(HostPipeline, EngineEqualsTheClosedFormForALoaderWithPrefetch) {
       const HostPipelineResult r = simulate_host_pipeline(h, c, 32, gpu_s);
       EXPECT_NEAR(r.step_s, closed, 1e-9) << workers << " workers, GPU step " << gpu_s;
       EXPECT_NEAR(r.data_wait_s, closed - gpu_s, 1e-9);
+      if (closed == gpu_s) EXPECT_EQ(r.data_wait_s, 0.0);  // no sub-picosecond residue
     }
   }
 }
