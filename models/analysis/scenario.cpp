@@ -10,7 +10,7 @@ namespace stacksim::analysis {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"name", "description", "hardware", "cluster", "model",
-                                           "parallelism", "collective", "host"};
+                                           "parallelism", "collective", "host", "prices"};
 
 coll::CollectiveOp parse_op(const config::Node& n) {
   const std::string s = n.as_string();
@@ -132,6 +132,7 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
   t.gpu = gpu_name;
   t.model = workload::parse_model(top["model"], base_dir);
   t.host = parse_host(top["host"]);
+  t.prices = parse_prices(top["prices"]);
   // recompute: auto is resolved at run time (the least recomputation that fits in memory). The
   // tree is edited in place so that every other key keeps its line for error messages.
   YAML::Node plan_yaml = root["parallelism"];
@@ -151,7 +152,11 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   YAML::Node root = file.yaml();
   for (const auto& o : overrides) config::apply_override(root, o, "--set " + o);
   const std::string base = std::filesystem::path(path).parent_path().string();
-  return scenario_from_yaml(root, path, base.empty() ? "." : base);
+  try {
+    return scenario_from_yaml(root, path, base.empty() ? "." : base);
+  } catch (const config::InputError& e) {
+    config::rethrow_for_overrides(e, overrides, "--set");
+  }
 }
 
 }  // namespace stacksim::analysis

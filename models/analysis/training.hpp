@@ -39,6 +39,8 @@ struct TrainingResult {
   bool oom = false;
   std::string oom_detail;
   std::string recompute;               // the recomputation simulated
+  double usd_per_hour = 0;             // the whole cluster at the scenario's prices; 0 without prices
+  double usd_per_million_tokens = 0;
   std::vector<std::pair<std::string, double>> breakdown;  // seconds, sums to step_time_s
   std::string bottleneck;
   int critical_stage = 0;
@@ -47,6 +49,9 @@ struct TrainingResult {
   double wall_s = 0;
   std::vector<std::string> notes;
 };
+
+// Plain words for a breakdown category ("gemm" -> "GEMM compute"), as in the bottleneck verdict.
+std::string category_label(const std::string& category);
 
 TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& options);
 
