@@ -229,9 +229,10 @@ void rethrow_for_overrides(const InputError& e, const std::vector<std::string>& 
   for (auto it = assignments.rbegin(); it != assignments.rend(); ++it) {
     const std::string key = key_of(*it);
     if (e.key().empty() || !(within(e.key(), key) || within(key, e.key()))) continue;
+    // A misspelled part of the override's own path: respell the whole override.
     std::string fix = e.fix();
-    if (!e.suggestion().empty() && e.key() == key)
-      fix = "did you mean " + flag + " " + e.suggestion() + it->substr(key.size()) + "?";
+    if (!e.suggestion().empty() && within(key, e.key()))
+      fix = "did you mean " + flag + " " + e.suggestion() + it->substr(e.key().size()) + "?";
     throw InputError(flag + " " + *it, 0, e.key(), e.reason(), fix, e.suggestion());
   }
   throw e;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 namespace stacksim::analysis {
@@ -166,6 +167,15 @@ Comparison compare(const std::string& path, const std::vector<std::string>& base
   return c;
 }
 
+// An override's value as JSON: numbers and booleans typed (as the scenario reads them), else text.
+nlohmann::json typed_value(const std::string& text) {
+  if (text == "true" || text == "false") return text == "true";
+  char* end = nullptr;
+  const double x = std::strtod(text.c_str(), &end);
+  if (!text.empty() && end == text.c_str() + text.size() && std::isfinite(x)) return x;
+  return text;
+}
+
 double cost_change_pct(const TrainingResult& base, const TrainingResult& var) {
   return 100 * (var.usd_per_million_tokens / base.usd_per_million_tokens - 1);
 }
@@ -190,7 +200,7 @@ nlohmann::json comparison_json(const Comparison& c) {
     nlohmann::json set = nlohmann::json::object();
     for (const auto& s : v.sets) {
       const auto eq = s.find('=');
-      set[s.substr(0, eq)] = s.substr(eq + 1);
+      set[s.substr(0, eq)] = typed_value(s.substr(eq + 1));
     }
     nlohmann::json j = run_json(v.result);
     j["set"] = set;
