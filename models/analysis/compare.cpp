@@ -167,14 +167,19 @@ Comparison compare(const std::string& path, const std::vector<std::string>& base
   return c;
 }
 
+namespace {
+
 // An override's value as JSON: numbers and booleans typed (as the scenario reads them), else text.
 nlohmann::json typed_value(const std::string& text) {
   if (text == "true" || text == "false") return text == "true";
   char* end = nullptr;
   const double x = std::strtod(text.c_str(), &end);
-  if (!text.empty() && end == text.c_str() + text.size() && std::isfinite(x)) return x;
-  return text;
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(x)) return text;
+  if (x == std::floor(x) && std::abs(x) < 9.0e15) return static_cast<long long>(x);
+  return x;
 }
+
+}  // namespace
 
 double cost_change_pct(const TrainingResult& base, const TrainingResult& var) {
   return 100 * (var.usd_per_million_tokens / base.usd_per_million_tokens - 1);
