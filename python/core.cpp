@@ -19,13 +19,7 @@ std::string run_yaml(const std::string& text, const std::string& origin, const s
                      const std::string& base_dir, const std::string& trace) {
   YAML::Node root = config::Node::load_string(text, origin).yaml();
   for (const auto& s : sets) config::apply_override(root, s, "set(" + s + ")");
-  const analysis::Scenario s = [&] {
-    try {
-      return analysis::scenario_from_yaml(root, origin, base_dir);
-    } catch (const config::InputError& e) {
-      config::rethrow_for_overrides(e, sets, "set");
-    }
-  }();
+  const analysis::Scenario s = analysis::scenario_from_yaml(root, origin, base_dir);
   if (s.kind == analysis::WorkloadKind::CollectiveBenchmark)
     return analysis::collective_table_json(s, analysis::run_collective_benchmark(s.bench)).dump();
   analysis::RunOptions o;
