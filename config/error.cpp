@@ -17,10 +17,10 @@ std::string compose(const std::string& file, int line, const std::string& key,
 }  // namespace
 
 InputError::InputError(std::string file, int line, std::string key, std::string reason,
-                       std::string fix)
+                       std::string fix, std::string suggestion)
     : std::runtime_error(compose(file, line, key, reason, fix)),
       file_(std::move(file)), key_(std::move(key)), reason_(std::move(reason)),
-      fix_(std::move(fix)), line_(line) {}
+      fix_(std::move(fix)), suggestion_(std::move(suggestion)), line_(line) {}
 
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);

@@ -9,15 +9,18 @@ namespace stacksim::config {
 
 class InputError : public std::runtime_error {
  public:
-  InputError(std::string file, int line, std::string key, std::string reason, std::string fix);
+  // `suggestion`: the full dotted key the user probably meant (unknown keys), or "".
+  InputError(std::string file, int line, std::string key, std::string reason, std::string fix,
+             std::string suggestion = "");
   const std::string& file() const { return file_; }
   int line() const { return line_; }  // 1-based; 0 when unknown
   const std::string& key() const { return key_; }
   const std::string& reason() const { return reason_; }
   const std::string& fix() const { return fix_; }
+  const std::string& suggestion() const { return suggestion_; }
 
  private:
-  std::string file_, key_, reason_, fix_;
+  std::string file_, key_, reason_, fix_, suggestion_;
   int line_;
 };
 

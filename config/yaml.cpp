@@ -78,7 +78,8 @@ void Node::check_keys(const std::vector<std::string>& allowed) const {
     const int ln = kv.first.Mark().is_null() ? line() : kv.first.Mark().line + 1;
     throw InputError(file_, ln, child_path(k), "unknown key",
                      near.empty() ? "valid keys here: " + valid
-                                  : "did you mean '" + near + "'? (valid keys here: " + valid + ")");
+                                  : "did you mean '" + near + "'? (valid keys here: " + valid + ")",
+                     near.empty() ? "" : child_path(near));
   }
 }
 
@@ -183,6 +184,9 @@ void apply_override(YAML::Node& root, const std::string& assignment, const std::
                      "write e.g. --set hardware.gpu=H200-SXM-141GB");
   const std::string key = assignment.substr(0, eq);
   const std::string value = assignment.substr(eq + 1);
+  // An empty value would parse as null, which reads as "key absent": a silent default.
+  if (value.find_first_not_of(" \t") == std::string::npos)
+    throw InputError(origin, 0, key, "the override has no value", "write " + key + "=VALUE");
   std::vector<std::string> parts;
   std::stringstream ss(key);
   for (std::string p; std::getline(ss, p, '.');) {
@@ -207,6 +211,31 @@ void apply_override(YAML::Node& root, const std::string& assignment, const std::
   }
   YAML::Node last = chain.back();
   last[parts.back()] = value_node;
+}
+
+namespace {
+
+std::string key_of(const std::string& assignment) { return assignment.substr(0, assignment.find('=')); }
+
+bool within(const std::string& key, const std::string& prefix) {
+  return key == prefix || (key.size() > prefix.size() && key.rfind(prefix + ".", 0) == 0);
+}
+
+}  // namespace
+
+void rethrow_for_overrides(const InputError& e, const std::vector<std::string>& assignments,
+                           const std::string& flag) {
+  // The last override of a key wins in the tree, so it is the one to blame.
+  for (auto it = assignments.rbegin(); it != assignments.rend(); ++it) {
+    const std::string key = key_of(*it);
+    if (e.key().empty() || !(within(e.key(), key) || within(key, e.key()))) continue;
+    // A misspelled part of the override's own path: respell the whole override.
+    std::string fix = e.fix();
+    if (!e.suggestion().empty() && within(key, e.key()))
+      fix = "did you mean " + flag + " " + e.suggestion() + it->substr(e.key().size()) + "?";
+    throw InputError(flag + " " + *it, 0, e.key(), e.reason(), fix, e.suggestion());
+  }
+  throw e;
 }
 
 }  // namespace stacksim::config

@@ -75,4 +75,11 @@ class Node {
 // strings, lists). Intermediate maps are created; an unknown key is caught later by check_keys.
 void apply_override(YAML::Node& root, const std::string& assignment, const std::string& origin);
 
+// Re-raises `e` as an error of the override that wrote its key (or a map above or below it): the
+// key has no line in the file, and an unknown key's suggestion is spelled as the whole corrected
+// override ("did you mean --set parallelism.tp=4?"). Errors about the file's own keys pass
+// unchanged. `flag` names the option in messages ("--set").
+[[noreturn]] void rethrow_for_overrides(const InputError& e, const std::vector<std::string>& assignments,
+                                        const std::string& flag);
+
 }  // namespace stacksim::config

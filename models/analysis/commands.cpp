@@ -186,7 +186,10 @@ const char* kCompareHelp =
     "  variant, each --variant another. Prints the step time, throughput and breakdown side by side,\n"
     "  the shift of the bottleneck and the reason in plain words.\n"
     "  --elasticity  also the step speedup if only one resource class were 2x faster (GPU FLOP/s,\n"
-    "                HBM bandwidth, NVLink, NIC/fabric, PCIe), ranked: which upgrade pays\n";
+    "                HBM bandwidth, NVLink, NIC/fabric, PCIe, CPU loader, storage), ranked: which\n"
+    "                upgrade pays\n"
+    "  With a prices: section (gpu_hour_usd, node_hour_usd, nic_hour_usd) every result carries its\n"
+    "  cost per million tokens; --set prices.gpu_hour_usd=... reprices a variant.\n";
 
 int cmd_compare(const std::vector<std::string>& raw, std::ostream& out) {
   Args a = parse_args("compare", raw, {"--set", "--variant", "--elasticity", "--json"});

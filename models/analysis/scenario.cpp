@@ -10,7 +10,7 @@ namespace stacksim::analysis {
 namespace {
 
 const std::vector<std::string> kTopKeys = {"name", "description", "hardware", "cluster", "model",
-                                           "parallelism", "collective", "host", "checkpoint", "failures"};
+                                           "parallelism", "collective", "host", "checkpoint", "failures", "prices"};
 
 coll::CollectiveOp parse_op(const config::Node& n) {
   const std::string s = n.as_string();
@@ -153,7 +153,11 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   YAML::Node root = file.yaml();
   for (const auto& o : overrides) config::apply_override(root, o, "--set " + o);
   const std::string base = std::filesystem::path(path).parent_path().string();
-  return scenario_from_yaml(root, path, base.empty() ? "." : base);
+  try {
+    return scenario_from_yaml(root, path, base.empty() ? "." : base);
+  } catch (const config::InputError& e) {
+    config::rethrow_for_overrides(e, overrides, "--set");
+  }
 }
 
 }  // namespace stacksim::analysis

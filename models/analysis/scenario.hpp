@@ -5,6 +5,7 @@
 //   cluster: {node: dgx-h100, nodes: 8, fabric: {topology: fat_tree, oversubscription: 1}}
 //   model: {...} or {hf_config: path/config.json}
 //   parallelism: {tp: 4, pp: 4, dp: 4, micro_batch: 1, global_batch: 128, ...}
+//   prices: {gpu_hour_usd: 2.5}           # optional: cost per million tokens (prices.hpp)
 // or, instead of model/parallelism, a collective benchmark:
 //   collective: {op: all_reduce, gpus: 8, sizes: {min: 1 KiB, max: 8 GiB, factor: 2}, algorithm: auto}
 #pragma once
@@ -18,6 +19,7 @@
 #include "models/workload/parallel_plan.hpp"
 #include "models/analysis/host.hpp"
 #include "models/analysis/resilience.hpp"
+#include "models/analysis/prices.hpp"
 #include "topologies/builders.hpp"
 
 namespace stacksim::analysis {
@@ -41,6 +43,7 @@ struct TrainingSetup {
   HostConfig host;                  // data loader and storage (host: section)
   CheckpointConfig checkpoint;      // checkpoint: section
   FailureConfig failures;           // failures: section
+  Prices prices;                    // prices: section (cost per million tokens)
   std::vector<std::string> notes;   // defaults applied
 };
 

@@ -12,10 +12,8 @@
 #include "sim/units.hpp"
 
 namespace stacksim::analysis {
-namespace {
 
-// Human labels for the breakdown's categories, used in the bottleneck verdict.
-std::string label(const std::string& category) {
+std::string category_label(const std::string& category) {
   if (category == "gemm") return "GEMM compute";
   if (category == "attention") return "attention compute";
   if (category == "elementwise") return "element-wise/memory-bound kernels";
@@ -30,6 +28,8 @@ std::string label(const std::string& category) {
   if (category == "checkpoint") return "checkpoint stalls";
   return "idle";
 }
+
+namespace {
 
 // Weights (2 B) and optimizer state (12 B) per parameter, each unique shard written once (as
 // distributed checkpointing does): the GPU's shard of a fully sharded optimizer, x 14/12.
@@ -124,8 +124,12 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
     r.breakdown.emplace_back(name, breakdown_s[c]);
     if (breakdown_s[c] > worst) {
       worst = breakdown_s[c];
-      r.bottleneck = label(name);
+      r.bottleneck = category_label(name);
     }
+  }
+  if (setup.prices.given) {
+    r.usd_per_hour = cluster_usd_per_hour(setup.prices, setup.cluster);
+    r.usd_per_million_tokens = usd_per_million_tokens(r.usd_per_hour, r.goodput_tokens_per_s);
   }
   r.critical_stage = rr.critical_stage;
   r.tasks = rr.tasks;
@@ -138,7 +142,7 @@ nlohmann::json training_json(const Scenario& s, const TrainingResult& r) {
   nlohmann::json breakdown = nlohmann::json::object();
   for (const auto& [k, v] : r.breakdown) breakdown[k] = v;
   const auto& m = r.memory;
-  return nlohmann::json{
+  nlohmann::json j{
       {"scenario", s.name},
       {"num_gpus", r.num_gpus},
       {"step_time_s", r.step_time_s},
@@ -168,6 +172,11 @@ nlohmann::json training_json(const Scenario& s, const TrainingResult& r) {
       {"notes", r.notes},
       {"engine", {{"tasks", r.tasks}, {"events", r.engine.events}, {"solves", r.engine.solves},
                   {"wall_s", r.wall_s}}}};
+  if (r.usd_per_hour > 0) {
+    j["usd_per_hour"] = r.usd_per_hour;
+    j["usd_per_million_tokens"] = r.usd_per_million_tokens;
+  }
+  return j;
 }
 
 void print_training(const Scenario& s, const TrainingResult& r, bool verbose, std::ostream& out) {
@@ -198,6 +207,11 @@ void print_training(const Scenario& s, const TrainingResult& r, bool verbose, st
     out << line;
   }
   out << "bottleneck: " << r.bottleneck << "\n";
+  if (r.usd_per_hour > 0) {
+    std::snprintf(line, sizeof line, "cost             $%.4g per million tokens ($%.4g per cluster hour)\n",
+                  r.usd_per_million_tokens, r.usd_per_hour);
+    out << line;
+  }
   for (const auto& n : r.notes) out << "note: " << n << "\n";
   if (verbose) {
     std::snprintf(line, sizeof line, "engine: %zu tasks, %llu events, %llu solves, %.3f s wall (%.3g simulated s per wall s)\n",

@@ -39,6 +39,8 @@ struct TrainingResult {
   bool oom = false;
   std::string oom_detail;
   std::string recompute;               // the recomputation simulated
+  double usd_per_hour = 0;             // the whole cluster at the scenario's prices; 0 without prices
+  double usd_per_million_tokens = 0;
   std::vector<std::pair<std::string, double>> breakdown;  // seconds, sums to step_time_s
   double checkpoint_s = 0;             // amortised checkpoint stall per step (in step_time_s)
   double failure_loss_fraction = 0;    // wall time lost to restarts and recomputed work
@@ -51,6 +53,9 @@ struct TrainingResult {
   double wall_s = 0;
   std::vector<std::string> notes;
 };
+
+// Plain words for a breakdown category ("gemm" -> "GEMM compute"), as in the bottleneck verdict.
+std::string category_label(const std::string& category);
 
 TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& options);
 

@@ -1,5 +1,6 @@
 #include "models/analysis/training_cases.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <stdexcept>
 
@@ -9,6 +10,24 @@
 
 namespace stacksim::analysis {
 namespace {
+
+// The FlashAttention version a case names: "FlashAttention-2"/"FA2" -> flash2, "FlashAttention-3"/
+// "FA3" -> flash (the best fused kernels), an unversioned "FlashAttention" -> the original kernels
+// of that name (flash1); "" when the text names no FlashAttention.
+std::string flash_kernel(const std::string& text) {
+  std::string t;
+  for (char c : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const auto names = [&](std::initializer_list<const char*> keys) {
+    for (const char* k : keys)
+      if (t.find(k) != std::string::npos) return true;
+    return false;
+  };
+  if (names({"flashattention-3", "flashattention 3", "flashattention3", "fa3", "flash-attn 3"})) return "flash";
+  if (names({"flashattention-2", "flashattention 2", "flashattention2", "fa2", "flash-attn 2", "flash_attn_2"}))
+    return "flash2";
+  if (names({"flashattention", "flash attention", "attn_impl: flash"})) return "flash1";
+  return "";
+}
 
 bool has(const YAML::Node& n, const char* key) { return n && n[key] && !n[key].IsNull(); }
 
@@ -107,12 +126,12 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     mo["mlp"] = gated ? "swiglu" : "gelu";
     defaults.push_back(std::string("model.mlp: ") + (gated ? "swiglu (ffn_hidden < 3.5 h)" : "gelu (ffn_hidden >= 3.5 h)"));
   }
-  // Attention implementation: as stated (FlashAttention -> FlashAttention-2 kernels); else the
-  // best fused kernels (cuDNN) on Hopper and later, and
-  // Megatron's unfused attention on Volta/Ampere, the stacks those generations shipped with.
+  // Attention implementation: as stated, read literally (see flash_kernel); else the best fused
+  // kernels (cuDNN) on Hopper and later, and Megatron's unfused attention on Volta/Ampere, the
+  // stacks those generations shipped with.
   const std::string att = has(m, "attention") ? get<std::string>(m, "attention") : "";
-  if (att.find("Flash") != std::string::npos || att.find("flash") != std::string::npos) {
-    mo["attention"] = "flash2";  // FlashAttention as stated: FlashAttention-2-class kernels
+  if (const std::string kernel = flash_kernel(att); !kernel.empty()) {
+    mo["attention"] = kernel;
   } else {
     const bool old_gen = gpu.rfind("V100", 0) == 0 || gpu.rfind("A100", 0) == 0;
     mo["attention"] = old_gen ? "unfused" : "flash";

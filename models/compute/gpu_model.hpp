@@ -33,7 +33,7 @@ namespace stacksim::compute {
 
 enum class DType { FP32, TF32, FP16, BF16, FP8 };
 // Fused attention kernel family: the best available (cuDNN, FlashAttention-3) or FlashAttention-2.
-enum class AttentionKernel { Fused, Flash2 };
+enum class AttentionKernel { Fused, Flash2, Flash1 };
 DType parse_dtype(const std::string& s);  // fp32, tf32, fp16, bf16, fp8 (fp8_e4m3*, fp8_e5m2*)
 const char* dtype_name(DType d);
 double bytes_per_element(DType d);
@@ -75,6 +75,9 @@ class GpuModel {
 
  private:
   KernelCost attention(double flops, double bytes, int64_t work_units, double efficiency, DType dtype) const;
+  double forward_efficiency(AttentionKernel k) const;
+  double backward_efficiency(AttentionKernel k) const;
+  double require_flash1(double efficiency) const;  // throws when the GPU has no FlashAttention-1 profile
   hw::GpuSpec spec_;
 };
 

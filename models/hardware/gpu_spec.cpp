@@ -75,7 +75,7 @@ GpuSpec GpuCatalog::parse_file(const std::string& path) {
            "add sources: [\"specs.yaml gpus.<id> (<source ids>)\"] or state the assumption");
   const config::Node cal = n["calibration"];
   cal.check_keys({"gemm_max_efficiency", "hbm_efficiency", "kernel_overhead", "attention_efficiency",
-                 "flash2_efficiency", "source"});
+                 "flash2_efficiency", "flash1_efficiency", "source"});
   const config::Node ge = cal["gemm_max_efficiency"];
   ge.check_keys({"fp32", "tf32", "fp16", "bf16", "fp8"});
   for (const std::string d : {"fp32", "tf32", "fp16", "bf16", "fp8"})
@@ -107,6 +107,12 @@ GpuSpec GpuCatalog::parse_file(const std::string& path) {
     f2.check_keys({"forward", "backward"});
     g.flash2_forward_efficiency = fraction(f2, "forward");
     g.flash2_backward_efficiency = fraction(f2, "backward");
+  }
+  if (cal.has("flash1_efficiency")) {
+    const config::Node f1 = cal["flash1_efficiency"];
+    f1.check_keys({"forward", "backward"});
+    g.flash1_forward_efficiency = fraction(f1, "forward");
+    g.flash1_backward_efficiency = fraction(f1, "backward");
   }
   g.calibration_source = cal.string_or("source", "");
   if (g.calibration_source.empty())

@@ -25,6 +25,7 @@
 //     kernel_overhead: 3 us
 //     attention_efficiency: {forward: 0.55, backward: 0.45}   # best fused kernels (cuDNN, FA3)
 //     flash2_efficiency: {forward: 0.35, backward: 0.28}      # optional: FlashAttention-2 kernels
+//     flash1_efficiency: {forward: 0.2, backward: 0.13}       # optional: FlashAttention (v1) kernels
 //     source: "..."
 //   sources: ["specs.yaml gpus.nvidia_h100_sxm5_80gb (MLE_ACCEL, ...)"]
 //
@@ -56,6 +57,10 @@ struct GpuSpec {
   double attention_backward_efficiency = 0.4;
   double flash2_forward_efficiency = 0.5;       // FlashAttention-2-class kernels (defaults to the above)
   double flash2_backward_efficiency = 0.4;
+  // The original FlashAttention (Dao et al. 2022); 0 = not profiled for this GPU (it has no kernels
+  // for every architecture).
+  double flash1_forward_efficiency = 0;
+  double flash1_backward_efficiency = 0;
   std::string calibration_source;
   std::vector<std::string> sources;
   std::string file;

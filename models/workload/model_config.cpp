@@ -217,9 +217,10 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
     const std::string s = n.required_string("attention");
     if (s == "flash") m.attention = AttentionImpl::Flash;
     else if (s == "flash2") m.attention = AttentionImpl::Flash2;
+    else if (s == "flash1") m.attention = AttentionImpl::Flash1;
     else if (s == "unfused") m.attention = AttentionImpl::Unfused;
     else n.fail("attention", "unknown attention implementation '" + s + "'",
-                "use flash, flash2 or unfused (the attention kind mha/gqa/mla goes in attention_kind)");
+                "use flash, flash2, flash1 or unfused (the attention kind mha/gqa/mla goes in attention_kind)");
   }
   if (n.has("moe")) {
     const config::Node e = n["moe"];

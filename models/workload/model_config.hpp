@@ -16,7 +16,7 @@
 //     norm: rmsnorm          # layernorm (default, Megatron's) | rmsnorm
 //     tied_embeddings: false
 //     qkv_bias: false        # Qwen2 has biases on the Q, K, V projections
-//     attention: flash       # kernel: flash | flash2 | unfused (see AttentionImpl)
+//     attention: flash       # kernel: flash | flash2 | flash1 | unfused (see AttentionImpl)
 //     attention_kind: gqa    # mha | gqa | mla (default: mha if kv_heads == heads, else gqa;
 //                            #  mla when an `mla:` section is given)
 //     mla: {q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, qk_rope_head_dim: 64,
@@ -42,10 +42,11 @@ enum class Mlp { Gelu, SwiGlu };
 enum class Norm { LayerNorm, RmsNorm };
 enum class AttentionKind { Mha, Gqa, Mla };
 // flash: the best fused attention kernels (cuDNN, FlashAttention-3); flash2: FlashAttention-2;
+// flash1: the original FlashAttention (Dao et al. 2022, 25-40% of A100 peak);
 // neither keeps s^2 tensors in HBM. unfused: Megatron's
 // pre-2022 attention (QK^T batched GEMM, fused scale-mask-softmax, dropout, PV batched GEMM) whose
 // s^2 score tensors cross HBM several times and are kept for the backward pass.
-enum class AttentionImpl { Flash, Flash2, Unfused };
+enum class AttentionImpl { Flash, Flash2, Flash1, Unfused };
 
 // DeepSeek-V2/V3 multi-head latent attention (DeepSeek-V2 paper, section 2.1): Q and the joint
 // K/V are projected down to low-rank latents, normed, and projected up per head; 64 of each

@@ -56,12 +56,19 @@ uint16_t category_of(OpClass c) {
   }
 }
 
+compute::AttentionKernel attention_kernel(AttentionImpl a) {
+  switch (a) {
+    case AttentionImpl::Flash2: return compute::AttentionKernel::Flash2;
+    case AttentionImpl::Flash1: return compute::AttentionKernel::Flash1;
+    default: return compute::AttentionKernel::Fused;
+  }
+}
+
 class Coster {
  public:
   Coster(const ModelConfig& model, const ParallelPlan& plan, const compute::GpuModel& gpu)
       : gpu_(gpu), gemm_(gemm_dtype(plan.precision)), other_(other_dtype(plan.precision)),
-        kernel_(model.attention == AttentionImpl::Flash2 ? compute::AttentionKernel::Flash2
-                                                         : compute::AttentionKernel::Fused) {}
+        kernel_(attention_kernel(model.attention)) {}
 
   CostedOp cost(const Op& op) const {
     CostedOp c;

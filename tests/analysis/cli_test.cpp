@@ -8,7 +8,9 @@
 #include <sstream>
 
 #include "config/error.hpp"
+#include "config/yaml.hpp"
 #include "models/analysis/commands.hpp"
+#include "models/analysis/scenario.hpp"
 
 using namespace stacksim;
 
@@ -69,7 +71,7 @@ TEST(Cli, UnknownKeysSuggestTheNearest) {
   text.replace(text.find("global_batch"), 12, "global_bath");
   const std::string m = input_error("run", {write("typo.yaml", text)});
   EXPECT_NE(m.find("did you mean 'global_batch'"), std::string::npos) << m;
-  EXPECT_NE(input_error("run", {write("ok2.yaml", kTraining), "--set", "parallelism.tpp=2"}).find("did you mean 'tp'"),
+  EXPECT_NE(input_error("run", {write("ok2.yaml", kTraining), "--set", "parallelism.tpp=2"}).find("did you mean --set parallelism.tp=2?"),
             std::string::npos);
 }
 
@@ -108,4 +110,53 @@ TEST(Cli, AnOutOfMemoryPlanRunsAndSaysSo) {
 TEST(Cli, UnknownCommandsAndOptions) {
   EXPECT_NE(input_error("runn", {}).find("did you mean 'run'"), std::string::npos);
   EXPECT_NE(input_error("run", {"x.yaml", "--jsn", "f"}).find("did you mean --json"), std::string::npos);
+}
+
+TEST(Cli, OverrideErrorsNameTheOverrideAndSuggestTheWholeCorrectedOne) {
+  const std::string s = write("ov.yaml", kTraining);
+  // run, and compare's --set and --variant, share the scenario loader: the same message.
+  for (const auto& [cmd, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"run", {s, "--set", "cluster.fabric.oversubscriptoin=4"}},
+           {"compare", {s, "--set", "cluster.fabric.oversubscriptoin=4"}},
+           {"compare", {s, "--variant", "hardware.gpu=B200,cluster.fabric.oversubscriptoin=4"}}}) {
+    const std::string m = input_error(cmd, args);
+    EXPECT_EQ(m.rfind("--set cluster.fabric.oversubscriptoin=4: key 'cluster.fabric.oversubscriptoin': unknown key", 0), 0u)
+        << cmd << ": " << m;
+    EXPECT_NE(m.find("did you mean --set cluster.fabric.oversubscription=4?"), std::string::npos) << m;
+  }
+  // A top-level typo too.
+  EXPECT_NE(input_error("run", {s, "--set", "hardwre.gpu=B200"}).find("did you mean --set hardware.gpu=B200?"),
+            std::string::npos);
+}
+
+TEST(Cli, BadValuesThroughSetGetTheSameErrorAsInAFile) {
+  const std::string s = write("vals.yaml", kTraining);
+  for (const std::string& bad : {std::string("host.loader_workers=-1"), std::string("host.storage_read_bandwidth=0 GB/s"),
+                                 std::string("cluster.nodes=0")}) {
+    const std::string key = bad.substr(0, bad.find('=')), value = bad.substr(bad.find('=') + 1);
+    // The same value written in the file.
+    YAML::Node root = YAML::Load(kTraining);
+    stacksim::config::apply_override(root, bad, "test");
+    const std::string in_file = write("vals_file.yaml", YAML::Dump(root));
+    std::string file_reason, set_reason;
+    try { analysis::load_scenario(in_file, {}); } catch (const config::InputError& e) { file_reason = e.reason(); }
+    try {
+      analysis::load_scenario(s, {bad});
+    } catch (const config::InputError& e) {
+      set_reason = e.reason();
+      EXPECT_EQ(e.file(), "--set " + bad);
+      EXPECT_EQ(e.key(), key);
+    }
+    EXPECT_FALSE(file_reason.empty()) << bad;
+    EXPECT_EQ(set_reason, file_reason) << bad;
+  }
+}
+
+TEST(Cli, MalformedOverridesAreInputErrors) {
+  const std::string s = write("mal.yaml", kTraining);
+  EXPECT_NE(input_error("run", {s, "--set", "parallelism.tp"}).find("KEY=VALUE"), std::string::npos);
+  EXPECT_NE(input_error("run", {s, "--set", "=4"}).find("KEY=VALUE"), std::string::npos);
+  EXPECT_NE(input_error("run", {s, "--set", "parallelism.tp="}).find("has no value"), std::string::npos);
+  EXPECT_NE(input_error("run", {s, "--set", "parallelism..tp=2"}).find("empty path component"), std::string::npos);
+  EXPECT_NE(input_error("compare", {s, "--variant", "parallelism.tp=2,oops"}).find("KEY=VALUE"), std::string::npos);
 }

@@ -61,3 +61,14 @@ TEST(Sweep, ResumesFromItsOutput) {
   EXPECT_EQ(again.simulated, 0u);
   EXPECT_EQ(read(out), before);
 }
+
+TEST(Sweep, AMisspelledGridKeyIsReportedWithTheNearestKey) {
+  const std::string dir = testing::TempDir();
+  sweep_file();  // writes s.yaml
+  std::ofstream(dir + "/typo.yaml") << "scenario: s.yaml\ngrid: {parallelism.tpp: [2]}\n";
+  const std::string out = dir + "/typo.csv";
+  std::remove(out.c_str());
+  std::ostringstream progress;
+  run_sweep(dir + "/typo.yaml", out, 1, progress);
+  EXPECT_NE(read(out).find("did you mean --set parallelism.tp=2?"), std::string::npos) << read(out);
+}

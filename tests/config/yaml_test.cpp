@@ -72,3 +72,24 @@ TEST(Yaml, NearestOnlySuggestsCloseNames) {
   EXPECT_EQ(nearest("H100-SXM-80GB", {"H100-SXM5-80GB", "A100-SXM4-80GB"}), "H100-SXM5-80GB");
   EXPECT_EQ(nearest("zzzzzz", {"tp", "pp"}), "");
 }
+
+TEST(Yaml, OverrideErrorsAreBlamedOnTheOverrideOnly) {
+  const std::vector<std::string> sets{"cluster.nodes=4", "cluster.nodess=8"};
+  const InputError typo("s.yaml", 3, "cluster.nodess", "unknown key", "did you mean 'nodes'?", "cluster.nodes");
+  try {
+    rethrow_for_overrides(typo, sets, "--set");
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "--set cluster.nodess=8");
+    EXPECT_EQ(e.line(), 0);  // the file's line means nothing for an override
+    EXPECT_EQ(e.fix(), "did you mean --set cluster.nodes=8?");
+  }
+  // An error about a key no override touched keeps its file and line.
+  const InputError file_error("s.yaml", 5, "model.layers", "must be positive", "use layers: 1 or more");
+  try {
+    rethrow_for_overrides(file_error, sets, "--set");
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "s.yaml");
+    EXPECT_EQ(e.line(), 5);
+    EXPECT_EQ(e.fix(), "use layers: 1 or more");
+  }
+}

@@ -1,0 +1,107 @@
+// The bundled upgrade stories (scenarios/story-*.yaml, docs/stories/): each verdict's direction
+// and rough size, computed from simulations and the kernel model, never copied from a run.
+#include <gtest/gtest.h>
+
+#include "models/analysis/catalogs.hpp"
+#include "models/analysis/compare.hpp"
+#include "models/compute/gpu_model.hpp"
+#include "models/workload/ops.hpp"
+
+using namespace stacksim;
+using namespace stacksim::analysis;
+
+namespace {
+
+std::string story(const std::string& name) {
+  return std::string(STACKSIM_SOURCE_DIR) + "/scenarios/story-" + name + ".yaml";
+}
+
+double category(const TrainingResult& r, const std::string& name) {
+  for (const auto& [k, v] : r.breakdown)
+    if (k == name) return v;
+  ADD_FAILURE() << "no breakdown category " << name;
+  return 0;
+}
+
+const std::string kFabric = "dp-oversubscribed-fabric";
+
+// Per-GPU throughput of the fabric story on `nodes` nodes (weak scaling: one micro-batch per GPU).
+double tokens_per_s_per_gpu(int nodes, const std::vector<std::string>& sets) {
+  std::vector<std::string> all = sets;
+  all.push_back("cluster.nodes=" + std::to_string(nodes));
+  all.push_back("parallelism.dp=" + std::to_string(8 * nodes));
+  all.push_back("parallelism.global_batch=" + std::to_string(8 * nodes));
+  return simulate_training(load_scenario(story(kFabric), all).training, {}).tokens_per_s_per_gpu;
+}
+
+// Scaling efficiency: per-GPU throughput at the story's 32 nodes over that at one node.
+double scaling_efficiency(const std::vector<std::string>& sets) {
+  return tokens_per_s_per_gpu(32, sets) / tokens_per_s_per_gpu(1, sets);
+}
+
+}  // namespace
+
+TEST(Stories, FasterGpusScaleWorseOnAnOversubscribedFabric) {
+  const double h100 = scaling_efficiency({});
+  const double b200 = scaling_efficiency({"hardware.gpu=B200"});
+  EXPECT_LT(b200, h100 - 0.1) << "H100 " << h100 << ", B200 " << b200;  // the faster GPU loses > 10 points
+  EXPECT_LT(h100, 0.9);  // 4:1 already costs the H100 job
+  // A non-blocking fabric restores most of it, and is worth more to the faster GPU.
+  const double h100_flat = scaling_efficiency({"cluster.fabric.oversubscription=1"});
+  const double b200_flat = scaling_efficiency({"hardware.gpu=B200", "cluster.fabric.oversubscription=1"});
+  EXPECT_GT(h100_flat, h100 + 0.1);
+  EXPECT_GT(b200_flat, b200 + 0.1);
+  EXPECT_GT(b200_flat / b200, h100_flat / h100);
+}
+
+TEST(Stories, OnTheOversubscribedFabricTheGpuUpgradeLosesMostOfItsGemmSpeedup) {
+  const Comparison c = compare(story(kFabric), {}, {{"hardware.gpu=B200"}, {"cluster.fabric.oversubscription=1"}}, false);
+  const TrainingResult& b200 = c.variants[0].result;
+  const double gemm_speedup = category(c.baseline, "gemm") / category(b200, "gemm");
+  EXPECT_GT(gemm_speedup, 1.8);
+  EXPECT_LT(c.variants[0].speedup, 0.75 * gemm_speedup);  // the step gains far less than the GEMMs
+  // Exposed gradient communication does not shrink with the GPU, so its share grows.
+  EXPECT_GT(category(b200, "dp_comm") / b200.step_time_s, category(c.baseline, "dp_comm") / c.baseline.step_time_s);
+  EXPECT_GT(category(c.baseline, "dp_comm"), 1.5 * category(c.variants[1].result, "dp_comm"));  // 4:1 vs 1:1
+}
+
+TEST(Stories, TensorParallelOnPcieIsExposedAndNvswitchIsMuchFaster) {
+  const Comparison c = compare(story("pcie-vs-nvswitch"), {},
+                               {{"cluster.node=dgx-h100"}, {"parallelism.tp=2", "parallelism.dp=4"}}, false);
+  const TrainingResult& pcie = c.baseline;
+  const TrainingResult& dgx = c.variants[0].result;
+  EXPECT_EQ(pcie.bottleneck, "exposed tensor-parallel communication");
+  EXPECT_GT(category(pcie, "tp_comm"), 0.5 * pcie.step_time_s);        // most of the PCIe step
+  EXPECT_GT(c.variants[0].speedup, 2.0);                               // NVSwitch: much faster
+  EXPECT_GT(category(pcie, "tp_comm"), 3 * category(dgx, "tp_comm"));
+  // On the PCIe server, TP=2 with DP=4 recovers most of the gap: within 25 % of the DGX at TP=8.
+  EXPECT_GT(c.variants[1].speedup, 0.75 * c.variants[0].speedup);
+  EXPECT_LT(category(c.variants[1].result, "tp_comm"), 0.25 * category(pcie, "tp_comm"));
+}
+
+// The GEMM time of one layer and the output head (forward and backward) on a GPU, per the kernel
+// model: the job's dominant GEMM shapes at its plan.
+double gemm_seconds(const TrainingSetup& t, const std::string& gpu) {
+  const compute::GpuModel model(Catalogs::bundled().gpus.get(gpu));
+  double s = 0;
+  for (const auto& ops : {workload::layer_forward_ops(t.model, t.plan, 0), workload::layer_backward_ops(t.model, t.plan, 0),
+                          workload::head_forward_ops(t.model, t.plan), workload::head_backward_ops(t.model, t.plan)})
+    for (const auto& op : ops)
+      if (op.kind == workload::OpKind::Gemm) s += model.gemm(op.m, op.n, op.k, compute::DType::BF16, op.batch).seconds;
+  return s;
+}
+
+TEST(Stories, ComputeBoundJobGainsAboutTheGemmRateRatio) {
+  const Scenario s = load_scenario(story("compute-bound-upgrade"), {});
+  ASSERT_EQ(s.training.plan.precision, workload::Precision::BF16);  // gemm_seconds assumes bf16 GEMMs
+  const double gemm_ratio = gemm_seconds(s.training, "H100-SXM5-80GB") / gemm_seconds(s.training, "B200");
+  const Comparison c = compare(story("compute-bound-upgrade"), {}, {{"hardware.gpu=B200"}}, false);
+  EXPECT_GT(category(c.baseline, "gemm"), 0.6 * c.baseline.step_time_s);  // compute bound indeed
+  EXPECT_GT(c.variants[0].speedup, 1.5);
+  EXPECT_NEAR(c.variants[0].speedup / gemm_ratio, 1.0, 0.15) << "speedup " << c.variants[0].speedup << ", GEMM ratio " << gemm_ratio;
+  // Paying twice the hourly price for the B200 still lowers the cost per token (speedup > 2).
+  const Comparison priced = compare(story("compute-bound-upgrade"), {},
+                                    {{"hardware.gpu=B200", "prices.gpu_hour_usd=" + std::to_string(2 * s.training.prices.gpu_hour_usd)}},
+                                    false);
+  EXPECT_NEAR(cost_change_pct(priced.baseline, priced.variants[0].result), 100 * (2 / priced.variants[0].speedup - 1), 1e-9);
+}
