@@ -134,6 +134,7 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
   t.host = parse_host(top["host"]);
   t.checkpoint = parse_checkpoint(top["checkpoint"], cc.node);
   t.failures = parse_failures(top["failures"], t.checkpoint);
+  t.prices = parse_prices(top["prices"]);
   // recompute: auto is resolved at run time (the least recomputation that fits in memory). The
   // tree is edited in place so that every other key keeps its line for error messages.
   YAML::Node plan_yaml = root["parallelism"];
