@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "config/error.hpp"
 #include "models/analysis/catalogs.hpp"
 #include "models/collectives/collective.hpp"
 #include "models/compute/gpu_model.hpp"
@@ -46,6 +47,10 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   const auto wall0 = std::chrono::steady_clock::now();
   const Catalogs& cat = Catalogs::bundled();
   hw::GpuSpec gpu = cat.gpus.get(setup.gpu);
+  if (setup.model.attention == workload::AttentionImpl::Flash1 && gpu.flash1_forward_efficiency <= 0)
+    throw config::InputError(gpu.file, 0, "calibration.flash1_efficiency",
+                             "model.attention is flash1 but " + gpu.name + " has no FlashAttention (v1) profile",
+                             "use model.attention: flash2 or flash, or add flash1_efficiency to the GPU's calibration");
   const double peak_bf16 = compute::GpuModel(gpu).peak(compute::DType::BF16);
   for (auto& [dtype, flops] : gpu.peak_flops_per_s) flops *= setup.scales.gpu_flops;
   gpu.hbm_Bps *= setup.scales.hbm;

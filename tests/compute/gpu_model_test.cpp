@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 
 #include "models/compute/gpu_model.hpp"
 #include "models/compute/validate_kernels.hpp"
@@ -99,6 +100,34 @@ TEST(GpuModel, AttentionRunsAtTheCalibratedRateWhenTheWavesAreFull) {
   const auto c = m.attention_forward(4, 33, 33, 8192, 8192, 128, false, DType::BF16);
   const double compute_s = c.flops / (989e12 * m.spec().attention_forward_efficiency);
   EXPECT_NEAR(c.seconds - m.kernel_overhead_s(), compute_s, 0.005 * compute_s);
+}
+
+TEST(GpuModel, OlderFlashAttentionKernelsAreSlowerAndFlash1NeedsAProfile) {
+  const GpuModel h100(gpus().get("H100-SXM5-80GB"));
+  const std::function<KernelCost(AttentionKernel)> fwd = [&](AttentionKernel k) {
+    return h100.attention_forward(4, 32, 32, 4096, 4096, 128, true, DType::BF16, k);
+  };
+  const std::function<KernelCost(AttentionKernel)> bwd = [&](AttentionKernel k) {
+    return h100.attention_backward(4, 32, 32, 4096, 4096, 128, true, DType::BF16, k);
+  };
+  for (const auto& pass : {fwd, bwd}) {
+    EXPECT_LT(pass(AttentionKernel::Fused).seconds, pass(AttentionKernel::Flash2).seconds);
+    EXPECT_LT(pass(AttentionKernel::Flash2).seconds, pass(AttentionKernel::Flash1).seconds);
+    EXPECT_DOUBLE_EQ(pass(AttentionKernel::Flash1).flops, pass(AttentionKernel::Flash2).flops);  // same math
+  }
+  // FlashAttention-1 forward at its calibrated fraction of the peak (4*33*4096/128 query blocks are
+  // 32 full waves of 132 SMs).
+  const auto f1 = h100.attention_forward(4, 33, 33, 4096, 4096, 128, true, DType::BF16, AttentionKernel::Flash1);
+  EXPECT_NEAR(f1.seconds - h100.kernel_overhead_s(), f1.flops / (989e12 * h100.spec().flash1_forward_efficiency),
+              0.01 * f1.seconds);
+  // No FlashAttention-1 kernels were ever profiled for Blackwell: a clear refusal, not a guess.
+  const GpuModel b200(gpus().get("B200"));
+  try {
+    b200.attention_forward(1, 8, 8, 1024, 1024, 128, true, DType::BF16, AttentionKernel::Flash1);
+    FAIL() << "expected a refusal";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("flash1_efficiency"), std::string::npos) << e.what();
+  }
 }
 
 TEST(GpuModel, MemoryBoundKernelsRunAtTheAchievableHbmRate) {
