@@ -38,13 +38,11 @@ def main():
     keys = sorted(set(rows) | set(unbuildable))
     print("| kind | source | cases | MAPE % | max % | not buildable |")
     print("|---|---|---:|---:|---:|---:|")
-    per_kind = collections.defaultdict(list)
     for k in keys:
         errs = rows.get(k, [])
-        mape = sum(errs) / len(errs) if errs else float("nan")
-        if errs:
-            per_kind[k[0]].append(mape)
-        print(f"| {k[0]} | {k[1]} | {len(errs)} | {mape:.1f} | {max(errs) if errs else float('nan'):.1f} | {unbuildable.get(k, 0)} |")
+        mape = f"{sum(errs) / len(errs):.1f}" if errs else "-"
+        worst = f"{max(errs):.1f}" if errs else "-"
+        print(f"| {k[0]} | {k[1]} | {len(errs)} | {mape} | {worst} | {unbuildable.get(k, 0)} |")
     print()
     print("| kind | cases | MAPE % (all cases) | macro MAPE % (each source weighs the same) | max % |")
     print("|---|---:|---:|---:|---:|")
