@@ -129,29 +129,20 @@ KernelCost GpuModel::attention(double flops, double bytes, int64_t work_units, d
   return c;
 }
 
-double GpuModel::forward_efficiency(AttentionKernel k) const {
+double GpuModel::attention_efficiency(AttentionKernel k, bool backward) const {
   switch (k) {
-    case AttentionKernel::Flash2: return spec_.flash2_forward_efficiency;
-    case AttentionKernel::Flash1: return require_flash1(spec_.flash1_forward_efficiency);
+    case AttentionKernel::Flash2:
+      return backward ? spec_.flash2_backward_efficiency : spec_.flash2_forward_efficiency;
+    case AttentionKernel::Flash1: {
+      const double e = backward ? spec_.flash1_backward_efficiency : spec_.flash1_forward_efficiency;
+      if (e <= 0)
+        throw std::invalid_argument("GPU " + spec_.name + " has no FlashAttention (v1) profile (calibration.flash1_efficiency in " +
+                                    spec_.file + "); use model.attention: flash2 or flash");
+      return e;
+    }
     case AttentionKernel::Fused: break;
   }
-  return spec_.attention_forward_efficiency;
-}
-
-double GpuModel::backward_efficiency(AttentionKernel k) const {
-  switch (k) {
-    case AttentionKernel::Flash2: return spec_.flash2_backward_efficiency;
-    case AttentionKernel::Flash1: return require_flash1(spec_.flash1_backward_efficiency);
-    case AttentionKernel::Fused: break;
-  }
-  return spec_.attention_backward_efficiency;
-}
-
-double GpuModel::require_flash1(double efficiency) const {
-  if (efficiency <= 0)
-    throw std::invalid_argument("GPU " + spec_.name + " has no FlashAttention (v1) profile (calibration.flash1_efficiency in " +
-                                spec_.file + "); use model.attention: flash2 or flash");
-  return efficiency;
+  return backward ? spec_.attention_backward_efficiency : spec_.attention_forward_efficiency;
 }
 
 KernelCost GpuModel::attention_forward(int64_t b, int64_t h, int64_t kvh, int64_t sq, int64_t skv, int64_t d,
@@ -165,7 +156,7 @@ KernelCost GpuModel::attention_forward(int64_t b, int64_t h, int64_t kvh, int64_
   const double bytes = (2.0 * bd * hd * sqd * dd + 2.0 * bd * kvd * skvd * dd) * bytes_per_element(run);
   const int64_t blocks = b * h * ((sq + kAttentionBlockQ - 1) / kAttentionBlockQ);
   return attention(flops, bytes, blocks,
-                   forward_efficiency(kernel),
+                   attention_efficiency(kernel, false),
                    run);
 }
 
@@ -181,7 +172,7 @@ KernelCost GpuModel::attention_backward(int64_t b, int64_t h, int64_t kvh, int64
   const double bytes = (4.0 * bd * hd * sqd * dd + 4.0 * bd * kvd * skvd * dd) * bytes_per_element(run);
   const int64_t blocks = b * h * ((skv + kAttentionBlockQ - 1) / kAttentionBlockQ);
   return attention(flops, bytes, blocks,
-                   backward_efficiency(kernel),
+                   attention_efficiency(kernel, true),
                    run);
 }
 

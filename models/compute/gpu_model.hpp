@@ -75,9 +75,8 @@ class GpuModel {
 
  private:
   KernelCost attention(double flops, double bytes, int64_t work_units, double efficiency, DType dtype) const;
-  double forward_efficiency(AttentionKernel k) const;
-  double backward_efficiency(AttentionKernel k) const;
-  double require_flash1(double efficiency) const;  // throws when the GPU has no FlashAttention-1 profile
+  // Fraction of the peak a kernel reaches; throws when the GPU has no profile for the kernel.
+  double attention_efficiency(AttentionKernel k, bool backward) const;
   hw::GpuSpec spec_;
 };
 
