@@ -2,6 +2,8 @@
 // parallel (oneTBB) into a pre-sized vector, written in grid order whatever the thread count.
 // An invalid combination is a row with its reason, never an abort. A sweep whose output file
 // already holds rows resumes: points already there are not simulated again.
+// Each row has num_gpus and scaling_efficiency (tokens/s per GPU over the smallest run among the
+// rows that differ only in the scale-out keys cluster.nodes, cluster.gpus_per_node, parallelism.dp).
 //
 //   scenario: llama3-70b-64xh100.yaml     # relative to the sweep file
 //   set: {model.layers: 40}               # optional fixed overrides

@@ -125,7 +125,7 @@ def _row(base: "Scenario", point: Dict[str, Any]) -> Dict[str, Any]:
         for k, v in point.items():
             s.set(k, v)
         r = s.run().to_dict()
-        for key in ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "goodput_tokens_per_s",
+        for key in ("num_gpus", "step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "goodput_tokens_per_s",
                     "tflops_per_gpu", "mfu", "memory_per_gpu_bytes", "oom", "bottleneck"):
             row[key] = r.get(key)
         for k, v in r.get("breakdown", {}).items():
@@ -159,7 +159,37 @@ def sweep(base: "Scenario", grid: Dict[str, Iterable[Any]], threads: Optional[in
             for i, row in enumerate(pool.map(lambda p: _row(base, p), points), 1):
                 rows.append(row)
                 _progress(i, len(points))
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    df["scaling_efficiency"] = _scaling_efficiency(df, list(grid))
+    return df
+
+
+# Keys whose values change how many GPUs a job runs on (as `stacksim sweep` defines them).
+_SCALE_OUT_KEYS = {"cluster.nodes", "cluster.gpus_per_node", "parallelism.dp"}
+
+
+def _scaling_efficiency(df, keys: List[str]):
+    """Tokens/s per GPU of each valid row over that of the valid row with the fewest GPUs among the
+    rows agreeing on every grid key that does not scale out (the first in grid order on a tie);
+    NaN where such a group has a single GPU count. The same rule as `stacksim sweep`'s column."""
+    import math
+
+    eff = [math.nan] * len(df)
+    if "num_gpus" not in df:
+        return eff
+    groups: Dict[tuple, List[int]] = {}
+    for i in range(len(df)):
+        if isinstance(df["error"].iloc[i], str):
+            continue
+        groups.setdefault(tuple(df[k].iloc[i] for k in keys if k not in _SCALE_OUT_KEYS), []).append(i)
+    for members in groups.values():
+        gpus = [df["num_gpus"].iloc[i] for i in members]
+        if len(set(gpus)) < 2:
+            continue
+        base = members[gpus.index(min(gpus))]
+        for i in members:
+            eff[i] = df["tokens_per_s_per_gpu"].iloc[i] / df["tokens_per_s_per_gpu"].iloc[base]
+    return eff
 
 
 def _progress(done: int, total: int) -> None:

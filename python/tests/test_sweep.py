@@ -36,6 +36,20 @@ def test_same_values_whatever_the_thread_count():
     assert one["step_time_s"].notna().all()
 
 
+def test_scaling_efficiency_against_the_smallest_run():
+    # Nodes and dp together (the off-diagonal points are invalid): 32 and 64 GPUs per GPU type.
+    g = {"hardware.gpu": ["H100-SXM5-80GB", "B200"], "cluster.nodes": [4, 8], "parallelism.dp": [1, 2]}
+    df = stacksim.sweep(base(), g, threads=2)
+    valid = df[df["error"].isna()]
+    assert len(valid) == 4
+    for _, rows in valid.groupby("hardware.gpu"):
+        small, large = rows.sort_values("num_gpus").to_dict("records")
+        assert small["scaling_efficiency"] == 1.0
+        assert large["scaling_efficiency"] == pytest.approx(large["tokens_per_s_per_gpu"] / small["tokens_per_s_per_gpu"])
+        assert large["scaling_efficiency"] <= 1.0 + 1e-9
+    assert df.loc[df["error"].notna(), "scaling_efficiency"].isna().all()
+
+
 def test_dask_local_cluster_equals_local_sweep():
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:

@@ -45,7 +45,7 @@ TEST(Sweep, GridOrderInvalidRowsAndThreadIndependence) {
   std::string header, first;
   std::getline(lines, header);
   std::getline(lines, first);
-  EXPECT_EQ(header.rfind("parallelism.tp,parallelism.dp,step_time_s", 0), 0u);
+  EXPECT_EQ(header.rfind("parallelism.tp,parallelism.dp,num_gpus,step_time_s", 0), 0u);
   EXPECT_EQ(first.rfind("2,2,", 0), 0u);
   EXPECT_NE(first.find("GPUs"), std::string::npos);
 }
@@ -71,4 +71,43 @@ TEST(Sweep, AMisspelledGridKeyIsReportedWithTheNearestKey) {
   std::ostringstream progress;
   run_sweep(dir + "/typo.yaml", out, 1, progress);
   EXPECT_NE(read(out).find("did you mean --set parallelism.tp=2?"), std::string::npos) << read(out);
+}
+
+TEST(Sweep, ScalingEfficiencyAgainstTheSmallestRunOfEachGroup) {
+  const std::string dir = testing::TempDir();
+  sweep_file();  // writes s.yaml (16 GPUs per scenario: 2 nodes of 8)
+  // Weak scaling: nodes and dp together (the off-diagonal points are invalid rows), for two GPUs.
+  std::ofstream(dir + "/weak.yaml") << "scenario: s.yaml\n"
+                                      "grid: {hardware.gpu: [H100-SXM5-80GB, B200], cluster.nodes: [1, 4],"
+                                      " parallelism.dp: [2, 8]}\n";
+  const std::string out = dir + "/weak.csv";
+  std::remove(out.c_str());
+  std::ostringstream progress;
+  const SweepSummary s = run_sweep(dir + "/weak.yaml", out, 2, progress);
+  EXPECT_EQ(s.invalid, 4u);
+  std::istringstream lines(read(out));
+  std::string line;
+  std::getline(lines, line);
+  const std::string header = line;
+  EXPECT_NE(header.find("scaling_efficiency"), std::string::npos);
+  int checked = 0;
+  double base_per_gpu = 0;
+  while (std::getline(lines, line)) {
+    // gpu, nodes, dp, num_gpus, step, tokens/s, tokens/s/GPU, tflops, mfu, memory, oom, bottleneck, efficiency, error
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    if (f.size() < 13 || f[3].empty()) continue;  // invalid combination
+    const double per_gpu = std::stod(f[6]), efficiency = std::stod(f[12]);
+    if (f[1] == "1") {
+      base_per_gpu = per_gpu;
+      EXPECT_DOUBLE_EQ(efficiency, 1.0) << line;
+    } else {
+      ASSERT_GT(base_per_gpu, 0);
+      EXPECT_NEAR(efficiency, per_gpu / base_per_gpu, 1e-5) << line;
+      EXPECT_LE(efficiency, 1.0 + 1e-9) << line;  // more nodes never make a GPU faster
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4);
 }
