@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
@@ -16,7 +17,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include "models/calibration/calibrate.hpp"
 #include "models/analysis/output.hpp"
 #include "models/analysis/scenario.hpp"
@@ -29,7 +29,7 @@ namespace {
 struct Args {
   std::vector<std::string> positional;
   std::vector<std::string> sets;
-  std::string json, trace, output;
+  std::string json, trace, output, scenarios_dir;
   std::vector<std::string> kinds, sources, ids;
   std::string gpu;
   std::vector<std::vector<std::string>> variants;
@@ -75,6 +75,7 @@ Args parse_args(const std::string& command, const std::vector<std::string>& args
     else if (x == "-o" || x == "--output") a.output = value();
     else if (x == "--kind") for (auto& k : split_commas(value())) a.kinds.push_back(k);
     else if (x == "--source") for (auto& k : split_commas(value())) a.sources.push_back(k);
+    else if (x == "--scenarios") a.scenarios_dir = value();
     else if (x == "--id") for (auto& k : split_commas(value())) a.ids.push_back(k);
     else if (x == "-v" || x == "--verbose") a.verbose = true;
     else if (x == "--gpu") a.gpu = value();
@@ -100,9 +101,12 @@ const char* kRunHelp =
 
 const char* kValidateHelp =
     "usage: stacksim validate CASES.yaml [--json FILE] [--kind K,...] [--source KEY,...] [--id SUBSTR,...]\n"
+    "                                    [--scenarios DIR]\n"
     "  Predicts every case of a stacksim-validation/1 file and prints predicted vs measured per\n"
     "  case, then MAPE and max error per kind and source. Cases that cannot be built are listed\n"
-    "  with the reason and counted apart.\n";
+    "  with the reason and counted apart.\n"
+    "  --scenarios DIR  write the scenario built for each training case to DIR/<id>.yaml, to rerun\n"
+    "                   and inspect it with `stacksim run` (breakdown, trace, --set what-ifs)\n";
 
 int cmd_run(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
   const Args a = parse_args("run", raw, {"--set", "--json", "--trace", "-v", "--verbose"});
@@ -126,7 +130,7 @@ int cmd_run(const std::vector<std::string>& raw, std::ostream& out, std::ostream
 }
 
 int cmd_validate(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
-  const Args a = parse_args("validate", raw, {"--json", "--kind", "--source", "--id"});
+  const Args a = parse_args("validate", raw, {"--json", "--kind", "--source", "--id", "--scenarios"});
   if (a.help) { out << kValidateHelp; return 0; }
   if (a.positional.size() != 1)
     throw config::InputError("command line", 0, "CASES", "validate takes exactly one case file",
@@ -135,6 +139,16 @@ int cmd_validate(const std::vector<std::string>& raw, std::ostream& out, std::os
   const auto outcomes = validate_file(a.positional[0], f);
   print_validation(outcomes, out);
   if (!a.json.empty()) write_json_atomically(a.json, validation_json(outcomes));
+  if (!a.scenarios_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.scenarios_dir, ec);
+    if (ec)
+      throw config::InputError("command line", 0, "--scenarios", "cannot create directory '" + a.scenarios_dir + "': " + ec.message(),
+                               "name a writable directory");
+    for (const auto& o : outcomes)
+      if (!o.scenario_yaml.empty())
+        write_text_atomically((std::filesystem::path(a.scenarios_dir) / (o.id + ".yaml")).string(), o.scenario_yaml);
+  }
   return 0;
 }
 

@@ -58,14 +58,31 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   TrainingResult r;
   r.notes = setup.notes;
   workload::ParallelPlan plan = setup.plan;
-  // recompute: auto = the least recomputation that fits in memory.
+  // recompute: auto = the least recomputation that fits in memory: none, selective, then full
+  // recomputation of the first 1, 2, ... layers of each model chunk (Megatron's block method),
+  // then of every layer.
   if (setup.recompute_auto) {
-    for (auto rc : {workload::Recompute::None, workload::Recompute::Selective, workload::Recompute::Full}) {
+    const auto fits = [&] { return !workload::out_of_memory(workload::memory_per_gpu(setup.model, plan), gpu.memory_bytes); };
+    const std::vector<int> bounds = workload::virtual_stage_bounds(setup.model, plan);
+    int per_chunk = 0;
+    for (size_t v = 0; v + 1 < bounds.size(); ++v) per_chunk = std::max(per_chunk, bounds[v + 1] - bounds[v]);
+    bool found = false;
+    for (auto rc : {workload::Recompute::None, workload::Recompute::Selective}) {
       plan.recompute = rc;
-      if (!workload::out_of_memory(workload::memory_per_gpu(setup.model, plan), gpu.memory_bytes)) break;
+      if ((found = fits())) break;
+    }
+    if (!found) {
+      plan.recompute = workload::Recompute::Full;
+      for (int k = 1; !found && k < per_chunk; ++k) {
+        plan.recompute_layers = k;
+        found = fits();
+      }
+      if (!found) plan.recompute_layers = 0;
     }
   }
   r.recompute = workload::recompute_name(plan.recompute);
+  if (plan.recompute == workload::Recompute::Full && plan.recompute_layers > 0)
+    r.recompute += " (" + std::to_string(plan.recompute_layers) + " layers per model chunk)";
   r.memory = workload::memory_per_gpu(setup.model, plan);
   r.memory_per_gpu_bytes = r.memory.total_bytes();
   r.gpu_memory_bytes = gpu.memory_bytes;

@@ -49,6 +49,19 @@ std::string node_for_gpu(const std::string& gpu) {
   throw std::runtime_error("no node type is known for GPU '" + gpu + "'");
 }
 
+// The tokenizer of a model family named in the case (public model configs), else Megatron's
+// default GPT-2 BPE vocabulary padded to a multiple of 1024 * 8.
+std::pair<long long, std::string> default_vocab(const std::string& name) {
+  std::string n;
+  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const auto named = [&](const char* k) { return n.find(k) != std::string::npos; };
+  if (named("nemotron")) return {256000, "the Nemotron tokenizer"};
+  if (named("llama3") || named("llama-3") || named("llama 3")) return {128256, "the Llama-3 tokenizer"};
+  if (named("llama2") || named("llama-2") || named("llama 2") || named("mistral") || named("mixtral"))
+    return {32000, "the Llama-2/Mistral tokenizer"};
+  return {51200, "GPT-2 BPE padded, Megatron's default"};
+}
+
 // NIC catalogue name for a stated fabric and line rate.
 std::string nic_for(const std::string& fabric, int gbps) {
   if (fabric == "roce" || fabric == "ethernet") return gbps >= 400 ? "roce-400" : "roce-200";
@@ -116,15 +129,21 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   if (has(m, "ffn_hidden")) ffn = get<long long>(m, "ffn_hidden");
   else defaults.push_back("model.ffn_hidden: 4 * hidden");
   mo["ffn_hidden"] = ffn;
-  if (has(m, "vocab")) mo["vocab"] = get<long long>(m, "vocab");
-  else { mo["vocab"] = 51200; defaults.push_back("model.vocab: 51200 (GPT-2 BPE padded, Megatron's default)"); }
+  if (has(m, "vocab")) {
+    mo["vocab"] = get<long long>(m, "vocab");
+  } else {
+    const auto [vocab, why] = default_vocab(has(m, "name") ? get<std::string>(m, "name") : "");
+    mo["vocab"] = vocab;
+    defaults.push_back("model.vocab: " + std::to_string(vocab) + " (" + why + ")");
+  }
   if (has(m, "mlp")) {
     mo["mlp"] = get<std::string>(m, "mlp");
   } else {
-    // LLaMA-style gated MLPs use ~8/3 h widths; GPT-style MLPs use 4 h.
-    const bool gated = static_cast<double>(ffn) / hidden < 3.5;
+    // Gated MLPs use 8/3 h (LLaMA-1/2 small) up to 3.5 h (Llama-2-70B, Llama-3, Mistral/Mixtral:
+    // 14336/4096, 28672/8192); GPT-style (and squared-ReLU Nemotron) MLPs use 4 h. Split between.
+    const bool gated = static_cast<double>(ffn) / hidden < 3.75;
     mo["mlp"] = gated ? "swiglu" : "gelu";
-    defaults.push_back(std::string("model.mlp: ") + (gated ? "swiglu (ffn_hidden < 3.5 h)" : "gelu (ffn_hidden >= 3.5 h)"));
+    defaults.push_back(std::string("model.mlp: ") + (gated ? "swiglu (ffn_hidden < 3.75 h)" : "gelu (ffn_hidden >= 3.75 h)"));
   }
   // Attention implementation: as stated, read literally (see flash_kernel); else the best fused
   // kernels (cuDNN) on Hopper and later, and Megatron's unfused attention on Volta/Ampere, the
@@ -230,6 +249,9 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
 void predict_training_case(const YAML::Node& c, CaseOutcome& out) {
   const YAML::Node meas = c["measured"];
   const YAML::Node scenario_yaml = training_case_scenario(c, out.defaults);
+  YAML::Emitter emitted;
+  emitted << scenario_yaml;
+  out.scenario_yaml = std::string(emitted.c_str()) + "\n";
   const Scenario scenario = scenario_from_yaml(scenario_yaml, "case " + out.id);
   const TrainingResult r = simulate_training(scenario.training, RunOptions{});
   if (r.oom) out.defaults.push_back("note: predicted out of memory (" + r.oom_detail + ")");

@@ -17,6 +17,7 @@ struct CaseOutcome {
   double predicted = 0, measured = 0, error_pct = 0;  // error = (predicted - measured) / measured
   std::string error;                                  // non-empty: not buildable, and why
   std::vector<std::string> defaults;                  // fields filled by the global null policy
+  std::string scenario_yaml;                          // training: the scenario built and run
   bool ok() const { return error.empty(); }
 };
 

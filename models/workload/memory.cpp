@@ -10,7 +10,8 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelPlan& p, i
   const double s = static_cast<double>(m.seq_len) / p.cp, b = p.micro_batch, h = m.hidden, t = p.tp;
   const double sb = s * b;
   const double sp_split = p.sp() ? t : 1.0;
-  if (p.recompute == Recompute::Full) return 2.0 * sb * h / sp_split;
+  const Recompute rc = layer_recompute(m, p, layer);
+  if (rc == Recompute::Full) return 2.0 * sb * h / sp_split;
 
   double replicated = 10.0 * sb * h;
   if (m.is_mla())
@@ -19,17 +20,22 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelPlan& p, i
   const double v = static_cast<double>(m.kv_heads) * m.v_head_dim(), o = static_cast<double>(m.attn_out_width());
   double split = 2.0 * sb * (q + k + v + o);
   const double per_ffn_element = m.mlp == Mlp::SwiGlu ? 6.0 : 4.0;
-  double unsplit = 0;  // MoE: the gathered routed tokens, replicated on every TP rank
+  double unsplit = 0;     // MoE: the gathered routed tokens, replicated on every TP rank
+  double fc2_inputs = 0;  // elements entering the MLPs' second GEMM
   if (m.is_moe_layer(layer)) {
     const double routed = sb * m.moe.top_k * m.moe.load_factor();
     unsplit += 2.0 * routed * h;
-    split += per_ffn_element * routed * m.moe.expert_ffn_hidden;
-    split += per_ffn_element * sb * m.moe.expert_ffn_hidden * m.moe.shared_experts;
+    fc2_inputs = (routed + sb * m.moe.shared_experts) * m.moe.expert_ffn_hidden;
   } else {
-    split += per_ffn_element * sb * m.ffn_hidden;
+    fc2_inputs = sb * m.ffn_hidden;
+  }
+  split += per_ffn_element * fc2_inputs;
+  if (p.precision == Precision::FP8) {  // linear-layer inputs kept as their FP8 copies
+    replicated -= 2.0 * sb * h;
+    split -= sb * o + fc2_inputs;
   }
   double scores = 0;
-  if (m.attention == AttentionImpl::Unfused && p.recompute == Recompute::None) scores = 5.0 * m.heads * s * m.seq_len * b;
+  if (m.attention == AttentionImpl::Unfused && rc == Recompute::None) scores = 5.0 * m.heads * s * m.seq_len * b;
   return replicated / sp_split + split / t + scores / t + unsplit;
 }
 

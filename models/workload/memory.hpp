@@ -20,6 +20,9 @@
 //      MoE layers: the routed tokens' expert input (2*s*b*top_k*h, after the TP gather) and
 //        expert MLP activations scaled by top_k and the load factor; shared experts like an MLP.
 //      MLA: the Q and KV latents (replicated) and per-head Q, K, V as above.
+//      FP8 (Transformer Engine): each linear layer keeps its input as the FP8 copy it cast for the
+//        forward GEMM, 1 byte instead of 2: the QKV and MLP inputs (-2*s*b*h replicated), the
+//        output-projection input (-s*b*o) and the second MLP GEMM's input (-s*b*ffn).
 //    In flight on pipeline rank r (Korthikanti section 4.2.3): 1F1B holds min(m, pp - r)
 //    micro-batches of the rank's layers (pp - r = pp on the first stage: the whole model's
 //    layers' worth); interleaved 1F1B min(m*vp, 2*(pp - r - 1) + (vp - 1)*pp + 1) model chunks

@@ -311,10 +311,11 @@ std::vector<Op> layer_forward_ops(const ModelConfig& m, const ParallelPlan& p, i
 std::vector<Op> layer_backward_ops(const ModelConfig& m, const ParallelPlan& p, int layer) {
   const std::vector<Block> blocks = layer_blocks(m, p, layer);
   std::vector<Op> out;
-  if (p.recompute != Recompute::None)
+  const Recompute rc = layer_recompute(m, p, layer);
+  if (rc != Recompute::None)
     for (Op o : forward_of(blocks, p)) {
       // Selective recomputation (Korthikanti et al. 2022): the core attention only.
-      if (p.recompute == Recompute::Selective && o.cls != OpClass::Attention) continue;
+      if (rc == Recompute::Selective && o.cls != OpClass::Attention) continue;
       o.recompute = true;
       o.name = "recompute " + o.name;
       out.push_back(o);
@@ -424,6 +425,13 @@ double stage_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int st
 
 double stage_expert_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage) {
   return stage_sum(m, p, stage, [&](int l) { return layer_expert_params_per_rank(m, p, l); }, false);
+}
+
+Recompute layer_recompute(const ModelConfig& m, const ParallelPlan& p, int layer) {
+  if (p.recompute != Recompute::Full || p.recompute_layers <= 0) return p.recompute;
+  const std::vector<int> bounds = virtual_stage_bounds(m, p);
+  const auto chunk = std::upper_bound(bounds.begin(), bounds.end(), layer) - 1;
+  return layer - *chunk < p.recompute_layers ? Recompute::Full : Recompute::None;
 }
 
 int dense_replicas(const ParallelPlan& p) { return p.dp * p.cp; }

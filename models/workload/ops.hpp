@@ -81,6 +81,9 @@ struct Op {
 // recomputes the TP communication too), with selective only the attention core (the ops of class Attention).
 std::vector<Op> layer_forward_ops(const ModelConfig& m, const ParallelPlan& p, int layer);
 std::vector<Op> layer_backward_ops(const ModelConfig& m, const ParallelPlan& p, int layer);
+// The recomputation layer `layer` gets: the plan's mode, except that full recomputation limited to
+// recompute_layers > 0 covers only the first that many layers of each model chunk (None after).
+Recompute layer_recompute(const ModelConfig& m, const ParallelPlan& p, int layer);
 // Vocabulary-parallel input embedding (first virtual stage).
 std::vector<Op> embedding_forward_ops(const ModelConfig& m, const ParallelPlan& p);
 std::vector<Op> embedding_backward_ops(const ModelConfig& m, const ParallelPlan& p);

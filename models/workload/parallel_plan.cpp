@@ -41,7 +41,7 @@ const char* recompute_name(Recompute r) {
 ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
-                "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
+                "recompute_layers", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
                 "dp_bucket_size", "first_stage_layers", "last_stage_layers"});
   ParallelPlan p;
   auto positive_int = [&](const char* key, int fallback) {
@@ -65,6 +65,14 @@ ParallelPlan parse_plan(const config::Node& n) {
   else if (rc == "selective") p.recompute = Recompute::Selective;
   else if (rc == "full") p.recompute = Recompute::Full;
   else n.fail("recompute", "unknown recompute mode '" + rc + "'", "use none, selective or full");
+  if (n.has("recompute_layers")) {
+    const long long k = n.required_int("recompute_layers");
+    if (k < 0) n.fail("recompute_layers", "must be >= 0, got " + str(k), "use 0 (every layer) or the layers to recompute per model chunk");
+    if (p.recompute != Recompute::Full && k > 0)
+      n.fail("recompute_layers", "applies to recompute: full only (recompute is " + rc + ")",
+             "set recompute: full, or remove recompute_layers");
+    p.recompute_layers = static_cast<int>(std::min<long long>(k, 1 << 24));
+  }
   if (n.has("zero")) {
     if (n["zero"].as_string() == "fsdp") {
       p.zero = 3;
@@ -145,6 +153,14 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
     n.fail("pp", "layers (" + str(m.layers) + ") are not divisible by pp*vp = " + str(p.pp) + "*" + str(p.vp) + " = " + str(V),
            "use pp in {" + options + "} with vp " + str(p.vp) + " (or vp in {" + divisors(m.layers / std::gcd(m.layers, p.pp), 16) +
                "} with pp " + str(p.pp) + "), or first_stage_layers/last_stage_layers for an uneven split");
+  }
+  if (p.recompute_layers > 0) {
+    const int per_chunk = std::max({(m.layers - p.first_stage_layers - p.last_stage_layers) / std::max(1, V - (p.first_stage_layers > 0) - (p.last_stage_layers > 0)),
+                                    p.first_stage_layers, p.last_stage_layers});
+    if (p.recompute_layers > per_chunk)
+      n.fail("recompute_layers", "is " + str(p.recompute_layers) + " but a model chunk has only " + str(per_chunk) +
+                                     " layers (layers / (pp*vp))",
+             "use recompute_layers in 1.." + str(per_chunk) + ", or 0 for every layer");
   }
   if (p.vp > 1 && p.pp < 2) n.fail("vp", "interleaving (vp > 1) needs pipeline parallelism", "set vp: 1, or pp >= 2");
   if (p.global_batch % (1LL * p.micro_batch * p.dp) != 0) {

@@ -11,6 +11,9 @@
 //     micro_batch: 1         # sequences per micro-batch (per model replica)
 //     global_batch: 128      # sequences per optimizer step
 //     recompute: none        # none | selective | full
+//     recompute_layers: 4    # with full: recompute only the first N layers of each model chunk
+//                            # (Megatron's --recompute-method block --recompute-num-layers N);
+//                            # 0 or absent = every layer
 //     zero: 1                # 0 DDP, 1 distributed optimizer, 2 + sharded grads, 3 or fsdp
 //     precision: bf16        # fp32 | tf32 | fp16 | bf16 | fp8 (FP8 GEMMs, 16-bit elsewhere)
 //     schedule: 1f1b         # 1f1b | gpipe | interleaved (interleaved = 1f1b with vp > 1)
@@ -44,6 +47,7 @@ struct ParallelPlan {
   int micro_batch = 1;
   int global_batch = 1;
   Recompute recompute = Recompute::None;
+  int recompute_layers = 0;  // full: layers recomputed per model chunk (0 = all)
   int zero = 0;
   Precision precision = Precision::BF16;
   Schedule schedule = Schedule::OneFOneB;

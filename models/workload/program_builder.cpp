@@ -146,11 +146,12 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
   p.dp_bucket_bytes = plan.dp_bucket_bytes;
 
   // Identical layers share one costed program (costing is the expensive part for big models).
-  std::vector<LayerProgram> by_kind(2);
-  std::vector<bool> costed(2, false);
+  // Kinds: dense or MoE, times recomputed or not (full recomputation of some layers per chunk).
+  std::vector<LayerProgram> by_kind(4);
+  std::vector<bool> costed(4, false);
   p.layers.reserve(model.layers);
   for (int l = 0; l < model.layers; ++l) {
-    const int kind = model.is_moe_layer(l) ? 1 : 0;
+    const int kind = (model.is_moe_layer(l) ? 1 : 0) + 2 * (layer_recompute(model, plan, l) == plan.recompute ? 0 : 1);
     if (!costed[kind]) {
       LayerProgram& lp = by_kind[kind];
       lp.forward = coster.cost_all(layer_forward_ops(model, plan, l));

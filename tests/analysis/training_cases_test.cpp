@@ -67,3 +67,50 @@ TEST(TrainingCasePolicy, Flash1OnAGpuWithoutItsProfileIsAnInputError) {
     EXPECT_NE(std::string(e.what()).find("flash2"), std::string::npos) << e.what();
   }
 }
+
+TEST(TrainingCasePolicy, GatedMlpUpTo3Point5Hidden) {
+  // Llama-3 and Mixtral use 3.5 h SwiGLU widths; GPT-style MLPs 4 h.
+  const auto mlp_for = [](long long ffn) {
+    YAML::Node c = training_case("H100-SXM5-80GB", "");
+    c["model"]["mlp"] = YAML::Node();
+    c["model"]["ffn_hidden"] = ffn;
+    std::vector<std::string> defaults;
+    return training_case_scenario(c, defaults)["model"]["mlp"].as<std::string>();
+  };
+  EXPECT_EQ(mlp_for(2752), "swiglu");  // 8/3 h
+  EXPECT_EQ(mlp_for(3584), "swiglu");  // 3.5 h
+  EXPECT_EQ(mlp_for(4096), "gelu");    // 4 h
+}
+
+TEST(TrainingCasePolicy, NullVocabularyFollowsTheNamedModelFamily) {
+  const auto vocab_for = [](const std::string& name) {
+    YAML::Node c = training_case("H100-SXM5-80GB", "");
+    c["model"]["vocab"] = YAML::Node();
+    c["model"]["name"] = name;
+    std::vector<std::string> defaults;
+    return training_case_scenario(c, defaults)["model"]["vocab"].as<long long>();
+  };
+  EXPECT_EQ(vocab_for("Nemotron-22B"), 256000);
+  EXPECT_EQ(vocab_for("LLAMA2-7B"), 32000);
+  EXPECT_EQ(vocab_for("Llama-3 70B"), 128256);
+  EXPECT_EQ(vocab_for("GPT3-5B"), 51200);
+}
+
+TEST(TrainingCasePolicy, AutoRecomputesTheFewestLayersThatFit) {
+  // Llama-3 70B on 64 H100s as tp 2 pp 8: no recomputation does not fit, every layer recomputed
+  // does; auto recomputes part of each chunk, landing between the two in time and memory.
+  const auto run = [](const std::string& recompute) {
+    Scenario s = load_scenario(STACKSIM_SOURCE_DIR "/scenarios/llama3-70b-64xh100.yaml",
+                               {"parallelism.tp=2", "parallelism.cp=1", "parallelism.pp=8", "parallelism.dp=4",
+                                "parallelism.vp=1", "parallelism.recompute=" + recompute});
+    return simulate_training(s.training, {});
+  };
+  const TrainingResult none = run("none"), full = run("full"), autor = run("auto");
+  ASSERT_TRUE(none.oom) << none.memory_per_gpu_bytes;
+  ASSERT_FALSE(full.oom);
+  EXPECT_FALSE(autor.oom);
+  EXPECT_NE(autor.recompute.find("layers per model chunk"), std::string::npos) << autor.recompute;
+  EXPECT_LT(autor.step_time_s, full.step_time_s);
+  EXPECT_GT(autor.step_time_s, none.step_time_s);
+  EXPECT_GT(autor.memory_per_gpu_bytes, full.memory_per_gpu_bytes);
+}

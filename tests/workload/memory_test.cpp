@@ -105,5 +105,44 @@ TEST(Memory, OutOfMemoryVerdict) {
   EXPECT_TRUE(out_of_memory(g, 80e9));
 }
 
+TEST(Memory, Fp8KeepsLinearInputsInOneByte) {
+  // Transformer Engine saves the FP8 copy of each linear input: QKV and fc1 inputs (2sbh),
+  // the output-projection input (sb*q) and fc2's input (sb*ffn) drop from 2 bytes to 1.
+  ModelConfig m = gpt3();
+  m.attention = AttentionImpl::Flash2;
+  ParallelPlan p = plan(8, true, Recompute::None);
+  const double bf16 = activation_bytes_per_layer(m, p, 0);
+  p.precision = Precision::FP8;
+  const double s = 2048, h = 12288, t = 8;
+  EXPECT_NEAR(bf16 - activation_bytes_per_layer(m, p, 0), (2 * s * h + s * h + s * 4 * h) / t, 1.0);
+}
+
+TEST(Memory, BlockRecomputationOfTheFirstLayersOfEachChunk) {
+  // recompute_layers = k: the first k layers of every model chunk keep only their input.
+  ModelConfig m = gpt3();
+  m.layers = 8;
+  ParallelPlan p = plan(8, true, Recompute::Full);
+  p.pp = 2;
+  p.vp = 2;
+  p.global_batch = 8;
+  p.recompute_layers = 1;
+  for (int l = 0; l < 8; ++l)
+    EXPECT_EQ(layer_recompute(m, p, l), l % 2 == 0 ? Recompute::Full : Recompute::None) << "layer " << l;
+  ParallelPlan none = p, all = p;
+  none.recompute = Recompute::None;
+  all.recompute_layers = 0;
+  const double partial = memory_per_gpu(m, p).activations_bytes;
+  EXPECT_LT(partial, memory_per_gpu(m, none).activations_bytes);
+  EXPECT_GT(partial, memory_per_gpu(m, all).activations_bytes);
+  // The recomputed layers replay their forward in backward; the others do not.
+  const auto recomputed_ops = [&](int l) {
+    int n = 0;
+    for (const Op& o : layer_backward_ops(m, p, l)) n += o.recompute;
+    return n;
+  };
+  EXPECT_GT(recomputed_ops(0), 0);
+  EXPECT_EQ(recomputed_ops(1), 0);
+}
+
 }  // namespace
 }  // namespace stacksim::workload

@@ -135,5 +135,16 @@ TEST(Plan, BadValuesAreInputErrors) {
   EXPECT_TRUE(has(check(gpt(), "{tpp: 1, global_batch: 1}", 1), "tp"));
 }
 
+TEST(Plan, RecomputeLayersRules) {
+  const ModelConfig m = gpt(96);
+  EXPECT_EQ(check(m, "{tp: 8, pp: 8, dp: 1, global_batch: 8, recompute: full, recompute_layers: 4}", 64), "");
+  const std::string selective =
+      check(m, "{tp: 8, pp: 8, dp: 1, global_batch: 8, recompute: selective, recompute_layers: 4}", 64);
+  EXPECT_TRUE(has(selective, "recompute_layers") && has(selective, "full only")) << selective;
+  const std::string too_many = check(m, "{tp: 8, pp: 8, dp: 1, global_batch: 8, recompute: full, recompute_layers: 13}", 64);
+  EXPECT_TRUE(has(too_many, "recompute_layers") && has(too_many, "1..12")) << too_many;
+  EXPECT_TRUE(has(check(m, "{tp: 8, pp: 8, dp: 1, global_batch: 8, recompute: full, recompute_layers: -1}", 64), ">= 0"));
+}
+
 }  // namespace
 }  // namespace stacksim::workload
