@@ -112,8 +112,17 @@ KernelCost GpuModel::gemm(int64_t m, int64_t n, int64_t k, DType dtype, int64_t 
   return c;
 }
 
-KernelCost GpuModel::attention(double flops, double bytes, int64_t work_units, double efficiency,
-                               DType dtype) const {
+namespace {
+// Inner-loop iterations of one flash-attention block: the key blocks it visits (the mirror-image
+// count in backward), half of them on average under a causal mask.
+double key_blocks_per_query_block(int64_t skv, bool causal) {
+  const double n = std::ceil(static_cast<double>(skv) / GpuModel::kAttentionBlockKV);
+  return causal ? std::max(1.0, 0.5 * (n + 1)) : n;
+}
+}  // namespace
+
+KernelCost GpuModel::attention(double flops, double bytes, int64_t work_units, double loop_iterations,
+                               double efficiency, DType dtype) const {
   KernelCost c;
   c.flops = flops;
   c.bytes = bytes;
@@ -121,7 +130,8 @@ KernelCost GpuModel::attention(double flops, double bytes, int64_t work_units, d
   const double sms = spec_.sm_count;
   const double units = static_cast<double>(work_units);
   const double wave_fill = units / (std::ceil(units / sms) * sms);
-  const double compute_s = flops / (peak(dtype) * efficiency * wave_fill);
+  const double loop_fill = loop_iterations / (loop_iterations + kAttentionTileOverhead);
+  const double compute_s = flops / (peak(dtype) * efficiency * wave_fill * loop_fill);
   const double memory_s = bytes / hbm_rate_Bps();
   c.memory_bound = memory_s > compute_s;
   c.seconds = overlap(compute_s, memory_s) + spec_.kernel_overhead_s;
@@ -155,7 +165,7 @@ KernelCost GpuModel::attention_forward(int64_t b, int64_t h, int64_t kvh, int64_
   const double flops = 4.0 * bd * hd * sqd * skvd * dd * (causal ? 0.5 : 1.0);
   const double bytes = (2.0 * bd * hd * sqd * dd + 2.0 * bd * kvd * skvd * dd) * bytes_per_element(run);
   const int64_t blocks = b * h * ((sq + kAttentionBlockQ - 1) / kAttentionBlockQ);
-  return attention(flops, bytes, blocks,
+  return attention(flops, bytes, blocks, key_blocks_per_query_block(skv, causal),
                    attention_efficiency(kernel, false),
                    run);
 }
@@ -171,7 +181,7 @@ KernelCost GpuModel::attention_backward(int64_t b, int64_t h, int64_t kvh, int64
   // Reads Q, O, dO and writes dQ per query head; reads K, V and writes dK, dV per KV head.
   const double bytes = (4.0 * bd * hd * sqd * dd + 4.0 * bd * kvd * skvd * dd) * bytes_per_element(run);
   const int64_t blocks = b * h * ((skv + kAttentionBlockQ - 1) / kAttentionBlockQ);
-  return attention(flops, bytes, blocks,
+  return attention(flops, bytes, blocks, key_blocks_per_query_block(skv, causal),
                    attention_efficiency(kernel, true),
                    run);
 }

@@ -18,8 +18,15 @@
 //
 // Attention: flash-style fused kernels. Forward FLOPs 4*b*h*sq*skv*d (halved when causal),
 // backward 2.5x forward (dQ, dK, dV and the recomputed P; FlashAttention-2, section 3.2), at the
-// GPU's attention efficiency, with wave quantisation over (b*h*ceil(sq/128)) query blocks. HBM
-// traffic: Q, O (and dO, dQ) per query head, K, V (and dK, dV) per KV head.
+// GPU's attention efficiency, with wave quantisation over (b*h*ceil(sq/128)) query blocks. The
+// calibrated efficiency is the long-sequence plateau: each query block (key block in backward)
+// loops over n = skv/128 key blocks (half on average when causal) and pays a fixed prologue and
+// epilogue (load Q, rescale and write O) worth kAttentionTileOverhead loop iterations, so the
+// kernel reaches n / (n + kAttentionTileOverhead) of the plateau. The published kernel sweeps
+// over sequence length at 16k tokens per batch (FlashAttention-2 paper, H100, head dim 128,
+// forward: 191 TFLOP/s at 512 rising to 335 at 16k; FlashAttention-3 paper: 292 to 616) fit
+// 3.2 and 4.8 iterations; 4 is used for every kernel. HBM traffic: Q, O (and dO, dQ) per query
+// head, K, V (and dK, dV) per KV head.
 //
 // Memory-bound kernels (element-wise, norms, softmax, optimizer): bytes over the achievable HBM
 // rate, combined with any FLOPs at the fp32 vector rate the same way as above.
@@ -72,9 +79,12 @@ class GpuModel {
   static constexpr double kMisalignedEfficiency = 0.8;   // k or n not a multiple of 16 bytes
   static constexpr double kMinSplitK = 256;              // shortest K slice of a split-K GEMM
   static constexpr int kAttentionBlockQ = 128;           // query rows per flash-attention block
+  static constexpr int kAttentionBlockKV = 128;          // key rows per inner-loop iteration
+  static constexpr double kAttentionTileOverhead = 4.0;  // per-block fixed cost, in loop iterations
 
  private:
-  KernelCost attention(double flops, double bytes, int64_t work_units, double efficiency, DType dtype) const;
+  KernelCost attention(double flops, double bytes, int64_t work_units, double loop_iterations, double efficiency,
+                       DType dtype) const;
   // Fraction of the peak a kernel reaches; throws when the GPU has no profile for the kernel.
   double attention_efficiency(AttentionKernel k, bool backward) const;
   hw::GpuSpec spec_;
