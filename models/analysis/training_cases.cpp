@@ -56,10 +56,30 @@ std::pair<long long, std::string> default_vocab(const std::string& name) {
   for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   const auto named = [&](const char* k) { return n.find(k) != std::string::npos; };
   if (named("nemotron")) return {256000, "the Nemotron tokenizer"};
+  if (named("deepseek-v3") || named("deepseek v3")) return {129280, "the DeepSeek-V3 tokenizer"};
+  if (named("deepseek-v2") || named("deepseek v2")) return {102400, "the DeepSeek-V2 tokenizer"};
+  if (named("qwen")) return {151936, "the Qwen2 tokenizer"};
   if (named("llama3") || named("llama-3") || named("llama 3")) return {128256, "the Llama-3 tokenizer"};
   if (named("llama2") || named("llama-2") || named("llama 2") || named("mistral") || named("mixtral"))
     return {32000, "the Llama-2/Mistral tokenizer"};
   return {51200, "GPT-2 BPE padded, Megatron's default"};
+}
+
+// The integer that follows `phrase` in `text` (case-insensitive), or 0.
+long long number_after(const std::string& text, const std::string& phrase) {
+  std::string t, p;
+  for (char c : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char c : phrase) p += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const size_t at = t.find(p);
+  if (at == std::string::npos) return 0;
+  size_t i = at + p.size();
+  while (i < t.size() && !std::isdigit(static_cast<unsigned char>(t[i]))) {
+    if (t[i] == ',' || t[i] == ';') return 0;  // the next clause: no number for this phrase
+    ++i;
+  }
+  long long v = 0;
+  while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) v = v * 10 + (t[i++] - '0');
+  return v;
 }
 
 // NIC catalogue name for a stated fabric and line rate.
@@ -138,6 +158,9 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   }
   if (has(m, "mlp")) {
     mo["mlp"] = get<std::string>(m, "mlp");
+  } else if (has(m, "moe")) {
+    mo["mlp"] = "swiglu";  // every published MoE family (Mixtral, DeepSeek, Qwen-MoE) gates its MLPs
+    defaults.push_back("model.mlp: swiglu (MoE models)");
   } else {
     // Gated MLPs use 8/3 h (LLaMA-1/2 small) up to 3.5 h (Llama-2-70B, Llama-3, Mistral/Mixtral:
     // 14336/4096, 28672/8192); GPT-style (and squared-ReLU Nemotron) MLPs use 4 h. Split between.
@@ -149,6 +172,22 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   // kernels (cuDNN) on Hopper and later, and Megatron's unfused attention on Volta/Ampere, the
   // stacks those generations shipped with.
   const std::string att = has(m, "attention") ? get<std::string>(m, "attention") : "";
+  // Multi-head latent attention stated in words (DeepSeek-V2/V3): its latent ranks, read literally;
+  // the per-head dimensions are DeepSeek's 128 (nope and value) when not stated.
+  if (att.find("MLA") != std::string::npos || att.find("latent") != std::string::npos) {
+    const long long kv = number_after(att, "kv compression"), q = number_after(att, "query compression"),
+                    rope = number_after(att, "rope head dim");
+    if (kv <= 0 || rope <= 0)
+      throw std::runtime_error("model.attention names MLA without a kv compression rank and a RoPE head dim");
+    YAML::Node mla;
+    mla["q_lora_rank"] = q;
+    mla["kv_lora_rank"] = kv;
+    mla["qk_rope_head_dim"] = rope;
+    mla["qk_nope_head_dim"] = 128;
+    mla["v_head_dim"] = 128;
+    mo["mla"] = mla;
+    defaults.push_back("model.mla: ranks from the attention text; qk_nope_head_dim = v_head_dim = 128 (DeepSeek-V2/V3)");
+  }
   if (const std::string kernel = flash_kernel(att); !kernel.empty()) {
     mo["attention"] = kernel;
   } else {
@@ -164,6 +203,16 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     mm["experts"] = get<int>(moe, "experts");
     mm["top_k"] = get<int>(moe, "top_k");
     if (has(moe, "shared_experts")) mm["shared_experts"] = get<int>(moe, "shared_experts");
+    if (has(moe, "moe_layer_freq")) {
+      const YAML::Node f = moe["moe_layer_freq"];
+      const std::string text = f.as<std::string>();
+      if (const long long dense = number_after(text, "first"); dense > 0 && text.find("dense") != std::string::npos)
+        mm["first_dense_layers"] = dense;
+      else if (text.find_first_not_of("0123456789") == std::string::npos)
+        mm["layer_freq"] = f.as<int>();
+      else
+        throw std::runtime_error("model.moe.moe_layer_freq '" + text + "' is neither a number nor 'first N layers dense'");
+    }
     if (has(moe, "expert_ffn_hidden")) mm["expert_ffn_hidden"] = get<long long>(moe, "expert_ffn_hidden");
     else { mm["expert_ffn_hidden"] = ffn; defaults.push_back("model.moe.expert_ffn_hidden: = ffn_hidden"); }
     mo["moe"] = mm;
@@ -201,6 +250,21 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   if (!has(p, "cp")) defaults.push_back("parallelism.cp: 1");
   if (has(p, "vp")) pl["vp"] = get<int>(p, "vp");
   else { pl["vp"] = 1; defaults.push_back("parallelism.vp: 1 (no interleaving)"); }
+  // Layers that do not divide over the stages: the middle stages take ceil(layers / stages) each and
+  // the first and last stages (which also hold the embedding and the output layer) share the rest,
+  // the last the smaller part (Megatron's decoder_first/last_pipeline_num_layers).
+  const int layers = get<int>(m, "layers"), stages = pp * pl["vp"].as<int>();
+  if (stages > 2 && layers % stages != 0) {
+    const int per = (layers + stages - 1) / stages;
+    const int rest = layers - (stages - 2) * per;
+    if (rest >= 2) {
+      pl["first_stage_layers"] = (rest + 1) / 2;
+      pl["last_stage_layers"] = rest / 2;
+      defaults.push_back("parallelism.first/last_stage_layers: " + std::to_string((rest + 1) / 2) + "/" +
+                         std::to_string(rest / 2) + " (" + std::to_string(layers) + " layers over " + std::to_string(stages) +
+                         " stages, " + std::to_string(per) + " in each middle stage)");
+    }
+  }
   // Software generation: Hopper-era runs use Megatron-Core/NeMo, whose defaults are sequence
   // parallelism with TP and the distributed optimizer; Volta/Ampere-era Megatron-LM had neither
   // by default. The same proxy picks the attention kernels below.
@@ -252,6 +316,14 @@ void predict_training_case(const YAML::Node& c, CaseOutcome& out) {
   YAML::Emitter emitted;
   emitted << scenario_yaml;
   out.scenario_yaml = std::string(emitted.c_str()) + "\n";
+  // A pipeline schedule the replay does not have changes what is exposed, not a detail: refuse
+  // rather than report a 1F1B prediction as if it were this run's (the scenario is still written).
+  const std::string notes = has(c, "notes") ? get<std::string>(c, "notes") : "";
+  if (notes.find("DualPipe") != std::string::npos)
+    throw std::runtime_error(
+        "the run uses DualPipe (forward and backward micro-batches interleaved so that expert all-to-all and "
+        "pipeline transfers hide under compute), which the replay does not model; --scenarios writes the 1F1B "
+        "equivalent");
   const Scenario scenario = scenario_from_yaml(scenario_yaml, "case " + out.id);
   const TrainingResult r = simulate_training(scenario.training, RunOptions{});
   if (r.oom) out.defaults.push_back("note: predicted out of memory (" + r.oom_detail + ")");

@@ -114,3 +114,36 @@ TEST(TrainingCasePolicy, AutoRecomputesTheFewestLayersThatFit) {
   EXPECT_GT(autor.step_time_s, none.step_time_s);
   EXPECT_GT(autor.memory_per_gpu_bytes, full.memory_per_gpu_bytes);
 }
+
+TEST(TrainingCasePolicy, UnevenLayersGoToTheMiddleStagesFirst) {
+  // 61 layers over pp 16: 14 middle stages of 4, the first stage 3 and the last 2.
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["hardware"]["num_gpus"] = 16;
+  c["model"]["layers"] = 61;
+  c["parallelism"]["pp"] = 16;
+  c["parallelism"]["dp"] = 1;
+  c["parallelism"]["zero"] = 1;
+  std::vector<std::string> defaults;
+  const YAML::Node s = training_case_scenario(c, defaults);
+  EXPECT_EQ(s["parallelism"]["first_stage_layers"].as<int>(), 3);
+  EXPECT_EQ(s["parallelism"]["last_stage_layers"].as<int>(), 2);
+  const Scenario built = scenario_from_yaml(s, "case t");  // and the plan checks accept it
+  EXPECT_EQ(built.training.plan.first_stage_layers, 3);
+}
+
+TEST(TrainingCasePolicy, LatentAttentionAndDenseLeadLayersAreReadFromTheirText) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "MLA: kv compression 512, query compression 1536, decoupled RoPE head dim 64");
+  c["model"]["mlp"] = YAML::Node();
+  c["model"]["moe"] = YAML::Load("{experts: 16, top_k: 2, shared_experts: 1, expert_ffn_hidden: 512, "
+                                 "moe_layer_freq: 'first 1 layers dense, MoE in all later layers'}");
+  std::vector<std::string> defaults;
+  const YAML::Node s = training_case_scenario(c, defaults);
+  EXPECT_EQ(s["model"]["mla"]["kv_lora_rank"].as<int>(), 512);
+  EXPECT_EQ(s["model"]["mla"]["q_lora_rank"].as<int>(), 1536);
+  EXPECT_EQ(s["model"]["mla"]["qk_rope_head_dim"].as<int>(), 64);
+  EXPECT_EQ(s["model"]["moe"]["first_dense_layers"].as<int>(), 1);
+  EXPECT_EQ(s["model"]["mlp"].as<std::string>(), "swiglu");
+  // Unparseable frequency text is a reason, not a guess.
+  c["model"]["moe"]["moe_layer_freq"] = "every other layer";
+  EXPECT_THROW(training_case_scenario(c, defaults), std::runtime_error);
+}
