@@ -11,13 +11,14 @@
 #include "config/yaml.hpp"
 #include "models/analysis/commands.hpp"
 #include "models/analysis/scenario.hpp"
+#include "tests/test_tmp.hpp"
 
 using namespace stacksim;
 
 namespace {
 
 std::string write(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() + "/" + name;
+  const std::string path = test_tmp(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -43,7 +44,7 @@ std::string input_error(const std::string& cmd, const std::vector<std::string>& 
 
 TEST(Cli, RunWritesTheJsonContractAndATrace) {
   const std::string s = write("ok.yaml", kTraining);
-  const std::string json = testing::TempDir() + "/ok.json", trace = testing::TempDir() + "/ok.trace.json";
+  const std::string json = test_tmp("ok.json"), trace = test_tmp("ok.trace.json");
   std::ostringstream out, err;
   EXPECT_EQ(analysis::run_command("run", {s, "--json", json, "--trace", trace}, out, err), 0);
   std::ifstream in(json);

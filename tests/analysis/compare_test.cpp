@@ -7,6 +7,7 @@
 
 #include "config/error.hpp"
 #include "models/analysis/compare.hpp"
+#include "tests/test_tmp.hpp"
 
 using namespace stacksim::analysis;
 
@@ -15,7 +16,7 @@ namespace {
 std::string scenario() {
   // 16 nodes of DGX H100, pure data parallelism on a 1.3B model: large gradient all-reduces over
   // the NICs each step, compute-heavy layers.
-  const std::string path = testing::TempDir() + "/cmp.yaml";
+  const std::string path = test_tmp("cmp.yaml");
   std::ofstream(path) << "cluster: {node: dgx-h100, nodes: 4}\n"
                          "model: {layers: 24, hidden: 2048, heads: 16, ffn_hidden: 8192, vocab: 50304, seq_len: 2048}\n"
                          "parallelism: {tp: 1, pp: 1, dp: 32, micro_batch: 4, global_batch: 128, zero: 0}\n";
@@ -108,7 +109,7 @@ TEST(Compare, ElasticityCostsOneSimulationPerClassPlusTheBaselineAndIgnoresThrea
 namespace {
 
 std::string priced_scenario() {
-  const std::string path = testing::TempDir() + "/priced.yaml";
+  const std::string path = test_tmp("priced.yaml");
   std::ofstream(path) << "cluster: {node: dgx-h100, nodes: 2}\n"
                          "model: {layers: 24, hidden: 2048, heads: 16, ffn_hidden: 8192, vocab: 50304, seq_len: 2048}\n"
                          "parallelism: {tp: 1, pp: 1, dp: 16, micro_batch: 4, global_batch: 128, zero: 1}\n"

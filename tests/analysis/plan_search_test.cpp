@@ -6,11 +6,12 @@
 
 #include "models/analysis/plan_search.hpp"
 #include "models/analysis/scenario.hpp"
+#include "tests/test_tmp.hpp"
 
 using namespace stacksim::analysis;
 
 TEST(PlanSearch, FastestFittingPlansFirstAndBetterThanNaive) {
-  const std::string path = testing::TempDir() + "/plan.yaml";
+  const std::string path = test_tmp("plan.yaml");
   std::ofstream(path) << "cluster: {node: dgx-h100, nodes: 2}\n"
                          "model: {layers: 8, hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, vocab: 32000,"
                          " seq_len: 4096, mlp: swiglu}\n"

@@ -2,14 +2,23 @@
 // 1 and 2 threads, and resumption from an existing output.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "models/analysis/sweep.hpp"
+#include "tests/test_tmp.hpp"
 
 using namespace stacksim::analysis;
 
 namespace {
+
+// One directory per test: ctest runs the tests of this file in parallel processes.
+std::string test_dir() {
+  const std::string dir = test_tmp("sweep");
+  std::filesystem::create_directories(dir);
+  return dir;
+}
 
 std::string read(const std::string& path) {
   std::ifstream in(path);
@@ -19,7 +28,7 @@ std::string read(const std::string& path) {
 }
 
 std::string sweep_file() {
-  const std::string dir = testing::TempDir();
+  const std::string dir = test_dir();
   std::ofstream(dir + "/s.yaml") << "cluster: {node: dgx-h100, nodes: 2}\n"
                                     "model: {layers: 4, hidden: 1024, heads: 16, ffn_hidden: 4096, vocab: 32000, seq_len: 1024}\n"
                                     "parallelism: {tp: 2, pp: 2, dp: 4, micro_batch: 1, global_batch: 16}\n";
@@ -32,7 +41,7 @@ std::string sweep_file() {
 
 TEST(Sweep, GridOrderInvalidRowsAndThreadIndependence) {
   std::ostringstream progress;
-  const std::string one = testing::TempDir() + "/one.csv", two = testing::TempDir() + "/two.csv";
+  const std::string one = test_dir() + "/one.csv", two = test_dir() + "/two.csv";
   std::remove(one.c_str());
   std::remove(two.c_str());
   const SweepSummary s1 = run_sweep(sweep_file(), one, 1, progress);
@@ -52,7 +61,7 @@ TEST(Sweep, GridOrderInvalidRowsAndThreadIndependence) {
 
 TEST(Sweep, ResumesFromItsOutput) {
   std::ostringstream progress;
-  const std::string out = testing::TempDir() + "/resume.csv";
+  const std::string out = test_dir() + "/resume.csv";
   std::remove(out.c_str());
   run_sweep(sweep_file(), out, 2, progress);
   const std::string before = read(out);
@@ -63,7 +72,7 @@ TEST(Sweep, ResumesFromItsOutput) {
 }
 
 TEST(Sweep, AMisspelledGridKeyIsReportedWithTheNearestKey) {
-  const std::string dir = testing::TempDir();
+  const std::string dir = test_dir();
   sweep_file();  // writes s.yaml
   std::ofstream(dir + "/typo.yaml") << "scenario: s.yaml\ngrid: {parallelism.tpp: [2]}\n";
   const std::string out = dir + "/typo.csv";
@@ -74,7 +83,7 @@ TEST(Sweep, AMisspelledGridKeyIsReportedWithTheNearestKey) {
 }
 
 TEST(Sweep, ScalingEfficiencyAgainstTheSmallestRunOfEachGroup) {
-  const std::string dir = testing::TempDir();
+  const std::string dir = test_dir();
   sweep_file();  // writes s.yaml (16 GPUs per scenario: 2 nodes of 8)
   // Weak scaling: nodes and dp together (the off-diagonal points are invalid rows), for two GPUs.
   std::ofstream(dir + "/weak.yaml") << "scenario: s.yaml\n"

@@ -9,6 +9,7 @@
 
 #include "config/error.hpp"
 #include "models/hardware/gpu_spec.hpp"
+#include "tests/test_tmp.hpp"
 
 using namespace stacksim;
 namespace fs = std::filesystem;
@@ -23,7 +24,7 @@ const hw::GpuCatalog& gpus() {
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() + "/" + name;
+  const std::string path = test_tmp(name);
   std::ofstream(path) << text;
   return path;
 }
