@@ -63,7 +63,6 @@ class Scenario:
         self._data.update(copy.deepcopy(sections))
         self._origin = origin
         self._base_dir = base_dir
-        self._sets: List[str] = []
 
     @classmethod
     def load(cls, path: str) -> "Scenario":
