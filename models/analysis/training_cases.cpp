@@ -46,6 +46,7 @@ std::string node_for_gpu(const std::string& gpu) {
   if (gpu.rfind("H800", 0) == 0) return "hgx-h800";
   if (gpu.rfind("H200", 0) == 0) return "dgx-h200";
   if (gpu.rfind("B200", 0) == 0) return "dgx-b200";
+  if (gpu.rfind("GB200", 0) == 0) return "gb200-nvl72";
   throw std::runtime_error("no node type is known for GPU '" + gpu + "'");
 }
 

@@ -123,6 +123,20 @@ TEST(Collectives, TwoNodeRingIsLimitedByTheNics) {
   EXPECT_NEAR(t.busbw_Bps / 1e9, 8 * 25 * 0.96, 192.0 * 0.005);
 }
 
+TEST(Collectives, Nvl72KeepsA64GpuRingOnNvlink) {
+  // 64 GPUs as 8 DGX B200 cross the NICs (8 x 50 GB/s per node: ~370 GB/s busbw), in one GB200
+  // NVL72 rack they stay on NVLink (900 GB/s per GPU, ~75 % of it for a ring).
+  const auto busbw = [](const std::string& node) {
+    const topo::ClusterConfig k = cfg("node: " + node + "\nnodes: " + (node == "dgx-b200" ? "8" : "1") + "\n");
+    const topo::Cluster c = topo::build_cluster(k);
+    return time_collective(c, tuning_for(k.node, k.nic), make(CollectiveOp::AllGather, 64, 8e9)).busbw_Bps;
+  };
+  const double rack = busbw("gb200-nvl72"), nodes = busbw("dgx-b200");
+  EXPECT_GT(rack, 1.5 * nodes);
+  EXPECT_LT(nodes, 8 * 50e9);
+  EXPECT_LT(rack, 900e9);  // never above the NVLink port
+}
+
 TEST(Collectives, OversubscribedFabricSlowsCrossLeafTraffic) {
   // 4 nodes, radix 16: one node per leaf, so every ring channel leaves its leaf. Each leaf's 8
   // channels (one per NIC) share the leaf's uplinks: 8 x 50 GB/s at ratio 1 (NIC-bound), a quarter
