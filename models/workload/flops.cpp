@@ -1,5 +1,7 @@
 #include "models/workload/flops.hpp"
 
+#include "models/workload/ops.hpp"  // layer_recompute
+
 namespace stacksim::workload {
 
 double attention_core_forward_flops_per_token(const ModelConfig& m, AttentionCount count) {
@@ -30,8 +32,9 @@ double hardware_flops_per_step(const ModelConfig& m, const ParallelPlan& p) {
   const double tokens = static_cast<double>(p.global_batch) * m.seq_len;
   double recomputed_per_token = 0;
   for (int l = 0; l < m.layers; ++l) {
-    if (p.recompute == Recompute::Full) recomputed_per_token += layer_forward_flops_per_token(m, l);
-    if (p.recompute == Recompute::Selective) recomputed_per_token += attention_core_forward_flops_per_token(m);
+    const Recompute rc = layer_recompute(m, p, l);
+    if (rc == Recompute::Full) recomputed_per_token += layer_forward_flops_per_token(m, l);
+    if (rc == Recompute::Selective) recomputed_per_token += attention_core_forward_flops_per_token(m);
   }
   return model_flops_per_step(m, p) + recomputed_per_token * tokens;
 }

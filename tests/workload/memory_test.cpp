@@ -142,6 +142,10 @@ TEST(Memory, BlockRecomputationOfTheFirstLayersOfEachChunk) {
   };
   EXPECT_GT(recomputed_ops(0), 0);
   EXPECT_EQ(recomputed_ops(1), 0);
+  // Hardware FLOPs count the recomputed forward of half of the layers.
+  const double model = model_flops_per_step(m, p);
+  const double extra_all = hardware_flops_per_step(m, all) - model, extra_half = hardware_flops_per_step(m, p) - model;
+  EXPECT_NEAR(extra_half / extra_all, 0.5, 1e-12);
 }
 
 }  // namespace
