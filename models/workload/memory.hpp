@@ -34,8 +34,11 @@
 //    workspaces and NCCL channel buffers, kReserveBytes = 2 GB (PyTorch reports ~0.5-1 GB of
 //    context on H100 and NCCL ~0.3-1 GB depending on communicators); out_of_memory also leaves
 //    kFragmentation = 2% of the capacity to the caching allocator's fragmentation.
-// Not modelled: FP8 weight copies/transposes kept by Transformer Engine, fp32 gradient
-// accumulation buffers (Megatron's accumulate_allreduce_grads_in_fp32), CPU offload.
+// FP8 weights are counted as FP8 parameters (Megatron's --fp8-param-gather, NeMo's fp8_params):
+// the FP8 weight and its transpose take the 2 bytes of the 16-bit copy. With 16-bit parameters
+// Transformer Engine also caches an FP8 weight and transpose per layer (+2 bytes per parameter):
+// not modelled, nor fp32 gradient accumulation buffers (Megatron's
+// accumulate_allreduce_grads_in_fp32) or CPU offload.
 #pragma once
 #include "models/workload/model_config.hpp"
 #include "models/workload/parallel_plan.hpp"
