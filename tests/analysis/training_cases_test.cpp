@@ -147,3 +147,12 @@ TEST(TrainingCasePolicy, LatentAttentionAndDenseLeadLayersAreReadFromTheirText) 
   c["model"]["moe"]["moe_layer_freq"] = "every other layer";
   EXPECT_THROW(training_case_scenario(c, defaults), std::runtime_error);
 }
+
+TEST(TrainingCasePolicy, EveryCatalogueTrainingGpuHasANodeType) {
+  for (const char* gpu : {"V100-SXM3-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H800-SXM5-80GB",
+                          "H200-SXM-141GB", "B200", "B300", "GB200", "L40S"}) {
+    std::vector<std::string> defaults;
+    YAML::Node s = training_case_scenario(training_case(gpu, "FlashAttention-2"), defaults);
+    EXPECT_NO_THROW(scenario_from_yaml(s, "case t")) << gpu;
+  }
+}
