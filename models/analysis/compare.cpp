@@ -191,7 +191,9 @@ nlohmann::json comparison_json(const Comparison& c) {
     nlohmann::json b = nlohmann::json::object();
     for (const auto& [k, v] : r.breakdown) b[k] = v;
     nlohmann::json j{{"step_time_s", r.step_time_s}, {"tokens_per_s", r.tokens_per_s},
+                     {"goodput_tokens_per_s", r.goodput_tokens_per_s},
                      {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu}, {"tflops_per_gpu", r.model_tflops_per_gpu},
+                     {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
                      {"mfu", r.mfu}, {"memory_per_gpu_bytes", r.memory_per_gpu_bytes}, {"oom", r.oom},
                      {"breakdown", b}, {"bottleneck", r.bottleneck}};
     if (priced) {

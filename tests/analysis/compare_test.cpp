@@ -61,7 +61,7 @@ TEST(Compare, JsonCarriesTheContractFieldsWithSetAsAnObject) {
   std::set<std::string> top;
   for (const auto& [k, v] : j.items()) top.insert(k);
   EXPECT_EQ(top, (std::set<std::string>{"baseline", "variants", "elasticity"}));
-  for (const char* k : {"step_time_s", "tokens_per_s", "breakdown", "bottleneck"}) EXPECT_TRUE(j["baseline"].contains(k)) << k;
+  for (const char* k : {"step_time_s", "tokens_per_s", "goodput_tokens_per_s", "breakdown", "bottleneck"}) EXPECT_TRUE(j["baseline"].contains(k)) << k;
   ASSERT_EQ(j["variants"].size(), 1u);
   const auto& v = j["variants"][0];
   EXPECT_EQ(v["set"], (nlohmann::json{{"hardware.gpu", "B200"}, {"parallelism.micro_batch", 2}}));
