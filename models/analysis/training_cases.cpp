@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "models/analysis/catalogs.hpp"
+#include "models/analysis/host.hpp"
 #include "models/analysis/scenario.hpp"
 #include "models/analysis/training.hpp"
 
@@ -421,6 +422,23 @@ void predict_dataloader_case(const YAML::Node& c, const std::vector<YAML::Node>&
   out.defaults.push_back("GPU step: the DALI run's " + std::to_string(gpu_step_s) + " s");
   out.defaults.push_back("CPU s per sample from " + sibling + ": " + std::to_string(h.cpu_seconds_per_sample));
   out.predicted = simulate_host_pipeline(h, cc, get<double>(op, "batch_per_gpu"), gpu_step_s).step_s;
+}
+
+void predict_host_copy_case(const YAML::Node& c, CaseOutcome& out) {
+  const std::string op = has(c["op"], "name") ? get<std::string>(c["op"], "name") : "";
+  if (op != "h2d" && op != "d2h")
+    throw std::runtime_error("peer copy (" + op + "): the published figure's direction count (one way or both) is not "
+                             "stated, and the two differ by 2x over NVLink");
+  out.metric = "bandwidth_GBps";
+  if (!has(c["measured"], "bandwidth_GBps")) throw std::runtime_error("the case publishes no bandwidth");
+  out.measured = get<double>(c["measured"], "bandwidth_GBps");
+  YAML::Node cluster;
+  cluster["node"] = node_for_gpu(get<std::string>(c["hardware"], "gpu"));
+  cluster["nodes"] = 1;
+  const topo::ClusterConfig cc =
+      topo::parse_cluster_config(config::Node(cluster, get<std::string>(c, "id"), "cluster"), Catalogs::bundled().nodes);
+  out.defaults.push_back("pinned host buffers (nvbandwidth's copy-engine tests allocate them)");
+  out.predicted = cc.node.pcie_bandwidth_Bps * kPinnedCopyEfficiency / 1e9;
 }
 
 }  // namespace stacksim::analysis

@@ -24,4 +24,9 @@ void predict_training_case(const YAML::Node& c, CaseOutcome& out);
 // whole case file: the loader's CPU cost per sample is measured in a sibling run of the same job.
 void predict_dataloader_case(const YAML::Node& c, const std::vector<YAML::Node>& all, CaseOutcome& out);
 
+// Host <-> device copy cases (kind memory, op h2d / d2h; nvbandwidth's copy-engine tests, which use
+// pinned host buffers): the node's PCIe x16 rate at the pinned-copy efficiency the host pipeline
+// uses (models/analysis/host.hpp), one direction. Peer (d2d) copies are refused with the reason.
+void predict_host_copy_case(const YAML::Node& c, CaseOutcome& out);
+
 }  // namespace stacksim::analysis

@@ -36,6 +36,16 @@ struct Stats {
 
 }  // namespace
 
+namespace {
+// nvbandwidth's copy tests: host <-> device over PCIe, device <-> device over NVLink.
+bool is_copy_case(const YAML::Node& c) {
+  const YAML::Node name = c["op"] ? c["op"]["name"] : YAML::Node();
+  if (!name || !name.IsScalar()) return false;
+  const std::string n = name.as<std::string>();
+  return n == "h2d" || n == "d2h" || n.rfind("d2d", 0) == 0;
+}
+}  // namespace
+
 std::vector<CaseOutcome> validate_file(const std::string& cases_path, const ValidationFilter& filter) {
   const config::Node cases = config::load_validation_cases(cases_path);
 
@@ -62,6 +72,8 @@ std::vector<CaseOutcome> validate_file(const std::string& cases_path, const Vali
     try {
       if (o.kind == "training") {
         predict_training_case(c, o);
+      } else if (o.kind == "memory" && is_copy_case(c)) {
+        predict_host_copy_case(c, o);
       } else if (o.kind == "gemm" || o.kind == "memory") {
         const compute::KernelCaseResult r = compute::predict_kernel_case(c);
         o.metric = r.metric; o.predicted = r.predicted; o.measured = r.measured; o.error = r.error;

@@ -156,3 +156,22 @@ TEST(TrainingCasePolicy, EveryCatalogueTrainingGpuHasANodeType) {
     EXPECT_NO_THROW(scenario_from_yaml(s, "case t")) << gpu;
   }
 }
+
+TEST(TrainingCasePolicy, HostCopiesRunAtThePinnedPcieRate) {
+  YAML::Node c = YAML::Load(R"(
+id: copy
+kind: memory
+source: {key: test}
+hardware: {gpu: H100-SXM5-80GB, num_gpus: 1}
+op: {name: h2d, gpus: 1}
+measured: {bandwidth_GBps: 50.0}
+)");
+  CaseOutcome o;
+  predict_host_copy_case(c, o);
+  EXPECT_NEAR(o.predicted, 63.0 * 0.85, 1e-9);  // DGX H100: PCIe Gen5 x16, 63 GB/s per direction
+  c["hardware"]["gpu"] = "A100-SXM4-80GB";
+  predict_host_copy_case(c, o);
+  EXPECT_LT(o.predicted, 0.55 * 63.0 * 0.85);   // Gen4: half the rate
+  c["op"]["name"] = "d2d_copy";                   // direction count unknown: refused, with the reason
+  EXPECT_THROW(predict_host_copy_case(c, o), std::runtime_error);
+}
