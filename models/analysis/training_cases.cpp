@@ -5,19 +5,23 @@
 #include <stdexcept>
 
 #include "models/analysis/catalogs.hpp"
-#include "models/analysis/host.hpp"
 #include "models/analysis/scenario.hpp"
 #include "models/analysis/training.hpp"
 
 namespace stacksim::analysis {
 namespace {
 
+std::string lowercase(const std::string& text) {
+  std::string t;
+  for (char c : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return t;
+}
+
 // The FlashAttention version a case names: "FlashAttention-2"/"FA2" -> flash2, "FlashAttention-3"/
 // "FA3" -> flash (the best fused kernels), an unversioned "FlashAttention" -> the original kernels
 // of that name (flash1); "" when the text names no FlashAttention.
 std::string flash_kernel(const std::string& text) {
-  std::string t;
-  for (char c : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string t = lowercase(text);
   const auto names = [&](std::initializer_list<const char*> keys) {
     for (const char* k : keys)
       if (t.find(k) != std::string::npos) return true;
@@ -30,34 +34,10 @@ std::string flash_kernel(const std::string& text) {
   return "";
 }
 
-bool has(const YAML::Node& n, const char* key) { return n && n[key] && !n[key].IsNull(); }
-
-template <typename T>
-T get(const YAML::Node& n, const char* key) { return n[key].as<T>(); }
-
-// Node type for a canonical GPU name (validation README). Names that leave the memory size open
-// ("A100-SXM4") get the 80 GB system, the variant of every A100 system in the sources.
-std::string node_for_gpu(const std::string& gpu) {
-  if (gpu.rfind("V100", 0) == 0) return "dgx-2-v100";
-  if (gpu == "A100-SXM4-40GB") return "dgx-a100-40gb";
-  if (gpu.rfind("A100-SXM4", 0) == 0) return "dgx-a100";
-  if (gpu.rfind("A100-PCIe", 0) == 0) return "pcie-a100";
-  if (gpu.rfind("H100-SXM5", 0) == 0) return "dgx-h100";
-  if (gpu.rfind("H100-PCIe", 0) == 0) return "pcie-h100";
-  if (gpu.rfind("H800", 0) == 0) return "hgx-h800";
-  if (gpu.rfind("H200", 0) == 0) return "dgx-h200";
-  if (gpu.rfind("B200", 0) == 0) return "dgx-b200";
-  if (gpu.rfind("GB200", 0) == 0) return "gb200-nvl72";
-  if (gpu.rfind("B300", 0) == 0) return "dgx-b200";  // same NVLink 5 baseboard; the GPU is B300's
-  if (gpu.rfind("L40S", 0) == 0) return "pcie-l40s";
-  throw std::runtime_error("no node type is known for GPU '" + gpu + "'");
-}
-
 // The tokenizer of a model family named in the case (public model configs), else Megatron's
 // default GPT-2 BPE vocabulary padded to a multiple of 1024 * 8.
 std::pair<long long, std::string> default_vocab(const std::string& name) {
-  std::string n;
-  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string n = lowercase(name);
   const auto named = [&](const char* k) { return n.find(k) != std::string::npos; };
   if (named("nemotron")) return {256000, "the Nemotron tokenizer"};
   if (named("deepseek-v3") || named("deepseek v3")) return {129280, "the DeepSeek-V3 tokenizer"};
@@ -71,9 +51,7 @@ std::pair<long long, std::string> default_vocab(const std::string& name) {
 
 // The integer that follows `phrase` in `text` (case-insensitive), or 0.
 long long number_after(const std::string& text, const std::string& phrase) {
-  std::string t, p;
-  for (char c : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (char c : phrase) p += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string t = lowercase(text), p = lowercase(phrase);
   const size_t at = t.find(p);
   if (at == std::string::npos) return 0;
   size_t i = at + p.size();
@@ -97,6 +75,24 @@ std::string nic_for(const std::string& fabric, int gbps) {
 
 }  // namespace
 
+// Node type for a canonical GPU name (validation README). Names that leave the memory size open
+// ("A100-SXM4") get the 80 GB system, the variant of every A100 system in the sources.
+std::string node_type_for_gpu(const std::string& gpu) {
+  if (gpu.rfind("V100", 0) == 0) return "dgx-2-v100";
+  if (gpu == "A100-SXM4-40GB") return "dgx-a100-40gb";
+  if (gpu.rfind("A100-SXM4", 0) == 0) return "dgx-a100";
+  if (gpu.rfind("A100-PCIe", 0) == 0) return "pcie-a100";
+  if (gpu.rfind("H100-SXM5", 0) == 0) return "dgx-h100";
+  if (gpu.rfind("H100-PCIe", 0) == 0) return "pcie-h100";
+  if (gpu.rfind("H800", 0) == 0) return "hgx-h800";
+  if (gpu.rfind("H200", 0) == 0) return "dgx-h200";
+  if (gpu.rfind("B200", 0) == 0) return "dgx-b200";
+  if (gpu.rfind("GB200", 0) == 0) return "gb200-nvl72";
+  if (gpu.rfind("B300", 0) == 0) return "dgx-b200";  // same NVLink 5 baseboard; the GPU is B300's
+  if (gpu.rfind("L40S", 0) == 0) return "pcie-l40s";
+  throw std::runtime_error("no node type is known for GPU '" + gpu + "'");
+}
+
 YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>& defaults) {
   const YAML::Node hw = c["hardware"], m = c["model"], p = c["parallelism"];
   if (!has(hw, "gpu")) throw std::runtime_error("hardware.gpu is null");
@@ -108,7 +104,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   s["name"] = get<std::string>(c, "id");
   // --- cluster
   YAML::Node cl;
-  cl["node"] = node_for_gpu(gpu);
+  cl["node"] = node_type_for_gpu(gpu);
   cl["gpu"] = gpu;
   int per_node = 8;
   if (has(hw, "gpus_per_node")) {
@@ -355,90 +351,6 @@ void predict_training_case(const YAML::Node& c, CaseOutcome& out) {
   } else {
     out.error = "the case publishes no step time, throughput, TFLOP/s or MFU (only: see measured.other)";
   }
-}
-
-}  // namespace stacksim::analysis
-
-namespace stacksim::analysis {
-
-namespace {
-
-// The PyTorch DataLoader run's CPU usage (percent of the node's logical CPUs) and step time of
-// another case of the same job and source: the loader's CPU-seconds per sample.
-double sibling_cpu_seconds_per_sample(const YAML::Node& c, const std::vector<YAML::Node>& all,
-                                      int logical_cpus, std::string& sibling_id) {
-  const std::string id = get<std::string>(c, "id");
-  for (const YAML::Node& s : all) {
-    if (!has(s, "id") || get<std::string>(s, "id") == id || !has(s, "kind") || get<std::string>(s, "kind") != "dataloader")
-      continue;
-    if (!has(s, "source") || s["source"]["key"].as<std::string>() != c["source"]["key"].as<std::string>()) continue;
-    if (s["op"]["workload"].as<std::string>() != c["op"]["workload"].as<std::string>()) continue;
-    const YAML::Node other = s["measured"]["other"];
-    if (!has(other, "cpu_usage_pct_pytorch_dataloader") || !has(s["measured"], "step_time_s")) continue;
-    sibling_id = get<std::string>(s, "id");
-    const double busy_cpus = get<double>(other, "cpu_usage_pct_pytorch_dataloader") / 100 * logical_cpus;
-    return busy_cpus * get<double>(s["measured"], "step_time_s") / get<double>(s["op"], "global_batch");
-  }
-  throw std::runtime_error("no other run of the same job publishes the loader's CPU usage and step time");
-}
-
-// Loader workers per GPU when a case states none: StreamPETR's published training configs
-// (workers_per_gpu=4), the usual mmdetection3d setting.
-constexpr int kDefaultLoaderWorkersPerGpu = 4;
-
-}  // namespace
-
-// A CPU-bound PyTorch DataLoader feeding the GPU step, on the engine host pipeline:
-//   GPU step        the DALI run of the same job and GPU count (its loader decodes on the GPU and
-//                   keeps 1.5-5.4 % of the CPUs busy, so its step is the GPU side);
-//   CPU per sample  the other GPU count's PyTorch run: CPU usage x logical CPUs x step / samples
-//                   (leave-one-out: a case's own step time never enters its prediction);
-//   workers         the policy above; the node's cores and PCIe from the catalogue.
-void predict_dataloader_case(const YAML::Node& c, const std::vector<YAML::Node>& all, CaseOutcome& out) {
-  out.metric = "step_time_s";
-  const YAML::Node meas = c["measured"], op = c["op"];
-  if (!has(meas, "step_time_s")) throw std::runtime_error("the case publishes no step time");
-  out.measured = get<double>(meas, "step_time_s");
-  if (!has(meas["other"], "step_time_ms_dali"))
-    throw std::runtime_error("the case publishes no GPU-side (DALI) step time of the same job");
-  const double gpu_step_s = get<double>(meas["other"], "step_time_ms_dali") / 1000;
-  const int gpus = get<int>(op, "gpus");
-
-  YAML::Node cluster;
-  cluster["node"] = node_for_gpu(get<std::string>(c["hardware"], "gpu"));
-  cluster["nodes"] = 1;
-  cluster["gpus_per_node"] = gpus;  // loaders run for the GPUs in use only
-  const topo::ClusterConfig cc =
-      topo::parse_cluster_config(config::Node(cluster, get<std::string>(c, "id"), "cluster"), Catalogs::bundled().nodes);
-  const hw::NodeSpec& node = cc.node;
-  const int logical_cpus = node.cpu_sockets * node.cores_per_socket * node.threads_per_core;
-
-  HostConfig h;
-  h.enabled = true;
-  std::string sibling;
-  h.cpu_seconds_per_sample = sibling_cpu_seconds_per_sample(c, all, logical_cpus, sibling);
-  h.loader_workers = kDefaultLoaderWorkersPerGpu;
-  out.defaults.push_back("loader workers per GPU: " + std::to_string(h.loader_workers) + " (StreamPETR configs)");
-  out.defaults.push_back("GPU step: the DALI run's " + std::to_string(gpu_step_s) + " s");
-  out.defaults.push_back("CPU s per sample from " + sibling + ": " + std::to_string(h.cpu_seconds_per_sample));
-  out.predicted = simulate_host_pipeline(h, cc, get<double>(op, "batch_per_gpu"), gpu_step_s).step_s;
-}
-
-void predict_host_copy_case(const YAML::Node& c, CaseOutcome& out) {
-  const std::string op = has(c["op"], "name") ? get<std::string>(c["op"], "name") : "";
-  if (op != "h2d" && op != "d2h")
-    throw std::runtime_error("peer copy (" + op + "): the published figure's direction count (one way or both) is not "
-                             "stated, and the two differ by 2x over NVLink");
-  out.metric = "bandwidth_GBps";
-  if (!has(c["measured"], "bandwidth_GBps")) throw std::runtime_error("the case publishes no bandwidth");
-  out.measured = get<double>(c["measured"], "bandwidth_GBps");
-  YAML::Node cluster;
-  cluster["node"] = node_for_gpu(get<std::string>(c["hardware"], "gpu"));
-  cluster["nodes"] = 1;
-  const topo::ClusterConfig cc =
-      topo::parse_cluster_config(config::Node(cluster, get<std::string>(c, "id"), "cluster"), Catalogs::bundled().nodes);
-  out.defaults.push_back("pinned host buffers (nvbandwidth's copy-engine tests allocate them)");
-  out.predicted = cc.node.pcie_bandwidth_Bps * kPinnedCopyEfficiency / 1e9;
 }
 
 }  // namespace stacksim::analysis

@@ -12,6 +12,15 @@
 
 namespace stacksim::analysis {
 
+// A case field that is present and not null; its value.
+inline bool has(const YAML::Node& n, const char* key) { return n && n[key] && !n[key].IsNull(); }
+template <typename T>
+T get(const YAML::Node& n, const char* key) { return n[key].as<T>(); }
+
+// The node type (models/hardware/nodes) a case's canonical GPU name runs in (docs/validation.md);
+// throws std::runtime_error for a GPU without one.
+std::string node_type_for_gpu(const std::string& gpu);
+
 // The scenario YAML a training case describes, with `defaults` naming each policy decision.
 // Throws std::runtime_error when a field the model cannot do without is null.
 YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>& defaults);
@@ -19,14 +28,5 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
 // Predicts the case's primary metric: step time where published (or derived), else the
 // published throughput/FLOP-rate metric computed the source's way.
 void predict_training_case(const YAML::Node& c, CaseOutcome& out);
-
-// The data-loader cases (a CPU-bound loader feeding a GPU step; docs/validation.md). `all` is the
-// whole case file: the loader's CPU cost per sample is measured in a sibling run of the same job.
-void predict_dataloader_case(const YAML::Node& c, const std::vector<YAML::Node>& all, CaseOutcome& out);
-
-// Host <-> device copy cases (kind memory, op h2d / d2h; nvbandwidth's copy-engine tests, which use
-// pinned host buffers): the node's PCIe x16 rate at the pinned-copy efficiency the host pipeline
-// uses (models/analysis/host.hpp), one direction. Peer (d2d) copies are refused with the reason.
-void predict_host_copy_case(const YAML::Node& c, CaseOutcome& out);
 
 }  // namespace stacksim::analysis

@@ -11,6 +11,7 @@
 #include "config/error.hpp"
 #include "config/cases_file.hpp"
 #include "config/yaml.hpp"
+#include "models/analysis/host_cases.hpp"
 #include "models/analysis/training_cases.hpp"
 #include "models/collectives/validate_collectives.hpp"
 #include "models/compute/validate_kernels.hpp"

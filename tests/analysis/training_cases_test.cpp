@@ -5,6 +5,7 @@
 #include "config/error.hpp"
 #include "models/analysis/scenario.hpp"
 #include "models/analysis/training.hpp"
+#include "models/analysis/host_cases.hpp"
 #include "models/analysis/training_cases.hpp"
 
 using namespace stacksim::analysis;
