@@ -35,13 +35,14 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
       if ((gpus / tp) % pp || m.layers % pp) continue;
       const int dp = gpus / (tp * pp);
       for (int mb : {1, 2, 4})
-        for (const char* rc : {"none", "selective", "full"})
-          for (int zero : {0, 1})
-            plans.push_back({"parallelism.tp=" + std::to_string(tp), "parallelism.pp=" + std::to_string(pp),
-                             "parallelism.dp=" + std::to_string(dp), "parallelism.cp=1", "parallelism.vp=1",
-                             "parallelism.micro_batch=" + std::to_string(mb), std::string("parallelism.recompute=") + rc,
-                             "parallelism.zero=" + std::to_string(zero),
-                             std::string("parallelism.sequence_parallel=") + (tp > 1 ? "true" : "false")});
+        // recompute: auto is the least recomputation that fits (none, selective, the first layers
+        // of each chunk, all), never slower than any fixed mode that fits, so it is the only one tried.
+        for (int zero : {0, 1})
+          plans.push_back({"parallelism.tp=" + std::to_string(tp), "parallelism.pp=" + std::to_string(pp),
+                           "parallelism.dp=" + std::to_string(dp), "parallelism.cp=1", "parallelism.vp=1",
+                           "parallelism.micro_batch=" + std::to_string(mb), "parallelism.recompute=auto",
+                           "parallelism.zero=" + std::to_string(zero),
+                           std::string("parallelism.sequence_parallel=") + (tp > 1 ? "true" : "false")});
     }
   }
   std::vector<PlanCandidate> all(plans.size());
@@ -76,8 +77,9 @@ void print_plans(const std::vector<PlanCandidate>& plans, size_t evaluated, std:
     const auto& r = plans[i].result;
     std::string desc;
     for (const auto& s : plans[i].sets) {
-      const auto dot = s.find('.');
-      desc += (desc.empty() ? "" : " ") + s.substr(dot + 1);
+      std::string item = s.substr(s.find('.') + 1);
+      if (item == "recompute=auto") item = "recompute=" + r.recompute;  // what auto chose
+      desc += (desc.empty() ? "" : " ") + item;
     }
     std::snprintf(line, sizeof line, "%2zu. step %.4g s  MFU %.1f%%  mem %.1f GB  bottleneck: %s\n    %s\n", i + 1,
                   r.step_time_s, 100 * r.mfu, r.memory_per_gpu_bytes / 1e9, r.bottleneck.c_str(), desc.c_str());

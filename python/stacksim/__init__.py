@@ -125,7 +125,7 @@ def _row(base: "Scenario", point: Dict[str, Any]) -> Dict[str, Any]:
             s.set(k, v)
         r = s.run().to_dict()
         for key in ("num_gpus", "step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "goodput_tokens_per_s",
-                    "tflops_per_gpu", "mfu", "memory_per_gpu_bytes", "oom", "bottleneck"):
+                    "tflops_per_gpu", "mfu", "memory_per_gpu_bytes", "oom", "bottleneck", "recompute"):
             row[key] = r.get(key)
         for k, v in r.get("breakdown", {}).items():
             row["breakdown." + k] = v
@@ -213,11 +213,12 @@ def _divisors(n: int) -> List[int]:
 
 
 def best_plans(base: "Scenario", top: int = 5, max_tp: int = 8, micro_batches: Iterable[int] = (1, 2, 4),
-               recompute: Iterable[str] = ("none", "selective", "full"), zero: Iterable[int] = (0, 1),
+               recompute: Iterable[str] = ("auto",), zero: Iterable[int] = (0, 1),
                threads: Optional[int] = None, client=None):
     """Plan search: enumerates (tp, pp, dp, cp=1, vp=1, micro-batch, recompute, ZeRO) plans that use
     all the cluster's GPUs, simulates them, drops invalid and out-of-memory plans and returns the
-    `top` fastest as a DataFrame (with their breakdowns), fastest first."""
+    `top` fastest as a DataFrame (with their breakdowns), fastest first. recompute "auto" (the
+    default) is the least recomputation that fits; the `recompute` column says what it chose."""
     data = base.to_dict()
     model = data.get("model", {})
     cluster = data.get("cluster", {})

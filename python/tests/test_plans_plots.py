@@ -24,6 +24,12 @@ def test_best_plan_fits_and_beats_a_naive_plan():
     assert top["step_time_s"].iloc[0] <= naive.step_time_s
 
 
+def test_plan_search_reports_what_auto_recompute_chose():
+    top = stacksim.best_plans(small(), top=2, micro_batches=(1,), zero=(1,), threads=2)
+    assert set(top["parallelism.recompute"]) == {"auto"}
+    assert all(r.split(" ")[0] in ("none", "selective", "full") for r in top["recompute"])
+
+
 def test_plots_are_written(tmp_path):
     def plan(s):  # 16 GPUs: tp 4, pp 2, cp 1, dp 2
         return s.set("parallelism.vp", 1).set("parallelism.pp", 2).set("parallelism.cp", 1).set("parallelism.dp", 2)
