@@ -135,16 +135,18 @@ int cmd_validate(const std::vector<std::string>& raw, std::ostream& out, std::os
   if (a.positional.size() != 1)
     throw config::InputError("command line", 0, "CASES", "validate takes exactly one case file",
                              "write: stacksim validate ../shared/validation/cases.yaml");
-  ValidationFilter f{a.kinds, a.sources, a.ids};
-  const auto outcomes = validate_file(a.positional[0], f);
-  print_validation(outcomes, out);
-  if (!a.json.empty()) write_json_atomically(a.json, validation_json(outcomes));
-  if (!a.scenarios_dir.empty()) {
+  if (!a.scenarios_dir.empty()) {  // before the (long) validation, so that a bad directory fails fast
     std::error_code ec;
     std::filesystem::create_directories(a.scenarios_dir, ec);
     if (ec)
       throw config::InputError("command line", 0, "--scenarios", "cannot create directory '" + a.scenarios_dir + "': " + ec.message(),
                                "name a writable directory");
+  }
+  ValidationFilter f{a.kinds, a.sources, a.ids};
+  const auto outcomes = validate_file(a.positional[0], f);
+  print_validation(outcomes, out);
+  if (!a.json.empty()) write_json_atomically(a.json, validation_json(outcomes));
+  if (!a.scenarios_dir.empty()) {
     for (const auto& o : outcomes)
       if (!o.scenario_yaml.empty())
         write_text_atomically((std::filesystem::path(a.scenarios_dir) / (o.id + ".yaml")).string(), o.scenario_yaml);

@@ -161,3 +161,21 @@ TEST(Cli, MalformedOverridesAreInputErrors) {
   EXPECT_NE(input_error("run", {s, "--set", "parallelism..tp=2"}).find("empty path component"), std::string::npos);
   EXPECT_NE(input_error("compare", {s, "--variant", "parallelism.tp=2,oops"}).find("KEY=VALUE"), std::string::npos);
 }
+
+TEST(Cli, ValidateWritesEachTrainingCaseScenarioRunnableAsIs) {
+  const std::string dir = test_tmp("scenarios");
+  std::ostringstream out, err;
+  ASSERT_EQ(analysis::run_command("validate", {std::string(STACKSIM_SOURCE_DIR) + "/validation/cases.yaml", "--id",
+                                               "narayanan2021-t1-1.7b", "--scenarios", dir},
+                                  out, err),
+            0);
+  const std::string scenario = dir + "/narayanan2021-t1-1.7b.yaml";
+  ASSERT_TRUE(std::ifstream(scenario).good());
+  std::ostringstream run_out;
+  EXPECT_EQ(analysis::run_command("run", {scenario}, run_out, err), 0);
+  EXPECT_NE(run_out.str().find("step time"), std::string::npos);
+  // A directory that cannot be made fails before any case is predicted.
+  EXPECT_NE(input_error("validate", {std::string(STACKSIM_SOURCE_DIR) + "/validation/cases.yaml", "--scenarios",
+                                     "/proc/stacksim-cannot-write-here"}),
+            "");
+}
