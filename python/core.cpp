@@ -44,10 +44,12 @@ PYBIND11_MODULE(_core, m) {
       "Simulates the scenario given as YAML text; returns the result as JSON text.");
   m.def(
       "validate",
-      [](const std::string& path, const std::vector<std::string>& kinds, const std::vector<std::string>& sources) {
+      [](const std::string& path, const std::vector<std::string>& kinds, const std::vector<std::string>& sources,
+         const std::vector<std::string>& ids) {
         py::gil_scoped_release release;
-        return analysis::validation_json(analysis::validate_file(path, {kinds, sources, {}})).dump();
+        return analysis::validation_json(analysis::validate_file(path, {kinds, sources, ids})).dump();
       },
       py::arg("path"), py::arg("kinds") = std::vector<std::string>{}, py::arg("sources") = std::vector<std::string>{},
+      py::arg("ids") = std::vector<std::string>{},
       "Validates a stacksim-validation/1 case file; returns the report as JSON text.");
 }

@@ -104,9 +104,11 @@ def run(path_or_dict, **overrides) -> Result:
     return s.run()
 
 
-def validate(cases_path: str, kinds: Iterable[str] = (), sources: Iterable[str] = ()) -> Dict[str, Any]:
-    """Validates a stacksim-validation/1 file: {"cases": [...], "summary": {...}}."""
-    return json.loads(_core.validate(cases_path, list(kinds), list(sources)))
+def validate(cases_path: str, kinds: Iterable[str] = (), sources: Iterable[str] = (),
+             ids: Iterable[str] = ()) -> Dict[str, Any]:
+    """Validates a stacksim-validation/1 file: {"cases": [...], "summary": {...}}; `ids` keeps the
+    cases whose id contains one of the substrings (like the CLI's --id)."""
+    return json.loads(_core.validate(cases_path, list(kinds), list(sources), list(ids)))
 
 
 def _grid_points(grid: Dict[str, Iterable[Any]]) -> List[Dict[str, Any]]:

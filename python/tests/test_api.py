@@ -55,6 +55,11 @@ def test_validate_collectives():
     assert report["summary"]["mape_pct"] < 15
 
 
+def test_validate_selects_cases_by_id_substring():
+    report = stacksim.validate(os.path.join(ROOT, "validation", "cases.yaml"), ids=["narayanan2021-t1-1.7b"])
+    assert [c["id"] for c in report["cases"]] == ["narayanan2021-t1-1.7b"]
+
+
 def test_compare_reports_speedups():
     out = stacksim.compare(small(), [{"hardware.gpu": "H200-SXM-141GB"}, {"cluster.nics_per_node": 4}])
     assert len(out["variants"]) == 2
