@@ -63,9 +63,7 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   // then of every layer.
   if (setup.recompute_auto) {
     const auto fits = [&] { return !workload::out_of_memory(workload::memory_per_gpu(setup.model, plan), gpu.memory_bytes); };
-    const std::vector<int> bounds = workload::virtual_stage_bounds(setup.model, plan);
-    int per_chunk = 0;
-    for (size_t v = 0; v + 1 < bounds.size(); ++v) per_chunk = std::max(per_chunk, bounds[v + 1] - bounds[v]);
+    const int per_chunk = workload::max_layers_per_chunk(setup.model, plan);
     bool found = false;
     for (auto rc : {workload::Recompute::None, workload::Recompute::Selective}) {
       plan.recompute = rc;

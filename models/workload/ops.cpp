@@ -395,6 +395,13 @@ std::vector<int> virtual_stage_bounds(const ModelConfig& m, const ParallelPlan& 
   return bounds;
 }
 
+int max_layers_per_chunk(const ModelConfig& m, const ParallelPlan& p) {
+  const std::vector<int> bounds = virtual_stage_bounds(m, p);
+  int most = 0;
+  for (size_t v = 0; v + 1 < bounds.size(); ++v) most = std::max(most, bounds[v + 1] - bounds[v]);
+  return most;
+}
+
 namespace {
 
 template <class PerLayer>

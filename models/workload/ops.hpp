@@ -103,6 +103,8 @@ double embedding_params_per_rank(const ModelConfig& m, const ParallelPlan& p);  
 // Layer ranges of the pp*vp virtual stages: stage v holds layers [bounds[v], bounds[v+1]),
 // honouring first_stage_layers / last_stage_layers.
 std::vector<int> virtual_stage_bounds(const ModelConfig& m, const ParallelPlan& p);
+// The most layers any virtual stage (model chunk) holds.
+int max_layers_per_chunk(const ModelConfig& m, const ParallelPlan& p);
 // All the chunks of pipeline rank `stage` (layers, embedding, output layer, final norm).
 double stage_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage);
 double stage_expert_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage);

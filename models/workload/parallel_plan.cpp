@@ -1,5 +1,7 @@
 #include "models/workload/parallel_plan.hpp"
 
+#include "models/workload/ops.hpp"  // max_layers_per_chunk
+
 #include <algorithm>
 #include <numeric>
 
@@ -155,8 +157,7 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
                "} with pp " + str(p.pp) + "), or first_stage_layers/last_stage_layers for an uneven split");
   }
   if (p.recompute_layers > 0) {
-    const int per_chunk = std::max({(m.layers - p.first_stage_layers - p.last_stage_layers) / std::max(1, V - (p.first_stage_layers > 0) - (p.last_stage_layers > 0)),
-                                    p.first_stage_layers, p.last_stage_layers});
+    const int per_chunk = max_layers_per_chunk(m, p);
     if (p.recompute_layers > per_chunk)
       n.fail("recompute_layers", "is " + str(p.recompute_layers) + " but a model chunk has only " + str(per_chunk) +
                                      " layers (layers / (pp*vp))",
