@@ -176,3 +176,13 @@ measured: {bandwidth_GBps: 50.0}
   c["op"]["name"] = "d2d_copy";                   // direction count unknown: refused, with the reason
   EXPECT_THROW(predict_host_copy_case(c, o), std::runtime_error);
 }
+
+TEST(TrainingCasePolicy, AStatedDualPipeScheduleIsRefusedButItsScenarioIsWritten) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");
+  c["notes"] = "pipeline schedule: DualPipe.";
+  CaseOutcome o;
+  EXPECT_THROW(predict_training_case(c, o), std::runtime_error);
+  EXPECT_FALSE(o.scenario_yaml.empty());
+  c["notes"] = "pipeline schedule: 1F1B.";
+  EXPECT_NO_THROW(predict_training_case(c, o));
+}
