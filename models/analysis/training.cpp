@@ -99,6 +99,7 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   workload::ReplayOptions ro;
   ro.trace_path = options.trace_path;
   const workload::ReplayResult rr = workload::replay_step(program, cluster, tuning, ro);
+  r.layer = workload::time_layer(program, setup.model.layers / 2, cluster, tuning);
 
   r.num_gpus = plan.num_gpus();
   // The host: the step waits for its batch when the loader or storage is slower than the GPUs.
@@ -187,6 +188,7 @@ nlohmann::json training_json(const Scenario& s, const TrainingResult& r) {
                   {"gpu_capacity_bytes", r.gpu_memory_bytes}}},
       {"oom", r.oom},
       {"breakdown", breakdown},
+      {"layer_timing", {{"layer", r.layer.layer}, {"forward_s", r.layer.forward_s}, {"backward_s", r.layer.backward_s}}},
       {"bottleneck", r.bottleneck},
       {"critical_stage", r.critical_stage},
       {"notes", r.notes},
@@ -227,6 +229,9 @@ void print_training(const Scenario& s, const TrainingResult& r, bool verbose, st
     out << line;
   }
   out << "bottleneck: " << r.bottleneck << "\n";
+  std::snprintf(line, sizeof line, "one layer        %s forward, %s backward (layer %d, one micro-batch, alone)\n",
+                sim::format_seconds(r.layer.forward_s).c_str(), sim::format_seconds(r.layer.backward_s).c_str(), r.layer.layer);
+  out << line;
   if (r.usd_per_hour > 0) {
     std::snprintf(line, sizeof line, "cost             $%.4g per million tokens ($%.4g per cluster hour)\n",
                   r.usd_per_million_tokens, r.usd_per_hour);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/analysis/scenario.hpp"
+#include "models/workload/layer_timing.hpp"
 #include "models/workload/memory.hpp"
 #include "sim/engine.hpp"
 
@@ -42,6 +43,7 @@ struct TrainingResult {
   double usd_per_hour = 0;             // the whole cluster at the scenario's prices; 0 without prices
   double usd_per_million_tokens = 0;
   std::vector<std::pair<std::string, double>> breakdown;  // seconds, sums to step_time_s
+  workload::LayerTiming layer;         // one middle layer, one micro-batch, alone on its ranks
   double checkpoint_s = 0;             // amortised checkpoint stall per step (in step_time_s)
   double failure_loss_fraction = 0;    // wall time lost to restarts and recomputed work
   double goodput_tokens_per_s = 0;     // tokens_per_s after failures (data waits and checkpoints

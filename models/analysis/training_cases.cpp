@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 #include "models/analysis/catalogs.hpp"
@@ -65,6 +66,12 @@ long long number_after(const std::string& text, const std::string& phrase) {
 }
 
 // NIC catalogue name for a stated fabric and line rate.
+// The case publishes the time of one transformer layer (forward and backward) in measured.other.
+bool publishes_layer_time(const YAML::Node& c) {
+  const YAML::Node other = c["measured"]["other"];
+  return has(other, "layer_combined_ms") || (has(other, "layer_forward_ms") && has(other, "layer_backward_ms"));
+}
+
 std::string nic_for(const std::string& fabric, int gbps) {
   if (fabric == "roce" || fabric == "ethernet") return gbps >= 400 ? "roce-400" : "roce-200";
   if (gbps >= 800) return "cx8-xdr800";
@@ -276,10 +283,28 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     defaults.push_back(std::string("parallelism.sequence_parallel: ") +
                        (!old_gen && tp > 1 ? "true (Megatron-Core default with TP on Hopper-era stacks)" : "false"));
   }
+  // Megatron-LM before v3.0 (2022, which brought sequence parallelism and selective recompute)
+  // ran the backward TP collectives in sequence; later Megatron and Transformer Engine overlap
+  // them with the dgrad/wgrad GEMMs. A Volta/Ampere-era case using neither feature is taken as
+  // pre-2022 (which misreads 2022 baselines run without them; docs/validation.md).
+  const bool recompute_selective = has(p, "recompute") && get<std::string>(p, "recompute") == "selective";
+  const bool sequence_parallel = pl["sequence_parallel"].as<bool>();
+  if (old_gen && tp > 1 && !sequence_parallel && !recompute_selective) {
+    pl["async_tp_backward"] = false;
+    defaults.push_back("parallelism.async_tp_backward: false (Volta/Ampere-era Megatron-LM using neither sequence "
+                       "parallelism nor selective recompute: pre-2022, TP backward collectives in sequence)");
+  }
   if (has(p, "micro_batch")) pl["micro_batch"] = get<int>(p, "micro_batch");
   else { pl["micro_batch"] = 1; defaults.push_back("parallelism.micro_batch: 1"); }
-  if (!has(p, "global_batch")) throw std::runtime_error("parallelism.global_batch is null");
-  pl["global_batch"] = get<int>(p, "global_batch");
+  if (has(p, "global_batch")) {
+    pl["global_batch"] = get<int>(p, "global_batch");
+  } else if (publishes_layer_time(c)) {
+    // A per-layer time does not depend on the batch: one micro-batch per data-parallel rank.
+    pl["global_batch"] = pl["micro_batch"].as<int>() * dp;
+    defaults.push_back("parallelism.global_batch: micro_batch x dp (only one layer's time is compared)");
+  } else {
+    throw std::runtime_error("parallelism.global_batch is null");
+  }
   if (has(p, "zero")) {
     pl["zero"] = get<int>(p, "zero");
   } else {
@@ -348,6 +373,18 @@ void predict_training_case(const YAML::Node& c, CaseOutcome& out) {
     out.metric = "mfu";
     out.predicted = r.mfu;
     out.measured = get<double>(meas, "mfu");
+  } else if (publishes_layer_time(c)) {
+    // One transformer layer, forward + backward (with recomputation), as a per-layer timer sees it.
+    const YAML::Node other = meas["other"];
+    out.metric = "layer_fwd+bwd_ms";
+    out.predicted = 1e3 * (r.layer.forward_s + r.layer.backward_s);
+    out.measured = has(other, "layer_combined_ms")
+                       ? get<double>(other, "layer_combined_ms")
+                       : get<double>(other, "layer_forward_ms") + get<double>(other, "layer_backward_ms");
+    char detail[160];
+    std::snprintf(detail, sizeof detail, "note: forward %.3g ms, backward %.3g ms predicted", 1e3 * r.layer.forward_s,
+                  1e3 * r.layer.backward_s);
+    out.defaults.push_back(detail);
   } else {
     out.error = "the case publishes no step time, throughput, TFLOP/s or MFU (only: see measured.other)";
   }

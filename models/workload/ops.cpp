@@ -134,14 +134,28 @@ void emit_backward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) 
   emit_backward_ops(out, b.post);
   if (p.sp() && b.exit)
     out.push_back(comm("tp all-gather " + b.what + " (output grad)", CommKind::AllGather, CommGroup::TP, b.exit_bytes));
-  if (p.sp() && b.entry && b.regather_for_wgrad)
-    out.push_back(comm("tp all-gather " + b.what + " (wgrad input)", CommKind::AllGather, CommGroup::TP, b.entry_bytes));
-  emit_backward_ops(out, b.inner);
-  if (p.tp > 1 && b.entry)
-    out.push_back(p.sp() ? comm("tp reduce-scatter " + b.what + " (input grad)", CommKind::ReduceScatter, CommGroup::TP,
-                                b.entry_bytes)
-                         : comm("tp all-reduce " + b.what + " (input grad)", CommKind::AllReduce, CommGroup::TP,
-                                b.entry_bytes));
+  std::vector<Op> inner;
+  emit_backward_ops(inner, b.inner);
+  if (p.tp > 1 && b.entry) {
+    Op regather = comm("tp all-gather " + b.what + " (wgrad input)", CommKind::AllGather, CommGroup::TP, b.entry_bytes);
+    Op input_grad = p.sp() ? comm("tp reduce-scatter " + b.what + " (input grad)", CommKind::ReduceScatter,
+                                  CommGroup::TP, b.entry_bytes)
+                           : comm("tp all-reduce " + b.what + " (input grad)", CommKind::AllReduce, CommGroup::TP,
+                                  b.entry_bytes);
+    const bool regathers = p.sp() && b.regather_for_wgrad;
+    // The entry GEMM's dgrad and wgrad close the block's backward (emit_backward_ops reverses).
+    const size_t n = inner.size();
+    const bool entry_gemm = n >= 2 && inner[n - 1].kind == OpKind::Gemm && inner[n - 2].kind == OpKind::Gemm;
+    if (p.async_tp_backward && entry_gemm) {
+      regather.overlaps_next = input_grad.overlaps_next = true;
+      if (regathers) inner.insert(inner.end() - 2, regather);  // under the dgrad GEMM
+      inner.insert(inner.end() - 1, input_grad);                // under the wgrad GEMM
+    } else {
+      if (regathers) inner.insert(inner.begin(), regather);
+      inner.push_back(input_grad);
+    }
+  }
+  out.insert(out.end(), inner.begin(), inner.end());
   emit_backward_ops(out, b.pre);
 }
 

@@ -74,6 +74,7 @@ struct Op {
   CommKind comm = CommKind::AllReduce;
   CommGroup group = CommGroup::TP;
   double comm_bytes = 0;  // nccl-tests buffer size per rank
+  bool overlaps_next = false;  // Comm: runs under the next compute op, joined after it
 };
 
 // One layer, one micro-batch. The backward list starts with the recomputed forward ops

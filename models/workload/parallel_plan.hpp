@@ -20,6 +20,7 @@
 //     dp_bucket_size: 80 MB  # gradient bucket (default below)
 //     overlap_grad_reduce: true      # bucketed DP reduction overlapped with backward
 //     overlap_param_gather: true     # ZeRO parameter gather overlapped with the next forward
+//     async_tp_backward: true        # TP input-gradient reduction under the wgrad GEMM (below)
 //     first_stage_layers: 7  # optional uneven split (Llama 3 405B: 7 + 14x8 + 7)
 //     last_stage_layers: 7
 //
@@ -28,6 +29,11 @@
 // would be 25 MB (bucket_cap_mb). overlap_grad_reduce / overlap_param_gather default to true as
 // in NeMo 2.0's pretraining recipes (MegatronStrategy's DDP config); Megatron-Core's bare
 // DistributedDataParallelConfig defaults both to false, so say false to model that.
+// async_tp_backward: in the backward of a column-parallel linear, Megatron-LM (since 2021,
+// --async-tensor-model-parallel-allreduce) and Transformer Engine launch the all-reduce (or, with
+// SP, the reduce-scatter) of the input gradient right after the dgrad GEMM and run the wgrad GEMM
+// under it; with SP the input all-gather for wgrad runs under the dgrad GEMM. false = all in
+// sequence (Megatron-LM of 2020 and early 2021).
 #pragma once
 #include "config/yaml.hpp"
 #include "models/workload/model_config.hpp"
@@ -53,6 +59,7 @@ struct ParallelPlan {
   Schedule schedule = Schedule::OneFOneB;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
+  bool async_tp_backward = true;
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;
   int last_stage_layers = 0;

@@ -79,7 +79,7 @@ class Coster {
       c.op = to_collective(op.comm);
       c.bytes = op.comm_bytes;
       // Ring attention exchanges the next K/V block while the current one is processed.
-      c.overlaps_next = op.group == CommGroup::CP;
+      c.overlaps_next = op.group == CommGroup::CP || op.overlaps_next;
       return c;
     }
     c.kind = CostedOp::Kind::Compute;

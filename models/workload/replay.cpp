@@ -234,8 +234,10 @@ class StepBuilder {
         ++i;
         continue;
       }
-      size_t j = i;
-      while (j < ops.size() && ops[j].kind == CostedOp::Kind::Compute) ++j;
+      // A collective overlapping "the next compute op" is joined after that op alone.
+      size_t j = i + 1;
+      if (pending.empty())
+        while (j < ops.size() && ops[j].kind == CostedOp::Kind::Compute) ++j;
       add_compute(s, ops.data() + i, ops.data() + j);
       i = j;
       if (!pending.empty()) {

@@ -186,3 +186,40 @@ TEST(TrainingCasePolicy, AStatedDualPipeScheduleIsRefusedButItsScenarioIsWritten
   c["notes"] = "pipeline schedule: 1F1B.";
   EXPECT_NO_THROW(predict_training_case(c, o));
 }
+
+TEST(TrainingCasePolicy, APerLayerTimeIsComparedWithOneLayerForwardPlusBackward) {
+  YAML::Node c = training_case("A100-SXM4-80GB", "");
+  c["parallelism"]["tp"] = 8;
+  c["parallelism"]["dp"] = 1;
+  c["parallelism"]["global_batch"] = YAML::Node();  // null: not published with per-layer times
+  c["measured"]["step_time_s"] = YAML::Node();
+  CaseOutcome refused;
+  EXPECT_THROW(predict_training_case(c, refused), std::runtime_error);  // nothing to compare, no batch
+  c["measured"]["other"]["layer_forward_ms"] = 2.0;
+  c["measured"]["other"]["layer_backward_ms"] = 4.0;
+  CaseOutcome o;
+  predict_training_case(c, o);
+  EXPECT_EQ(o.metric, "layer_fwd+bwd_ms");
+  EXPECT_DOUBLE_EQ(o.measured, 6.0);
+  // The prediction is the scenario's own layer timing, one micro-batch alone on its TP group.
+  const Scenario s = scenario_from_yaml(YAML::Load(o.scenario_yaml), "case t");
+  const TrainingResult r = simulate_training(s.training, {});
+  EXPECT_DOUBLE_EQ(o.predicted, 1e3 * (r.layer.forward_s + r.layer.backward_s));
+  EXPECT_GT(r.layer.backward_s, r.layer.forward_s);
+  EXPECT_LT(1e3 * r.layer.forward_s * c["model"]["layers"].as<int>(), 1e3 * r.step_time_s);
+}
+
+TEST(TrainingCasePolicy, PreSequenceParallelMegatronRunsTensorParallelBackwardInSequence) {
+  const auto async = [](const std::string& gpu, bool sp) {
+    YAML::Node c = training_case(gpu, "");
+    c["parallelism"]["tp"] = 8;
+    c["parallelism"]["dp"] = 1;
+    c["parallelism"]["sequence_parallel"] = sp;
+    std::vector<std::string> defaults;
+    const YAML::Node s = training_case_scenario(c, defaults);
+    return !s["parallelism"]["async_tp_backward"] || s["parallelism"]["async_tp_backward"].as<bool>();
+  };
+  EXPECT_FALSE(async("A100-SXM4-80GB", false));
+  EXPECT_TRUE(async("A100-SXM4-80GB", true));
+  EXPECT_TRUE(async("H100-SXM5-80GB", false));
+}

@@ -2,6 +2,7 @@
 // collectives each parallelism adds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "models/workload/flops.hpp"
@@ -130,6 +131,36 @@ TEST(LayerOps, MegatronLayerOrderWithSequenceParallelism) {
       "attention output projection", "tp reduce-scatter (attention)", "dropout + residual", "post-attention norm",
       "tp all-gather (mlp)", "mlp fc1", "mlp gelu", "mlp fc2", "tp reduce-scatter (mlp)", "dropout + residual"};
   EXPECT_EQ(names, expected);
+}
+
+TEST(LayerOps, AsyncTensorParallelBackward) {
+  // Megatron/Transformer Engine backward of a column-parallel linear: input all-gather (SP) under
+  // the dgrad GEMM, input-gradient reduction under the wgrad GEMM; without async, both in sequence
+  // around the block's whole backward.
+  const ModelConfig m = gpt();
+  auto names = [&](const ParallelPlan& p) {
+    std::vector<std::string> out;
+    for (const Op& o : layer_backward_ops(m, p, 0))
+      out.push_back(o.name + (o.overlaps_next ? " [async]" : ""));
+    return out;
+  };
+  auto tail = [](const std::vector<std::string>& v, size_t n) { return std::vector<std::string>(v.end() - n, v.end()); };
+  ParallelPlan sp = plan(2, true);
+  EXPECT_EQ(tail(names(sp), 5),
+            (std::vector<std::string>{"tp all-gather (attention) (wgrad input) [async]", "qkv projection dgrad",
+                                      "tp reduce-scatter (attention) (input grad) [async]", "qkv projection wgrad",
+                                      "input norm backward"}))
+      << "the layer's backward ends with the attention block's entry";
+  ParallelPlan ar = plan(2);
+  const auto a = names(ar);
+  EXPECT_NE(std::find(a.begin(), a.end(), "tp all-reduce (mlp) (input grad) [async]"), a.end());
+  ar.async_tp_backward = false;
+  sp.async_tp_backward = false;
+  EXPECT_EQ(tail(names(sp), 4),
+            (std::vector<std::string>{"qkv projection dgrad", "qkv projection wgrad",
+                                      "tp reduce-scatter (attention) (input grad)", "input norm backward"}));
+  // Same collectives and bytes either way: only their placement changes.
+  EXPECT_EQ(layer_backward_ops(m, ar, 0).size(), layer_backward_ops(m, plan(2), 0).size());
 }
 
 TEST(LayerOps, GqaAndSwiGluShapes) {

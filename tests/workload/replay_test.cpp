@@ -5,6 +5,7 @@
 //  - GPipe: the same bubble as 1F1B for equal stage times.
 #include <gtest/gtest.h>
 
+#include "models/workload/layer_timing.hpp"
 #include "models/workload/replay.hpp"
 
 using namespace stacksim;
@@ -95,4 +96,66 @@ TEST(Replay, IsDeterministic) {
   const ReplayResult b = replay_step(p, cluster, coll::CommTuning{}, {});
   EXPECT_EQ(a.step_time_s, b.step_time_s);
   EXPECT_EQ(a.breakdown_s, b.breakdown_s);
+}
+
+namespace {
+CostedOp tp_all_reduce(double bytes, bool overlaps_next) {
+  CostedOp op;
+  op.kind = CostedOp::Kind::Collective;
+  op.name = "tp all-reduce";
+  op.group = Group::TP;
+  op.op = coll::CollectiveOp::AllReduce;
+  op.bytes = bytes;
+  op.overlaps_next = overlaps_next;
+  return op;
+}
+
+topo::Cluster slow_switch_cluster(int gpus, double link_Bps) {
+  topo::Cluster c;
+  const topo::DeviceId sw = c.add_device({topo::DeviceKind::NvSwitch, "switch", 0, 0, 0, false});
+  for (int i = 0; i < gpus; ++i) {
+    const topo::DeviceId g = c.add_device({topo::DeviceKind::Gpu, "gpu" + std::to_string(i), 0, i, 0, false});
+    c.add_duplex(g, sw, {topo::LinkKind::NvLink, link_Bps, 0.0});
+  }
+  c.set_shape(1, gpus);
+  return c;
+}
+}  // namespace
+
+TEST(LayerTiming, ForwardAndBackwardOfOneLayerAlone) {
+  // Three layers of different cost in a pipeline with data parallelism: the timing of layer 1
+  // is its own ops, nothing of the pipeline, the other layers or the optimizer.
+  StepProgram p = pipeline(1, 1, 4, 1e-3, 1);
+  p.layers.resize(3, p.layers.front());
+  p.layers[1].forward = {compute(2e-3), compute(1e-3, kCatAttention)};
+  p.layers[1].backward = {compute(5e-3)};
+  p.optimizer = {compute(7e-3, kCatOptimizer)};
+  const LayerTiming t = time_layer(p, 1, ideal_cluster(1), coll::CommTuning{});
+  EXPECT_EQ(t.layer, 1);
+  EXPECT_NEAR(t.forward_s, 3e-3, 1e-12);
+  EXPECT_NEAR(t.backward_s, 5e-3, 1e-12);
+}
+
+TEST(LayerTiming, AnOverlappedCollectiveHidesUnderTheNextOpOnly) {
+  // dgrad, the input-gradient all-reduce launched async, wgrad, then a norm backward: the
+  // collective overlaps wgrad and is waited for before the norm (max(comm, wgrad), not more).
+  StepProgram p;
+  p.tp = 2;
+  const topo::Cluster cluster = slow_switch_cluster(2, 100e9);
+  const double bytes = 100e6;
+  LayerProgram alone;
+  alone.backward = {tp_all_reduce(bytes, false)};
+  p.layers = {alone};
+  const double comm = time_layer(p, 0, cluster, coll::CommTuning{}).backward_s;
+  ASSERT_GT(comm, 0.0);
+  for (double wgrad : {0.5 * comm, 2.0 * comm}) {
+    LayerProgram l;
+    l.backward = {compute(1e-3), tp_all_reduce(bytes, true), compute(wgrad), compute(0.3e-3, kCatElementwise)};
+    p.layers = {l};
+    EXPECT_NEAR(time_layer(p, 0, cluster, coll::CommTuning{}).backward_s, 1e-3 + std::max(comm, wgrad) + 0.3e-3, 1e-9)
+        << "wgrad " << wgrad;
+    l.backward[1].overlaps_next = false;  // in sequence: the sum
+    p.layers = {l};
+    EXPECT_NEAR(time_layer(p, 0, cluster, coll::CommTuning{}).backward_s, 1e-3 + comm + wgrad + 0.3e-3, 1e-9);
+  }
 }
