@@ -95,6 +95,8 @@ std::string node_type_for_gpu(const std::string& gpu) {
   if (gpu.rfind("H200", 0) == 0) return "dgx-h200";
   if (gpu.rfind("B200", 0) == 0) return "dgx-b200";
   if (gpu.rfind("GB200", 0) == 0) return "gb200-nvl72";
+  if (gpu.rfind("GB300", 0) == 0) return "gb300-nvl72";
+  if (gpu.rfind("GH200", 0) == 0) return "gh200-quad";
   if (gpu.rfind("B300", 0) == 0) return "dgx-b200";  // same NVLink 5 baseboard; the GPU is B300's
   if (gpu.rfind("L40S", 0) == 0) return "pcie-l40s";
   throw std::runtime_error("no node type is known for GPU '" + gpu + "'");
