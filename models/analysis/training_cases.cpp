@@ -1,5 +1,6 @@
 #include "models/analysis/training_cases.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -70,6 +71,124 @@ long long number_after(const std::string& text, const std::string& phrase) {
 bool publishes_layer_time(const YAML::Node& c) {
   const YAML::Node other = c["measured"]["other"];
   return has(other, "layer_combined_ms") || (has(other, "layer_forward_ms") && has(other, "layer_backward_ms"));
+}
+
+// Megatron's list form of --moe-layer-freq ("([0]*3+[1]*58)", "[1,0]*24"): lists of 0/1,
+// "* n" repetition, "+" concatenation and parentheses, expanded to one 0/1 per layer. Empty if
+// the text is not of that form.
+class LayerPatternParser {
+ public:
+  explicit LayerPatternParser(const std::string& text) {
+    for (char c : text)
+      if (!std::isspace(static_cast<unsigned char>(c))) t_ += c;
+  }
+  std::vector<int> parse() {
+    std::vector<int> out;
+    if (t_.empty() || !sum(out) || i_ != t_.size()) return {};
+    return out;
+  }
+
+ private:
+  bool sum(std::vector<int>& out) {
+    if (!product(out)) return false;
+    while (peek('+')) {
+      ++i_;
+      std::vector<int> more;
+      if (!product(more)) return false;
+      out.insert(out.end(), more.begin(), more.end());
+    }
+    return true;
+  }
+  bool product(std::vector<int>& out) {
+    if (!atom(out)) return false;
+    while (peek('*')) {
+      ++i_;
+      const long long n = integer();
+      if (n <= 0 || n > 100000 || out.size() * n > 100000) return false;
+      const std::vector<int> once = out;
+      for (long long k = 1; k < n; ++k) out.insert(out.end(), once.begin(), once.end());
+    }
+    return true;
+  }
+  bool atom(std::vector<int>& out) {
+    if (peek('(')) {
+      ++i_;
+      if (!sum(out) || !peek(')')) return false;
+      ++i_;
+      return true;
+    }
+    if (!peek('[')) return false;
+    ++i_;
+    while (true) {
+      if (!peek('0') && !peek('1')) return false;
+      out.push_back(t_[i_++] - '0');
+      if (peek(']')) { ++i_; return true; }
+      if (!peek(',')) return false;
+      ++i_;
+    }
+  }
+  long long integer() {
+    long long v = 0;
+    const size_t start = i_;
+    while (i_ < t_.size() && std::isdigit(static_cast<unsigned char>(t_[i_]))) v = v * 10 + (t_[i_++] - '0');
+    return i_ == start ? -1 : v;
+  }
+  bool peek(char c) const { return i_ < t_.size() && t_[i_] == c; }
+  std::string t_;
+  size_t i_ = 0;
+};
+
+// Which layers are MoE, from the case's moe_layer_freq text, as first_dense_layers / layer_freq
+// of the scenario. Forms: a number (Megatron's int: every n-th layer from layer 0), "first N
+// layers dense", "every other layer" / "every N layers" / "all layers", or Megatron's list form.
+void moe_layers_from_text(const std::string& text, int layers, YAML::Node& moe, std::vector<std::string>& defaults) {
+  const std::string t = lowercase(text);
+  if (text.find_first_not_of("0123456789") == std::string::npos && !text.empty()) {
+    moe["layer_freq"] = std::stoi(text);
+    return;
+  }
+  if (const long long dense = number_after(t, "first"); dense > 0 && t.find("dense") != std::string::npos) {
+    moe["first_dense_layers"] = dense;
+    return;
+  }
+  if (t.find("all layers") != std::string::npos || t.find("every layer") != std::string::npos) {
+    moe["layer_freq"] = 1;
+    return;
+  }
+  if (t.find("every other") != std::string::npos || t.find("alternat") != std::string::npos ||
+      t.find("every 2nd") != std::string::npos || t.find("every second") != std::string::npos) {
+    moe["layer_freq"] = 2;
+    return;
+  }
+  if (const long long n = number_after(t, "every"); n > 0) {
+    moe["layer_freq"] = n;
+    return;
+  }
+  const std::vector<int> pattern = LayerPatternParser(text).parse();
+  if (static_cast<int>(pattern.size()) == layers) {
+    // Leading dense layers, then all MoE.
+    const int dense = static_cast<int>(std::find(pattern.begin(), pattern.end(), 1) - pattern.begin());
+    if (dense < layers && std::all_of(pattern.begin() + dense, pattern.end(), [](int x) { return x == 1; })) {
+      if (dense > 0) moe["first_dense_layers"] = dense;
+      return;
+    }
+    // Periodic with one MoE layer per period: the same count as every period-th layer from 0.
+    for (int period = 2; period <= layers / 2; ++period) {
+      if (layers % period != 0) continue;
+      bool periodic = true;
+      for (int l = period; l < layers && periodic; ++l) periodic = pattern[l] == pattern[l - period];
+      if (periodic && std::count(pattern.begin(), pattern.begin() + period, 1) == 1) {
+        moe["layer_freq"] = period;
+        if (pattern[0] != 1)
+          defaults.push_back("model.moe: one MoE layer in every " + std::to_string(period) +
+                             " placed at the first of each period (the count is what the step cost sees)");
+        return;
+      }
+    }
+  }
+  throw std::runtime_error("model.moe.moe_layer_freq '" + text +
+                           "' is not a number, 'first N layers dense', 'every N layers' or a Megatron 0/1 list of the "
+                           "model's " + std::to_string(layers) + " layers with leading dense layers or one MoE layer per period");
 }
 
 std::string nic_for(const std::string& fabric, int gbps) {
@@ -212,16 +331,8 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     mm["experts"] = get<int>(moe, "experts");
     mm["top_k"] = get<int>(moe, "top_k");
     if (has(moe, "shared_experts")) mm["shared_experts"] = get<int>(moe, "shared_experts");
-    if (has(moe, "moe_layer_freq")) {
-      const YAML::Node f = moe["moe_layer_freq"];
-      const std::string text = f.as<std::string>();
-      if (const long long dense = number_after(text, "first"); dense > 0 && text.find("dense") != std::string::npos)
-        mm["first_dense_layers"] = dense;
-      else if (text.find_first_not_of("0123456789") == std::string::npos)
-        mm["layer_freq"] = f.as<int>();
-      else
-        throw std::runtime_error("model.moe.moe_layer_freq '" + text + "' is neither a number nor 'first N layers dense'");
-    }
+    if (has(moe, "moe_layer_freq"))
+      moe_layers_from_text(moe["moe_layer_freq"].as<std::string>(), get<int>(m, "layers"), mm, defaults);
     if (has(moe, "expert_ffn_hidden")) mm["expert_ffn_hidden"] = get<long long>(moe, "expert_ffn_hidden");
     else { mm["expert_ffn_hidden"] = ffn; defaults.push_back("model.moe.expert_ffn_hidden: = ffn_hidden"); }
     mo["moe"] = mm;

@@ -145,7 +145,7 @@ TEST(TrainingCasePolicy, LatentAttentionAndDenseLeadLayersAreReadFromTheirText) 
   EXPECT_EQ(s["model"]["moe"]["first_dense_layers"].as<int>(), 1);
   EXPECT_EQ(s["model"]["mlp"].as<std::string>(), "swiglu");
   // Unparseable frequency text is a reason, not a guess.
-  c["model"]["moe"]["moe_layer_freq"] = "every other layer";
+  c["model"]["moe"]["moe_layer_freq"] = "sparse in some layers";
   EXPECT_THROW(training_case_scenario(c, defaults), std::runtime_error);
 }
 
@@ -222,4 +222,29 @@ TEST(TrainingCasePolicy, PreSequenceParallelMegatronRunsTensorParallelBackwardIn
   EXPECT_FALSE(async("A100-SXM4-80GB", false));
   EXPECT_TRUE(async("A100-SXM4-80GB", true));
   EXPECT_TRUE(async("H100-SXM5-80GB", false));
+}
+
+TEST(TrainingCasePolicy, MoeLayerPatternsInTheirPublishedForms) {
+  const auto moe_of = [](const std::string& freq) {
+    YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");
+    c["model"]["layers"] = 8;
+    c["model"]["moe"]["experts"] = 8;
+    c["model"]["moe"]["top_k"] = 2;
+    c["model"]["moe"]["moe_layer_freq"] = freq;
+    std::vector<std::string> defaults;
+    const YAML::Node m = training_case_scenario(c, defaults)["model"]["moe"];
+    return std::make_pair(m["first_dense_layers"] ? m["first_dense_layers"].as<int>() : 0,
+                          m["layer_freq"] ? m["layer_freq"].as<int>() : 1);
+  };
+  EXPECT_EQ(moe_of("2"), std::make_pair(0, 2));
+  EXPECT_EQ(moe_of("first 3 layers dense"), std::make_pair(3, 1));
+  EXPECT_EQ(moe_of("every other layer"), std::make_pair(0, 2));
+  EXPECT_EQ(moe_of("MoE every 4 layers"), std::make_pair(0, 4));
+  EXPECT_EQ(moe_of("([0]*3+[1]*5)"), std::make_pair(3, 1));  // Megatron's --moe-layer-freq list
+  EXPECT_EQ(moe_of("[1,0]*4"), std::make_pair(0, 2));
+  EXPECT_EQ(moe_of("([0]*3+[1]*1)*2"), std::make_pair(0, 4));  // one per period, moved to its start
+  EXPECT_EQ(moe_of("[1]*8"), std::make_pair(0, 1));
+  EXPECT_THROW(moe_of("[1]*7"), std::runtime_error);           // not the model's 8 layers
+  EXPECT_THROW(moe_of("[1,1,0,0]*2"), std::runtime_error);     // two per period: no layer_freq says that
+  EXPECT_THROW(moe_of("some layers"), std::runtime_error);
 }
