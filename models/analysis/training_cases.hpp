@@ -5,6 +5,7 @@
 #pragma once
 #include <yaml-cpp/yaml.h>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -14,8 +15,17 @@ namespace stacksim::analysis {
 
 // A case field that is present and not null; its value.
 inline bool has(const YAML::Node& n, const char* key) { return n && n[key] && !n[key].IsNull(); }
+// Its value as T; a value of another type (e.g. "eight" for an int) names the key.
 template <typename T>
-T get(const YAML::Node& n, const char* key) { return n[key].as<T>(); }
+T get(const YAML::Node& n, const char* key) {
+  try {
+    return n[key].as<T>();
+  } catch (const YAML::BadConversion&) {
+    const YAML::Node v = n[key];
+    throw std::runtime_error(std::string(key) + " has an unusable value" +
+                             (v.IsScalar() ? " '" + v.Scalar() + "'" : std::string(" (not a scalar)")));
+  }
+}
 
 // The node type (models/hardware/nodes) a case's canonical GPU name runs in (docs/validation.md);
 // throws std::runtime_error for a GPU without one.
