@@ -433,6 +433,15 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     pl["precision"] = has_bf16 ? "bf16" : "fp16";
     defaults.push_back(std::string("parallelism.precision: ") + (has_bf16 ? "bf16" : "fp16 (no bf16 on V100)"));
   }
+  // Gradient precision on the wire, where the notes state it: PyTorch FSDP's mixed-precision
+  // modes as Composer/llm-foundry name them (DEFAULT and FULL reduce in fp32, PURE in 16 bit).
+  const std::string case_notes = has(c, "notes") ? get<std::string>(c, "notes") : "";
+  for (const char* mode : {"DEFAULT", "FULL", "PURE"})
+    if (case_notes.find(std::string("mixed-precision mode: ") + mode) != std::string::npos) {
+      pl["grad_reduce_fp32"] = std::string(mode) != "PURE";
+      defaults.push_back(std::string("parallelism.grad_reduce_fp32: ") + (std::string(mode) != "PURE" ? "true" : "false") +
+                         " (the notes' FSDP mixed-precision mode " + mode + ")");
+    }
   const YAML::Node meas = c["measured"];
   if (has(p, "recompute")) {
     pl["recompute"] = get<std::string>(p, "recompute");

@@ -56,7 +56,7 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
     return shard ? dense / dense_replicas(p) + experts / expert_replicas(p) : all;
   };
   f.weights_bytes = 2.0 * sharded(p.zero >= 3);
-  f.gradients_bytes = 2.0 * sharded(p.zero >= 2);
+  f.gradients_bytes = p.grad_bytes_per_param() * sharded(p.zero >= 2);
   f.optimizer_bytes = 12.0 * sharded(p.zero >= 1);
 
   const std::vector<int> bounds = virtual_stage_bounds(m, p);

@@ -470,7 +470,18 @@ std::vector<Op> optimizer_ops(const ModelConfig& m, const ParallelPlan& p) {
     const double shard = p.zero >= 1 ? (all - experts) / dense_replicas(p) + experts / expert_replicas(p) : all;
     local = std::max(local, shard);
   }
-  return {memory("adam step", OpClass::Optimizer, 28.0 * local)};
+  // Megatron's mixed-precision step on this rank's shard: the gradient norm for clipping (read
+  // the gradients), Adam (read master weights, m, v and gradients, write master, m, v: 24 B +
+  // the gradient), the 16-bit weights from the fp32 masters (read 4, write 2); then the whole
+  // gradient buffer is zeroed for the next step (sharded only from ZeRO-2 on; FSDP frees it).
+  const double g = p.grad_bytes_per_param();
+  double zeroed = 0;
+  for (int s = 0; s < p.pp && p.zero < 3; ++s) {
+    const double all = stage_params_per_rank(m, p, s), experts = stage_expert_params_per_rank(m, p, s);
+    zeroed = std::max(zeroed, p.zero >= 2 ? (all - experts) / dense_replicas(p) + experts / expert_replicas(p) : all);
+  }
+  return {memory("gradient norm + adam step + 16-bit weights", OpClass::Optimizer, (g + 24.0 + g + 6.0) * local),
+          memory("zero gradients", OpClass::Optimizer, g * zeroed)};
 }
 
 }  // namespace stacksim::workload

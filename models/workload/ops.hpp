@@ -92,9 +92,11 @@ std::vector<Op> embedding_backward_ops(const ModelConfig& m, const ParallelPlan&
 // (three TP all-reduces of per-token statistics: max, target logit, sum of exponentials).
 std::vector<Op> head_forward_ops(const ModelConfig& m, const ParallelPlan& p);
 std::vector<Op> head_backward_ops(const ModelConfig& m, const ParallelPlan& p);
-// Adam with fp32 master weights and moments and 16-bit gradients: 28 bytes read + written per
-// local parameter (master, m, v read and written: 24; gradient read: 2; 16-bit weight written:
-// 2), on the most loaded pipeline stage; with zero >= 1 over this rank's optimizer shard.
+// Megatron's mixed-precision optimizer step, on the most loaded pipeline stage, per parameter of
+// this rank's optimizer shard (zero >= 1: / dp) with g = the gradient bytes (4 with
+// grad_reduce_fp32, else 2): gradient norm g, Adam 24 + g (fp32 master, m, v read and written,
+// gradient read), fp32 master -> 16-bit weight 6; then the gradient buffer is zeroed (g per
+// parameter of the unsharded buffer; sharded with zero 2; none with FSDP, which frees it).
 std::vector<Op> optimizer_ops(const ModelConfig& m, const ParallelPlan& p);
 
 // Parameters held by one rank.

@@ -21,6 +21,7 @@
 //     overlap_grad_reduce: true      # bucketed DP reduction overlapped with backward
 //     overlap_param_gather: true     # ZeRO parameter gather overlapped with the next forward
 //     async_tp_backward: true        # TP input-gradient reduction under the wgrad GEMM (below)
+//     grad_reduce_fp32: false        # gradients kept and reduced in fp32 (below)
 //     first_stage_layers: 7  # optional uneven split (Llama 3 405B: 7 + 14x8 + 7)
 //     last_stage_layers: 7
 //
@@ -34,6 +35,12 @@
 // SP, the reduce-scatter) of the input gradient right after the dgrad GEMM and run the wgrad GEMM
 // under it; with SP the input all-gather for wgrad runs under the dgrad GEMM. false = all in
 // sequence (Megatron-LM of 2020 and early 2021).
+// grad_reduce_fp32: gradients kept and reduced over data parallelism in fp32: 4 B per parameter
+// in memory, on the wire and in the optimizer. Megatron-LM does this with bf16
+// (--accumulate-allreduce-grads-in-fp32, Megatron-Core's grad_reduce_in_fp32), as do NeMo 2.0's
+// bf16 recipes and torchtitan's default; the default false is 16-bit gradients, as NeMo 1.x's
+// configs (grad_sync_dtype: bf16), DeepSpeed and FSDP with a 16-bit reduce_dtype run. fp32/tf32
+// training has 4 B gradients anyway.
 #pragma once
 #include "config/yaml.hpp"
 #include "models/workload/model_config.hpp"
@@ -60,11 +67,15 @@ struct ParallelPlan {
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = true;
   bool async_tp_backward = true;
+  bool grad_reduce_fp32 = false;
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;
   int last_stage_layers = 0;
 
   int num_gpus() const { return tp * pp * dp * cp; }
+  double grad_bytes_per_param() const {
+    return grad_reduce_fp32 || precision == Precision::FP32 || precision == Precision::TF32 ? 4.0 : 2.0;
+  }
   int num_micro_batches() const { return global_batch / (micro_batch * dp); }
   bool sp() const { return sequence_parallel && tp > 1; }
   bool interleaved() const { return vp > 1; }

@@ -158,7 +158,7 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
       lp.backward = coster.cost_all(layer_backward_ops(model, plan, l));
       const double params = layer_params_per_rank(model, plan, l);
       lp.param_bytes = 2.0 * params;  // 16-bit weights gathered by ZeRO/FSDP
-      lp.grad_bytes = 2.0 * params;   // 16-bit gradients reduced over data parallelism
+      lp.grad_bytes = plan.grad_bytes_per_param() * params;  // reduced over data parallelism
       costed[kind] = true;
     }
     p.layers.push_back(by_kind[kind]);
@@ -170,7 +170,10 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
   p.pre_backward = coster.cost_all(head_backward_ops(model, plan));
   const double embedding_params = embedding_params_per_rank(model, plan);
   p.embedding_param_bytes = 2.0 * embedding_params;
-  p.embedding_grad_bytes = 2.0 * embedding_params;
+  p.embedding_grad_bytes = plan.grad_bytes_per_param() * embedding_params;
+  // The output layer (untied, or Megatron's last-stage copy of tied embeddings) and final norm.
+  const bool output_copy = !model.tied_embeddings || plan.pp * plan.vp > 1;
+  p.head_grad_bytes = plan.grad_bytes_per_param() * ((output_copy ? embedding_params : 0.0) + model.norm_params());
   p.optimizer = coster.cost_all(optimizer_ops(model, plan));
   p.p2p_bytes = pipeline_p2p_bytes(model, plan);
   return p;

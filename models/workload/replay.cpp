@@ -294,21 +294,28 @@ class StepBuilder {
       for (int l = l0; l < l1; ++l) run_layer(l, p_.layers[l].forward);
       if (vs == V - 1) run_ops(s, p_.post_forward);
     } else {
-      if (vs == V - 1) run_ops(s, p_.pre_backward);
-      for (int l = l1 - 1; l >= l0; --l) {
-        run_layer(l, p_.layers[l].backward);
+      // Gradients leave for data-parallel reduction as they are produced: FSDP reduce-scatters
+      // each unit right away, the others bucket the last micro-batch's (build_tail).
+      auto gradients_ready = [&](double bytes) {
         if (fsdp) {
-          const sim::TaskId rs = add_group_collective(
-              s, Group::DP, coll::CollectiveOp::ReduceScatter, p_.layers[l].grad_bytes,
-              {st.rs_cursor, st.cursor}, st.dp_track, kCatDpComm);
+          const sim::TaskId rs = add_group_collective(s, Group::DP, coll::CollectiveOp::ReduceScatter, bytes,
+                                                      {st.rs_cursor, st.cursor}, st.dp_track, kCatDpComm);
           if (rs != sim::kNoTask) st.rs_cursor = rs;
         } else if (last_mb) {
-          st.grads_ready.push_back({st.cursor, p_.layers[l].grad_bytes});
+          st.grads_ready.push_back({st.cursor, bytes});
         }
+      };
+      if (vs == V - 1) {
+        run_ops(s, p_.pre_backward);
+        gradients_ready(p_.head_grad_bytes);
+      }
+      for (int l = l1 - 1; l >= l0; --l) {
+        run_layer(l, p_.layers[l].backward);
+        gradients_ready(p_.layers[l].grad_bytes);
       }
       if (vs == 0) {
         run_ops(s, p_.post_backward);
-        if (!fsdp && last_mb) st.grads_ready.push_back({st.cursor, p_.embedding_grad_bytes});
+        gradients_ready(p_.embedding_grad_bytes);
       }
     }
     item_exit_[key(it.micro_batch, vs, it.backward)] = st.cursor;

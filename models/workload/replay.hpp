@@ -74,7 +74,8 @@ struct StepProgram {
   std::vector<CostedOp> pre_backward;        // loss + logits backward (last virtual stage)
   std::vector<CostedOp> post_backward;       // embedding backward (first virtual stage)
   double embedding_param_bytes = 0.0;
-  double embedding_grad_bytes = 0.0;
+  double embedding_grad_bytes = 0.0;        // input embedding (first virtual stage)
+  double head_grad_bytes = 0.0;             // output layer + final norm (last virtual stage)
   std::vector<CostedOp> optimizer;           // after gradients are reduced
   double p2p_bytes = 0.0;                    // activation bytes one rank sends between stages
   double data_wait_s = 0.0;                  // exposed data-loader wait at the step start

@@ -50,6 +50,22 @@ TEST(Memory, SixteenBytesPerParameterAndZero) {
                    16.0 * P / 8 + 2 * 2.0 * layer_params_per_rank(m, p, 0));
 }
 
+TEST(Memory, Fp32GradientsAreMegatronsEighteenBytesPerParameter) {
+  // Megatron-LM's distributed-optimizer table (docs): bf16 params with fp32 grads take 18 B per
+  // parameter without sharding, 6 + 12/d with the distributed optimizer.
+  ModelConfig m = gpt3();
+  m.layers = 4;
+  ParallelPlan p = plan(1, false, Recompute::None);
+  p.grad_reduce_fp32 = true;
+  const double P = m.total_params();
+  MemoryFootprint f = memory_per_gpu(m, p);
+  EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes, 18.0 * P);
+  p.dp = 8;
+  p.zero = 1;
+  f = memory_per_gpu(m, p);
+  EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes, (6.0 + 12.0 / 8) * P);
+}
+
 TEST(Memory, KorthikantiActivationsGpt3OnTp8) {
   // Korthikanti et al. 2022, Table 2, per layer (bytes), s = 2048, b = 1, h = 12288, a = 96, t = 8.
   const ModelConfig m = gpt3();

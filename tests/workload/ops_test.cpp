@@ -297,14 +297,23 @@ TEST(StepOps, HeadAndEmbeddingCollectives) {
 }
 
 TEST(StepOps, OptimizerBytesPerParameter) {
-  // 28 bytes read + written per local parameter; ZeRO-1 shards them over dp.
+  // Per local parameter with 16-bit gradients (g = 2): gradient norm g + Adam 24 + g + fp32 ->
+  // 16-bit weights 6 = 34 B over the optimizer shard, then g per parameter to zero the buffer.
   const ModelConfig m = gpt();
   ParallelPlan p = plan();
   const double params = stage_params_per_rank(m, p, 0);
-  EXPECT_DOUBLE_EQ(optimizer_ops(m, p).front().bytes, 28.0 * params);
+  auto bytes = [&](const ParallelPlan& q, size_t i) { return optimizer_ops(m, q).at(i).bytes; };
+  EXPECT_DOUBLE_EQ(bytes(p, 0), 34.0 * params);
+  EXPECT_DOUBLE_EQ(bytes(p, 1), 2.0 * params);
   p.dp = 8;
-  p.zero = 1;
-  EXPECT_DOUBLE_EQ(optimizer_ops(m, p).front().bytes, 28.0 * params / 8);
+  p.zero = 1;  // the optimizer shard is 1/dp; the gradient buffer is not sharded
+  EXPECT_DOUBLE_EQ(bytes(p, 0), 34.0 * params / 8);
+  EXPECT_DOUBLE_EQ(bytes(p, 1), 2.0 * params);
+  p.zero = 2;
+  EXPECT_DOUBLE_EQ(bytes(p, 1), 2.0 * params / 8);
+  p.grad_reduce_fp32 = true;  // fp32 main gradients: 4 B read twice and zeroed
+  EXPECT_DOUBLE_EQ(bytes(p, 0), 38.0 * params / 8);
+  EXPECT_DOUBLE_EQ(bytes(p, 1), 4.0 * params / 8);
   // With pp = 1 and tp = 1 the rank holds the whole model.
   EXPECT_DOUBLE_EQ(params, m.total_params());
 }

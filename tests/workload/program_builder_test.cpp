@@ -1,0 +1,57 @@
+// The step program's data-parallel volumes against their closed forms.
+#include <gtest/gtest.h>
+
+#include "models/hardware/gpu_spec.hpp"
+#include "models/workload/ops.hpp"
+#include "models/workload/program_builder.hpp"
+
+namespace stacksim::workload {
+namespace {
+
+ModelConfig small_gpt() {
+  ModelConfig m;
+  m.layers = 4;
+  m.hidden = 1024;
+  m.heads = 16;
+  m.kv_heads = 16;
+  m.head_dim = 64;
+  m.ffn_hidden = 4096;
+  m.vocab = 51200;
+  m.seq_len = 1024;
+  return m;
+}
+
+compute::GpuModel gpu() {
+  hw::GpuSpec s;
+  s.name = "ideal";
+  s.sm_count = 100;
+  s.hbm_Bps = 2e12;
+  s.hbm_efficiency = 1.0;
+  s.peak_flops_per_s["bf16"] = 1e15;
+  s.peak_flops_per_s["fp32"] = 1e14;
+  return compute::GpuModel(s);
+}
+
+// Bytes of gradients one rank hands to data-parallel reduction per step.
+double reduced_grad_bytes(const StepProgram& prog) {
+  double b = prog.embedding_grad_bytes + prog.head_grad_bytes;
+  for (const LayerProgram& l : prog.layers) b += l.grad_bytes;
+  return b;
+}
+
+}  // namespace
+
+TEST(StepProgram, DataParallelGradientBytesAreTheRanksParametersInTheGradientPrecision) {
+  const ModelConfig m = small_gpt();
+  ParallelPlan p;
+  p.dp = 8;
+  p.global_batch = 8;
+  const compute::GpuModel g = gpu();
+  // Every parameter: layers, input embedding, untied output layer, final norm.
+  const double params = m.total_params();
+  EXPECT_DOUBLE_EQ(reduced_grad_bytes(build_step_program(m, p, g)), 2.0 * params);
+  p.grad_reduce_fp32 = true;
+  EXPECT_DOUBLE_EQ(reduced_grad_bytes(build_step_program(m, p, g)), 4.0 * params);
+}
+
+}  // namespace stacksim::workload
