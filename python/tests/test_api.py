@@ -25,6 +25,11 @@ def test_run_returns_the_cli_fields():
     assert abs(sum(d["breakdown"].values()) - r.step_time_s) < 1e-6 * r.step_time_s
     frame = r.breakdown_frame()
     assert abs(frame["fraction"].sum() - 1.0) < 1e-9
+    # One layer alone: backward (dgrad + wgrad) costs more than forward, and the 8 layers a
+    # micro-batch runs through fit inside the step.
+    layer = d["layer_timing"]
+    assert 0 < layer["forward_s"] < layer["backward_s"]
+    assert 8 * (layer["forward_s"] + layer["backward_s"]) < r.step_time_s
 
 
 def test_same_input_same_output():
