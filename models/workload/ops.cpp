@@ -472,16 +472,20 @@ std::vector<Op> optimizer_ops(const ModelConfig& m, const ParallelPlan& p) {
   }
   // Megatron's mixed-precision step on this rank's shard: the gradient norm for clipping (read
   // the gradients), Adam (read master weights, m, v and gradients, write master, m, v: 24 B +
-  // the gradient), the 16-bit weights from the fp32 masters (read 4, write 2); then the whole
-  // gradient buffer is zeroed for the next step (sharded only from ZeRO-2 on; FSDP frees it).
+  // the gradient), the 16-bit weights from the fp32 masters (read 4, write 2; FSDP casts at the
+  // gather instead); then the whole gradient buffer is zeroed for the next step (sharded only
+  // from ZeRO-2 on; FSDP frees it).
   const double g = p.grad_bytes_per_param();
+  const bool fsdp = p.zero >= 3;
+  std::vector<Op> ops{memory("gradient norm + adam step" + std::string(fsdp ? "" : " + 16-bit weights"),
+                             OpClass::Optimizer, (g + 24.0 + g + (fsdp ? 0.0 : 6.0)) * local)};
   double zeroed = 0;
-  for (int s = 0; s < p.pp && p.zero < 3; ++s) {
+  for (int s = 0; s < p.pp && !fsdp; ++s) {
     const double all = stage_params_per_rank(m, p, s), experts = stage_expert_params_per_rank(m, p, s);
     zeroed = std::max(zeroed, p.zero >= 2 ? (all - experts) / dense_replicas(p) + experts / expert_replicas(p) : all);
   }
-  return {memory("gradient norm + adam step + 16-bit weights", OpClass::Optimizer, (g + 24.0 + g + 6.0) * local),
-          memory("zero gradients", OpClass::Optimizer, g * zeroed)};
+  if (zeroed > 0) ops.push_back(memory("zero gradients", OpClass::Optimizer, g * zeroed));
+  return ops;
 }
 
 }  // namespace stacksim::workload

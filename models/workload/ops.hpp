@@ -95,8 +95,9 @@ std::vector<Op> head_backward_ops(const ModelConfig& m, const ParallelPlan& p);
 // Megatron's mixed-precision optimizer step, on the most loaded pipeline stage, per parameter of
 // this rank's optimizer shard (zero >= 1: / dp) with g = the gradient bytes (4 with
 // grad_reduce_fp32, else 2): gradient norm g, Adam 24 + g (fp32 master, m, v read and written,
-// gradient read), fp32 master -> 16-bit weight 6; then the gradient buffer is zeroed (g per
-// parameter of the unsharded buffer; sharded with zero 2; none with FSDP, which frees it).
+// gradient read), fp32 master -> 16-bit weight 6 (not with FSDP, which casts at the gather);
+// then the gradient buffer is zeroed (g per parameter of the unsharded buffer; sharded with
+// zero 2; no op with FSDP, which frees it).
 std::vector<Op> optimizer_ops(const ModelConfig& m, const ParallelPlan& p);
 
 // Parameters held by one rank.

@@ -314,6 +314,9 @@ TEST(StepOps, OptimizerBytesPerParameter) {
   p.grad_reduce_fp32 = true;  // fp32 main gradients: 4 B read twice and zeroed
   EXPECT_DOUBLE_EQ(bytes(p, 0), 38.0 * params / 8);
   EXPECT_DOUBLE_EQ(bytes(p, 1), 4.0 * params / 8);
+  p.zero = 3;  // FSDP: no 16-bit copy (cast at the gather), no buffer to zero
+  EXPECT_DOUBLE_EQ(bytes(p, 0), 32.0 * params / 8);
+  EXPECT_EQ(optimizer_ops(m, p).size(), 1u);
   // With pp = 1 and tp = 1 the rank holds the whole model.
   EXPECT_DOUBLE_EQ(params, m.total_params());
 }
