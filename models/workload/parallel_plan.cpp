@@ -44,7 +44,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32",                "dp_bucket_size", "first_stage_layers", "last_stage_layers"});
+                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm",                "dp_bucket_size", "first_stage_layers", "last_stage_layers"});
   ParallelPlan p;
   auto positive_int = [&](const char* key, int fallback) {
     const long long v = n.optional_int(key).value_or(fallback);
@@ -107,6 +107,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   p.overlap_param_gather = n.bool_or("overlap_param_gather", true);
   p.async_tp_backward = n.bool_or("async_tp_backward", true);
   p.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
+  p.overlap_p2p_comm = n.bool_or("overlap_p2p_comm", false);
   p.dp_bucket_bytes = 2.0 * std::max(40e6, 1e6 * p.dp);
   if (n.has("dp_bucket_size"))
     p.dp_bucket_bytes = n.positive("dp_bucket_size", n.required_quantity("dp_bucket_size", sim::Dimension::Bytes, 1.0));

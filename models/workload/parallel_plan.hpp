@@ -22,6 +22,7 @@
 //     overlap_param_gather: true     # ZeRO parameter gather overlapped with the next forward
 //     async_tp_backward: true        # TP input-gradient reduction under the wgrad GEMM (below)
 //     grad_reduce_fp32: false        # gradients kept and reduced in fp32 (below)
+//     overlap_p2p_comm: false        # interleaved schedule: pipeline sends asynchronous (below)
 //     first_stage_layers: 7  # optional uneven split (Llama 3 405B: 7 + 14x8 + 7)
 //     last_stage_layers: 7
 //
@@ -41,6 +42,10 @@
 // bf16 recipes and torchtitan's default; the default false is 16-bit gradients, as NeMo 1.x's
 // configs (grad_sync_dtype: bf16), DeepSpeed and FSDP with a 16-bit reduce_dtype run. fp32/tf32
 // training has 4 B gradients anyway.
+// overlap_p2p_comm: Megatron's pipeline sends and receives are blocking (batch_isend_irecv, then
+// wait): a stage starts its next forward/backward only once its own send is through. Megatron-
+// Core's overlap_p2p_comm (interleaved schedule only) makes them asynchronous; default false, as
+// in Megatron-Core's ModelParallelConfig.
 #pragma once
 #include "config/yaml.hpp"
 #include "models/workload/model_config.hpp"
@@ -68,6 +73,7 @@ struct ParallelPlan {
   bool overlap_param_gather = true;
   bool async_tp_backward = true;
   bool grad_reduce_fp32 = false;
+  bool overlap_p2p_comm = false;
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;
   int last_stage_layers = 0;

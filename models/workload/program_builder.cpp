@@ -143,6 +143,7 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
   p.zero = plan.zero;
   p.overlap_grad_reduce = plan.overlap_grad_reduce;
   p.overlap_param_gather = plan.overlap_param_gather;
+  p.blocking_p2p = !(plan.overlap_p2p_comm && plan.interleaved());
   p.dp_bucket_bytes = plan.dp_bucket_bytes;
 
   // Identical layers share one costed program (costing is the expensive part for big models).

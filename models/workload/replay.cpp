@@ -321,6 +321,7 @@ class StepBuilder {
     item_exit_[key(it.micro_batch, vs, it.backward)] = st.cursor;
   }
 
+  static constexpr uint64_t kNoItem = ~uint64_t{0};
   static uint64_t key(int mb, int vs, bool backward) {
     return (static_cast<uint64_t>(mb) << 33) | (static_cast<uint64_t>(vs) << 1) | (backward ? 1 : 0);
   }
@@ -341,8 +342,13 @@ class StepBuilder {
               s, Group::DP, coll::CollectiveOp::AllGather, chunk_param_bytes(s, c), {},
               stages_[s].dp_track, kCatDpComm));
       }
-      for (const PipelineItem& it : stage_schedule(schedule_kind(), p_.pp, p_.vp, p_.micro_batches, s))
+      uint64_t previous = kNoItem;
+      for (const PipelineItem& it : stage_schedule(schedule_kind(), p_.pp, p_.vp, p_.micro_batches, s)) {
         build_item(s, it);
+        const uint64_t k = key(it.micro_batch, virtual_stage(it.chunk, s, p_.pp), it.backward);
+        if (previous != kNoItem) next_item_[previous] = k;
+        previous = k;
+      }
     }
     // Activations forward and gradients backward between consecutive virtual stages.
     const int V = p_.pp * p_.vp;
@@ -377,6 +383,15 @@ class StepBuilder {
     const sim::TaskId exit = exits.size() == 1 ? exits.front() : add_join(exits);
     g_.add_dependency(exit, consumer);
     spans_.push_back({to_s, kCatPpComm, first, exit});
+    // Megatron's blocking p2p (batch_isend_irecv, then wait): the sender's next item starts only
+    // once the send is through.
+    if (p_.blocking_p2p) {
+      const auto next = next_item_.find(key(mb, from_vs, backward));
+      if (next != next_item_.end()) {
+        g_.add_dependency(exit, item_entry_.at(next->second));
+        spans_.push_back({from_s, kCatPpComm, first, exit});
+      }
+    }
   }
 
   std::pair<int, int> layer_range(int vs) const {
@@ -519,6 +534,7 @@ class StepBuilder {
   std::vector<std::pair<uint16_t, double>> parts_;          // (category, nominal seconds)
   std::vector<CommSpan> spans_;
   std::map<uint64_t, sim::TaskId> item_entry_, item_exit_;
+  std::map<uint64_t, uint64_t> next_item_;  // item -> the next item of the same stage
   std::map<std::tuple<int, double, std::vector<int>>, double> estimates_;
   coll::CollectiveCache collective_cache_;
 };

@@ -65,6 +65,7 @@ struct StepProgram {
   int zero = 0;                    // 0..3
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false;
+  bool blocking_p2p = false;       // a stage waits for its pipeline sends before its next item
   double dp_bucket_bytes = 40e6;
   std::vector<LayerProgram> layers;          // one per model layer, in order
   // Layers of virtual stage v are [vstage_begin[v], vstage_begin[v+1]); empty = an even split.

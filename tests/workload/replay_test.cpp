@@ -159,3 +159,20 @@ TEST(LayerTiming, AnOverlappedCollectiveHidesUnderTheNextOpOnly) {
     EXPECT_NEAR(time_layer(p, 0, cluster, coll::CommTuning{}).backward_s, 1e-3 + comm + wgrad + 0.3e-3, 1e-9);
   }
 }
+
+TEST(Replay, BlockingPipelineSendsDelayTheSendersNextItem) {
+  // GPipe, 2 stages, 2 micro-batches, activation/gradient transfer time T. Asynchronous sends:
+  // step = 3 t_f + 2 T + 3 t_b. Megatron's blocking p2p also holds each sender until its send is
+  // through: stage 0's second forward and stage 1's second backward start T later, 3 t_f + 4 T + 3 t_b.
+  const double t_f = 1e-3, t_b = 2e-3;
+  StepProgram p = pipeline(2, 1, 2, t_f, 0);
+  p.p2p_bytes = 50e6;
+  const topo::Cluster cluster = slow_switch_cluster(2, 100e9);
+  const double async_step = replay_step(p, cluster, coll::CommTuning{}, {}).step_time_s;
+  const double T = (async_step - 3 * t_f - 3 * t_b) / 2;
+  ASSERT_GT(T, 0.4e-3);  // about 50 MB at 100 GB/s
+  p.blocking_p2p = true;
+  const ReplayResult r = replay_step(p, cluster, coll::CommTuning{}, {});
+  EXPECT_NEAR(r.step_time_s, 3 * t_f + 4 * T + 3 * t_b, 1e-9);
+  EXPECT_GT(r.breakdown_s[kCatPpComm], 0.0);
+}
