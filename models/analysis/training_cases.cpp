@@ -66,7 +66,6 @@ long long number_after(const std::string& text, const std::string& phrase) {
   return v;
 }
 
-// NIC catalogue name for a stated fabric and line rate.
 // The case publishes the time of one transformer layer (forward and backward) in measured.other.
 bool publishes_layer_time(const YAML::Node& c) {
   const YAML::Node other = c["measured"]["other"];
@@ -191,6 +190,7 @@ void moe_layers_from_text(const std::string& text, int layers, YAML::Node& moe, 
                            "model's " + std::to_string(layers) + " layers with leading dense layers or one MoE layer per period");
 }
 
+// NIC catalogue name for a stated fabric and line rate.
 std::string nic_for(const std::string& fabric, int gbps) {
   if (fabric == "roce" || fabric == "ethernet") return gbps >= 400 ? "roce-400" : "roce-200";
   if (gbps >= 800) return "cx8-xdr800";
