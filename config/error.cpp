@@ -45,7 +45,15 @@ std::string nearest(const std::string& key, const std::vector<std::string>& cand
   }
   // Accept a suggestion within about a third of the key's length (at least 2 edits).
   const size_t limit = std::max<size_t>(2, key.size() / 3);
-  return best_d <= limit ? best : std::string();
+  if (best_d <= limit) return best;
+  // Else a shortened key: the one candidate that begins with it ("overlap_p2p" -> "overlap_p2p_comm").
+  std::string prefixed;
+  for (const auto& c : candidates)
+    if (key.size() >= 3 && c.compare(0, key.size(), key) == 0) {
+      if (!prefixed.empty()) return std::string();
+      prefixed = c;
+    }
+  return prefixed;
 }
 
 }  // namespace stacksim::config

@@ -71,6 +71,8 @@ TEST(Yaml, OverridesEditNestedKeysAndRejectBadSyntax) {
 TEST(Yaml, NearestOnlySuggestsCloseNames) {
   EXPECT_EQ(nearest("H100-SXM-80GB", {"H100-SXM5-80GB", "A100-SXM4-80GB"}), "H100-SXM5-80GB");
   EXPECT_EQ(nearest("zzzzzz", {"tp", "pp"}), "");
+  EXPECT_EQ(nearest("overlap_p2p", {"overlap_p2p_comm", "overlap_grad_reduce"}), "overlap_p2p_comm");  // a prefix
+  EXPECT_EQ(nearest("over", {"overlap_p2p_comm", "overlap_grad_reduce"}), "");  // ambiguous prefix
 }
 
 TEST(Yaml, OverrideErrorsAreBlamedOnTheOverrideOnly) {
