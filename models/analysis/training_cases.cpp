@@ -410,7 +410,19 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   if (has(p, "micro_batch")) pl["micro_batch"] = get<int>(p, "micro_batch");
   else { pl["micro_batch"] = 1; defaults.push_back("parallelism.micro_batch: 1"); }
   if (has(p, "global_batch")) {
-    pl["global_batch"] = get<int>(p, "global_batch");
+    const int gb = get<int>(p, "global_batch"), mb = pl["micro_batch"].as<int>();
+    pl["global_batch"] = gb;
+    // A last, smaller micro-batch (Composer/llm-foundry accumulate the remainder): replay whole
+    // micro-batches and scale the step by the sequences actually trained (predict_training_case).
+    if (dp > 0 && gb % dp == 0 && gb % (mb * dp) != 0) {
+      const int per_rank = gb / dp, micro_batches = (per_rank + mb - 1) / mb;
+      pl["global_batch"] = micro_batches * mb * dp;
+      defaults.push_back("parallelism.global_batch: " + std::to_string(gb) + " sequences are " + std::to_string(per_rank) +
+                         " per data-parallel rank, not a multiple of micro_batch " + std::to_string(mb) + ": " +
+                         std::to_string(micro_batches) + " micro-batches replayed, the step scaled by " +
+                         std::to_string(per_rank) + "/" + std::to_string(micro_batches * mb) +
+                         " (the last micro-batch's cost taken as proportional to its sequences)");
+    }
   } else if (publishes_layer_time(c)) {
     // A per-layer time does not depend on the batch: one micro-batch per data-parallel rank.
     pl["global_batch"] = pl["micro_batch"].as<int>() * dp;
@@ -474,9 +486,13 @@ void predict_training_case(const YAML::Node& c, CaseOutcome& out) {
   const Scenario scenario = scenario_from_yaml(scenario_yaml, "case " + out.id);
   const TrainingResult r = simulate_training(scenario.training, RunOptions{});
   if (r.oom) out.defaults.push_back("note: predicted out of memory (" + r.oom_detail + ")");
+  // The sequences the run trains per step over those replayed (a partial last micro-batch).
+  const YAML::Node cp = c["parallelism"];
+  const double trained_fraction =
+      has(cp, "global_batch") ? get<double>(cp, "global_batch") / scenario_yaml["parallelism"]["global_batch"].as<double>() : 1.0;
   if (has(meas, "step_time_s")) {
     out.metric = "step_time_s";
-    out.predicted = r.step_time_s;
+    out.predicted = r.step_time_s * trained_fraction;
     out.measured = get<double>(meas, "step_time_s");
   } else if (has(meas, "tokens_per_s_per_gpu")) {
     out.metric = "tokens_per_s_per_gpu";

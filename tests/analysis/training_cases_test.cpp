@@ -248,3 +248,18 @@ TEST(TrainingCasePolicy, MoeLayerPatternsInTheirPublishedForms) {
   EXPECT_THROW(moe_of("[1,1,0,0]*2"), std::runtime_error);     // two per period: no layer_freq says that
   EXPECT_THROW(moe_of("some layers"), std::runtime_error);
 }
+
+TEST(TrainingCasePolicy, ARemainderMicroBatchIsReplayedWholeAndTheStepScaled) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");
+  c["parallelism"]["dp"] = 8;
+  c["parallelism"]["micro_batch"] = 2;
+  c["parallelism"]["global_batch"] = 40;  // 5 sequences per rank: micro-batches of 2, 2 and 1
+  CaseOutcome o;
+  predict_training_case(c, o);
+  const YAML::Node s = YAML::Load(o.scenario_yaml);
+  EXPECT_EQ(s["parallelism"]["global_batch"].as<int>(), 48);  // 3 whole micro-batches of 2 per rank
+  const TrainingResult r = simulate_training(scenario_from_yaml(s, "case t").training, {});
+  EXPECT_DOUBLE_EQ(o.predicted, r.step_time_s * 40.0 / 48.0);
+  c["parallelism"]["global_batch"] = 41;  // not even a whole number of sequences per rank
+  EXPECT_THROW(predict_training_case(c, o), std::exception);
+}
