@@ -234,16 +234,29 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   YAML::Node cl;
   cl["node"] = node_type_for_gpu(gpu);
   cl["gpu"] = gpu;
-  int per_node = 8;
-  if (has(hw, "gpus_per_node")) {
+  int per_node = Catalogs::bundled().nodes.node(cl["node"].as<std::string>()).gpus_per_node;
+  const bool rack_scale = per_node > 16;  // an NVL72 rack modelled as one NVLink node
+  if (has(hw, "gpus_per_node") && rack_scale && get<int>(hw, "gpus_per_node") < per_node) {
+    defaults.push_back("hardware.gpus_per_node: " + std::to_string(get<int>(hw, "gpus_per_node")) +
+                       " GPUs per tray, in one " + std::to_string(per_node) + "-GPU NVLink rack");
+  } else if (has(hw, "gpus_per_node")) {
     per_node = get<int>(hw, "gpus_per_node");
     cl["gpus_per_node"] = per_node;
   } else {
-    defaults.push_back("hardware.gpus_per_node: the node type's default");
-    per_node = gpu.rfind("V100", 0) == 0 ? 16 : 8;
+    defaults.push_back("hardware.gpus_per_node: the node type's (" + std::to_string(per_node) + ")");
   }
   if (gpus < per_node) cl["gpus_per_node"] = gpus;  // a single partial node
-  cl["nodes"] = std::max(1, (gpus + per_node - 1) / per_node);
+  const int nodes = std::max(1, (gpus + per_node - 1) / per_node);
+  cl["nodes"] = nodes;
+  // GPUs that do not fill whole nodes: spread evenly over the fewest nodes that hold them.
+  if (gpus > per_node && gpus % per_node != 0) {
+    if (gpus % nodes != 0)
+      throw std::runtime_error("hardware.num_gpus (" + std::to_string(gpus) + ") does not spread evenly over " +
+                               std::to_string(nodes) + " nodes of up to " + std::to_string(per_node) + " GPUs");
+    cl["gpus_per_node"] = gpus / nodes;
+    defaults.push_back("cluster: " + std::to_string(gpus) + " GPUs as " + std::to_string(nodes) + " nodes of " +
+                       std::to_string(gpus / nodes) + " (not whole nodes of " + std::to_string(per_node) + ")");
+  }
   const YAML::Node inter = hw["inter_node"];
   if (has(inter, "nic_gbps")) {
     cl["nic"] = nic_for(has(inter, "fabric") ? get<std::string>(inter, "fabric") : "infiniband",

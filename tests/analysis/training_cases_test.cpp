@@ -263,3 +263,27 @@ TEST(TrainingCasePolicy, ARemainderMicroBatchIsReplayedWholeAndTheStepScaled) {
   c["parallelism"]["global_batch"] = 41;  // not even a whole number of sequences per rank
   EXPECT_THROW(predict_training_case(c, o), std::exception);
 }
+
+TEST(TrainingCasePolicy, NodeCountsFollowTheNodeTypeAndSpreadPartialNodesEvenly) {
+  const auto cluster_of = [](const std::string& gpu, int gpus, YAML::Node per_node) {
+    YAML::Node c = training_case(gpu, "FlashAttention-2");
+    c["hardware"]["num_gpus"] = gpus;
+    c["hardware"]["gpus_per_node"] = per_node;
+    c["parallelism"]["dp"] = gpus;
+    c["parallelism"]["global_batch"] = gpus;
+    std::vector<std::string> defaults;
+    const YAML::Node s = training_case_scenario(c, defaults);
+    EXPECT_NO_THROW(scenario_from_yaml(s, "case t")) << gpu << " x " << gpus;
+    const YAML::Node cl = s["cluster"];
+    return std::make_pair(cl["nodes"].as<int>(), cl["gpus_per_node"] ? cl["gpus_per_node"].as<int>() : 0);
+  };
+  EXPECT_EQ(cluster_of("H100-SXM5-80GB", 16, YAML::Node()), std::make_pair(2, 0));   // 2 DGX nodes
+  EXPECT_EQ(cluster_of("H100-SXM5-80GB", 12, YAML::Node(8)), std::make_pair(2, 6));  // 12 = 2 x 6
+  EXPECT_EQ(cluster_of("H100-SXM5-80GB", 4, YAML::Node(8)), std::make_pair(1, 4));   // one partial node
+  EXPECT_EQ(cluster_of("GB200", 144, YAML::Node()), std::make_pair(2, 0));           // two NVL72 racks
+  EXPECT_EQ(cluster_of("GB200", 144, YAML::Node(4)), std::make_pair(2, 0));          // 4 per tray, 72 per rack
+  YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");
+  c["hardware"]["num_gpus"] = 13;
+  std::vector<std::string> defaults;
+  EXPECT_THROW(training_case_scenario(c, defaults), std::runtime_error);
+}
