@@ -2,21 +2,14 @@
 #include <gtest/gtest.h>
 
 #include "models/workload/flops.hpp"
+#include "tests/workload/gpt_model.hpp"
 
 namespace stacksim::workload {
 namespace {
 
 // GPT-3 175B (Brown et al. 2020; Narayanan et al. SC'21 Table 1).
 ModelConfig gpt3() {
-  ModelConfig m;
-  m.layers = 96;
-  m.hidden = 12288;
-  m.heads = 96;
-  m.kv_heads = 96;
-  m.head_dim = 128;
-  m.ffn_hidden = 4 * 12288;
-  m.vocab = 51200;
-  m.seq_len = 2048;
+  ModelConfig m = gpt_model(96, 12288, 96, 2048);
   m.tied_embeddings = true;
   return m;
 }

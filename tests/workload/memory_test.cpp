@@ -3,20 +3,13 @@
 
 #include "models/workload/memory.hpp"
 #include "models/workload/ops.hpp"
+#include "tests/workload/gpt_model.hpp"
 
 namespace stacksim::workload {
 namespace {
 
 ModelConfig gpt3() {
-  ModelConfig m;
-  m.layers = 96;
-  m.hidden = 12288;
-  m.heads = 96;
-  m.kv_heads = 96;
-  m.head_dim = 128;
-  m.ffn_hidden = 4 * 12288;
-  m.vocab = 51200;
-  m.seq_len = 2048;
+  ModelConfig m = gpt_model(96, 12288, 96, 2048);
   m.attention = AttentionImpl::Unfused;  // Korthikanti et al. measured Megatron's unfused attention
   return m;
 }

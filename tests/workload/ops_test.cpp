@@ -7,23 +7,13 @@
 
 #include "models/workload/flops.hpp"
 #include "models/workload/ops.hpp"
+#include "tests/workload/gpt_model.hpp"
 
 namespace stacksim::workload {
 namespace {
 
 // GPT-style layer: MHA, GeLU MLP with ffn = 4h, LayerNorm.
-ModelConfig gpt(int64_t h = 4096, int64_t heads = 32, int64_t s = 2048) {
-  ModelConfig m;
-  m.layers = 8;
-  m.hidden = h;
-  m.heads = heads;
-  m.kv_heads = heads;
-  m.head_dim = h / heads;
-  m.ffn_hidden = 4 * h;
-  m.vocab = 51200;
-  m.seq_len = s;
-  return m;
-}
+ModelConfig gpt(int64_t h = 4096, int64_t heads = 32, int64_t s = 2048) { return gpt_model(8, h, heads, s); }
 
 ParallelPlan plan(int tp = 1, bool sp = false, int micro_batch = 1) {
   ParallelPlan p;

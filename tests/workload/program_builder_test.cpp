@@ -4,22 +4,11 @@
 #include "models/hardware/gpu_spec.hpp"
 #include "models/workload/ops.hpp"
 #include "models/workload/program_builder.hpp"
+#include "tests/workload/gpt_model.hpp"
 
 namespace stacksim::workload {
 namespace {
 
-ModelConfig small_gpt() {
-  ModelConfig m;
-  m.layers = 4;
-  m.hidden = 1024;
-  m.heads = 16;
-  m.kv_heads = 16;
-  m.head_dim = 64;
-  m.ffn_hidden = 4096;
-  m.vocab = 51200;
-  m.seq_len = 1024;
-  return m;
-}
 
 compute::GpuModel gpu() {
   hw::GpuSpec s;
@@ -42,7 +31,7 @@ double reduced_grad_bytes(const StepProgram& prog) {
 }  // namespace
 
 TEST(StepProgram, DataParallelGradientBytesAreTheRanksParametersInTheGradientPrecision) {
-  const ModelConfig m = small_gpt();
+  const ModelConfig m = gpt_model(4, 1024, 16, 1024);
   ParallelPlan p;
   p.dp = 8;
   p.global_batch = 8;

@@ -13,13 +13,14 @@ using namespace stacksim::workload;
 
 namespace {
 
-topo::Cluster ideal_cluster(int gpus) {
+// GPUs on one switch; links fast enough to vanish unless a test slows them.
+topo::Cluster ideal_cluster(int gpus, double link_Bps = 1e15) {
   topo::Cluster c;
   const topo::DeviceId sw = c.add_device({topo::DeviceKind::NvSwitch, "switch", 0, 0, 0, false});
   for (int i = 0; i < gpus; ++i) {
     const topo::DeviceId g =
         c.add_device({topo::DeviceKind::Gpu, "gpu" + std::to_string(i), 0, i, 0, false});
-    c.add_duplex(g, sw, {topo::LinkKind::NvLink, 1e15, 0.0});
+    c.add_duplex(g, sw, {topo::LinkKind::NvLink, link_Bps, 0.0});
   }
   c.set_shape(1, gpus);
   return c;
@@ -110,16 +111,6 @@ CostedOp tp_all_reduce(double bytes, bool overlaps_next) {
   return op;
 }
 
-topo::Cluster slow_switch_cluster(int gpus, double link_Bps) {
-  topo::Cluster c;
-  const topo::DeviceId sw = c.add_device({topo::DeviceKind::NvSwitch, "switch", 0, 0, 0, false});
-  for (int i = 0; i < gpus; ++i) {
-    const topo::DeviceId g = c.add_device({topo::DeviceKind::Gpu, "gpu" + std::to_string(i), 0, i, 0, false});
-    c.add_duplex(g, sw, {topo::LinkKind::NvLink, link_Bps, 0.0});
-  }
-  c.set_shape(1, gpus);
-  return c;
-}
 }  // namespace
 
 TEST(LayerTiming, ForwardAndBackwardOfOneLayerAlone) {
@@ -141,7 +132,7 @@ TEST(LayerTiming, AnOverlappedCollectiveHidesUnderTheNextOpOnly) {
   // collective overlaps wgrad and is waited for before the norm (max(comm, wgrad), not more).
   StepProgram p;
   p.tp = 2;
-  const topo::Cluster cluster = slow_switch_cluster(2, 100e9);
+  const topo::Cluster cluster = ideal_cluster(2, 100e9);
   const double bytes = 100e6;
   LayerProgram alone;
   alone.backward = {tp_all_reduce(bytes, false)};
@@ -167,7 +158,7 @@ TEST(Replay, BlockingPipelineSendsDelayTheSendersNextItem) {
   const double t_f = 1e-3, t_b = 2e-3;
   StepProgram p = pipeline(2, 1, 2, t_f, 0);
   p.p2p_bytes = 50e6;
-  const topo::Cluster cluster = slow_switch_cluster(2, 100e9);
+  const topo::Cluster cluster = ideal_cluster(2, 100e9);
   const double async_step = replay_step(p, cluster, coll::CommTuning{}, {}).step_time_s;
   const double T = (async_step - 3 * t_f - 3 * t_b) / 2;
   ASSERT_GT(T, 0.4e-3);  // about 50 MB at 100 GB/s
