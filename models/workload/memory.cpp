@@ -50,11 +50,8 @@ int in_flight_micro_batches(const ParallelPlan& p, int stage) {
 MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int stage) {
   MemoryFootprint f;
   f.stage = stage;
-  const double all = stage_params_per_rank(m, p, stage), experts = stage_expert_params_per_rank(m, p, stage);
-  const double dense = all - experts;
-  auto sharded = [&](bool shard) {
-    return shard ? dense / dense_replicas(p) + experts / expert_replicas(p) : all;
-  };
+  const double all = stage_params_per_rank(m, p, stage), shard = stage_params_sharded(m, p, stage);
+  auto sharded = [&](bool sharded_over_dp) { return sharded_over_dp ? shard : all; };
   f.weights_bytes = 2.0 * sharded(p.zero >= 3);
   f.gradients_bytes = p.grad_bytes_per_param() * sharded(p.zero >= 2);
   f.optimizer_bytes = 12.0 * sharded(p.zero >= 1);

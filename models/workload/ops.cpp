@@ -463,13 +463,19 @@ double pipeline_p2p_bytes(const ModelConfig& m, const ParallelPlan& p) {
   return kAct * d.Tn * d.h;  // Megatron sends the (sequence-parallel-split) hidden states
 }
 
+double stage_params_sharded(const ModelConfig& m, const ParallelPlan& p, int stage) {
+  const double all = stage_params_per_rank(m, p, stage), experts = stage_expert_params_per_rank(m, p, stage);
+  return (all - experts) / dense_replicas(p) + experts / expert_replicas(p);
+}
+
 std::vector<Op> optimizer_ops(const ModelConfig& m, const ParallelPlan& p) {
-  double local = 0;
-  for (int s = 0; s < p.pp; ++s) {
-    const double all = stage_params_per_rank(m, p, s), experts = stage_expert_params_per_rank(m, p, s);
-    const double shard = p.zero >= 1 ? (all - experts) / dense_replicas(p) + experts / expert_replicas(p) : all;
-    local = std::max(local, shard);
-  }
+  // The most loaded stage's parameters, sharded or not.
+  const auto most = [&](bool sharded) {
+    double v = 0;
+    for (int s = 0; s < p.pp; ++s) v = std::max(v, sharded ? stage_params_sharded(m, p, s) : stage_params_per_rank(m, p, s));
+    return v;
+  };
+  const double local = most(p.zero >= 1);
   // Megatron's mixed-precision step on this rank's shard: the gradient norm for clipping (read
   // the gradients), Adam (read master weights, m, v and gradients, write master, m, v: 24 B +
   // the gradient), the 16-bit weights from the fp32 masters (read 4, write 2; FSDP casts at the
@@ -479,12 +485,7 @@ std::vector<Op> optimizer_ops(const ModelConfig& m, const ParallelPlan& p) {
   const bool fsdp = p.zero >= 3;
   std::vector<Op> ops{memory("gradient norm + adam step" + std::string(fsdp ? "" : " + 16-bit weights"),
                              OpClass::Optimizer, (g + 24.0 + g + (fsdp ? 0.0 : 6.0)) * local)};
-  double zeroed = 0;
-  for (int s = 0; s < p.pp && !fsdp; ++s) {
-    const double all = stage_params_per_rank(m, p, s), experts = stage_expert_params_per_rank(m, p, s);
-    zeroed = std::max(zeroed, p.zero >= 2 ? (all - experts) / dense_replicas(p) + experts / expert_replicas(p) : all);
-  }
-  if (zeroed > 0) ops.push_back(memory("zero gradients", OpClass::Optimizer, g * zeroed));
+  if (!fsdp) ops.push_back(memory("zero gradients", OpClass::Optimizer, g * most(p.zero >= 2)));
   return ops;
 }
 

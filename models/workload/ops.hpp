@@ -112,6 +112,9 @@ int max_layers_per_chunk(const ModelConfig& m, const ParallelPlan& p);
 // All the chunks of pipeline rank `stage` (layers, embedding, output layer, final norm).
 double stage_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage);
 double stage_expert_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage);
+// Stage `stage`'s parameters one rank holds when they are sharded over data parallelism (ZeRO):
+// dense ones over dense_replicas, routed experts over expert_replicas.
+double stage_params_sharded(const ModelConfig& m, const ParallelPlan& p, int stage);
 // Ranks sharing (and, with ZeRO, sharding) one dense parameter: dp*cp (Megatron's
 // data-parallel-with-context-parallel group); one routed-expert parameter: dp*cp/ep.
 int dense_replicas(const ParallelPlan& p);
