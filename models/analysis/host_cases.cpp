@@ -29,6 +29,15 @@ double sibling_cpu_seconds_per_sample(const YAML::Node& c, const std::vector<YAM
   throw std::runtime_error("no other run of the same job publishes the loader's CPU usage and step time");
 }
 
+// One node of the case GPU's node type (with `gpus` GPUs in use when > 0), from the catalogue.
+topo::ClusterConfig one_node(const YAML::Node& c, int gpus) {
+  YAML::Node cluster;
+  cluster["node"] = node_type_for_gpu(get<std::string>(c["hardware"], "gpu"));
+  cluster["nodes"] = 1;
+  if (gpus > 0) cluster["gpus_per_node"] = gpus;
+  return topo::parse_cluster_config(config::Node(cluster, get<std::string>(c, "id"), "cluster"), Catalogs::bundled().nodes);
+}
+
 // Loader workers per GPU when a case states none: StreamPETR's published training configs
 // (workers_per_gpu=4), the usual mmdetection3d setting.
 constexpr int kDefaultLoaderWorkersPerGpu = 4;
@@ -51,12 +60,7 @@ void predict_dataloader_case(const YAML::Node& c, const std::vector<YAML::Node>&
   const double gpu_step_s = get<double>(meas["other"], "step_time_ms_dali") / 1000;
   const int gpus = get<int>(op, "gpus");
 
-  YAML::Node cluster;
-  cluster["node"] = node_type_for_gpu(get<std::string>(c["hardware"], "gpu"));
-  cluster["nodes"] = 1;
-  cluster["gpus_per_node"] = gpus;  // loaders run for the GPUs in use only
-  const topo::ClusterConfig cc =
-      topo::parse_cluster_config(config::Node(cluster, get<std::string>(c, "id"), "cluster"), Catalogs::bundled().nodes);
+  const topo::ClusterConfig cc = one_node(c, gpus);  // loaders run for the GPUs in use only
   const hw::NodeSpec& node = cc.node;
   const int logical_cpus = node.cpu_sockets * node.cores_per_socket * node.threads_per_core;
 
@@ -79,11 +83,7 @@ void predict_host_copy_case(const YAML::Node& c, CaseOutcome& out) {
   out.metric = "bandwidth_GBps";
   if (!has(c["measured"], "bandwidth_GBps")) throw std::runtime_error("the case publishes no bandwidth");
   out.measured = get<double>(c["measured"], "bandwidth_GBps");
-  YAML::Node cluster;
-  cluster["node"] = node_type_for_gpu(get<std::string>(c["hardware"], "gpu"));
-  cluster["nodes"] = 1;
-  const topo::ClusterConfig cc =
-      topo::parse_cluster_config(config::Node(cluster, get<std::string>(c, "id"), "cluster"), Catalogs::bundled().nodes);
+  const topo::ClusterConfig cc = one_node(c, 0);
   out.defaults.push_back("pinned host buffers (nvbandwidth's copy-engine tests allocate them)");
   out.predicted = cc.node.pcie_bandwidth_Bps * kPinnedCopyEfficiency / 1e9;
 }

@@ -66,6 +66,13 @@ long long number_after(const std::string& text, const std::string& phrase) {
   return v;
 }
 
+// Software generation: Hopper-era runs use Megatron-Core/NeMo (sequence parallelism with TP, the
+// distributed optimizer, fused attention, async TP backward by default); Volta/Ampere-era runs
+// used Megatron-LM, which had none of these by default. The GPU is the proxy.
+bool volta_ampere_era(const std::string& gpu) { return gpu.rfind("V100", 0) == 0 || gpu.rfind("A100", 0) == 0; }
+
+std::string notes_of(const YAML::Node& c) { return has(c, "notes") ? get<std::string>(c, "notes") : ""; }
+
 // The case publishes the time of one transformer layer (forward and backward) in measured.other.
 bool publishes_layer_time(const YAML::Node& c) {
   const YAML::Node other = c["measured"]["other"];
@@ -332,7 +339,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   if (const std::string kernel = flash_kernel(att); !kernel.empty()) {
     mo["attention"] = kernel;
   } else {
-    const bool old_gen = gpu.rfind("V100", 0) == 0 || gpu.rfind("A100", 0) == 0;
+    const bool old_gen = volta_ampere_era(gpu);
     mo["attention"] = old_gen ? "unfused" : "flash";
     defaults.push_back(std::string("model.attention: ") + (old_gen ? "unfused (Volta/Ampere-era Megatron)" : "flash (Hopper and later)"));
   }
@@ -398,10 +405,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
                          " stages, " + std::to_string(per) + " in each middle stage)");
     }
   }
-  // Software generation: Hopper-era runs use Megatron-Core/NeMo, whose defaults are sequence
-  // parallelism with TP and the distributed optimizer; Volta/Ampere-era Megatron-LM had neither
-  // by default. The same proxy picks the attention kernels below.
-  const bool old_gen = gpu.rfind("V100", 0) == 0 || gpu.rfind("A100", 0) == 0;
+  const bool old_gen = volta_ampere_era(gpu);
   if (has(p, "sequence_parallel")) {
     pl["sequence_parallel"] = get<bool>(p, "sequence_parallel");
   } else {
@@ -460,7 +464,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   }
   // Gradient precision on the wire, where the notes state it: PyTorch FSDP's mixed-precision
   // modes as Composer/llm-foundry name them (DEFAULT and FULL reduce in fp32, PURE in 16 bit).
-  const std::string case_notes = has(c, "notes") ? get<std::string>(c, "notes") : "";
+  const std::string case_notes = notes_of(c);
   for (const char* mode : {"DEFAULT", "FULL", "PURE"})
     if (case_notes.find(std::string("mixed-precision mode: ") + mode) != std::string::npos) {
       pl["grad_reduce_fp32"] = std::string(mode) != "PURE";
@@ -490,8 +494,7 @@ void predict_training_case(const YAML::Node& c, CaseOutcome& out) {
   out.scenario_yaml = std::string(emitted.c_str()) + "\n";
   // A pipeline schedule the replay does not have changes what is exposed, not a detail: refuse
   // rather than report a 1F1B prediction as if it were this run's (the scenario is still written).
-  const std::string notes = has(c, "notes") ? get<std::string>(c, "notes") : "";
-  if (notes.find("DualPipe") != std::string::npos)
+  if (notes_of(c).find("DualPipe") != std::string::npos)
     throw std::runtime_error(
         "the run uses DualPipe (forward and backward micro-batches interleaved so that expert all-to-all and "
         "pipeline transfers hide under compute), which the replay does not model; --scenarios writes the 1F1B "
