@@ -428,11 +428,9 @@ double stage_sum(const ModelConfig& m, const ParallelPlan& p, int stage, PerLaye
     for (int l = bounds[vs]; l < bounds[vs + 1]; ++l) params += per_layer(l);
     if (!with_embeddings) continue;
     if (vs == 0) params += embedding_params_per_rank(m, p);
-    // Untied: the output layer. Tied with V > 1: Megatron keeps a copy on the last stage and
-    // all-reduces the two gradients.
     if (vs == V - 1) {
       params += m.norm_params();
-      if (!m.tied_embeddings || V > 1) params += embedding_params_per_rank(m, p);
+      if (has_output_layer_copy(m, p)) params += embedding_params_per_rank(m, p);
     }
   }
   return params;
@@ -462,6 +460,8 @@ double pipeline_p2p_bytes(const ModelConfig& m, const ParallelPlan& p) {
   const Dims d = dims(m, p);
   return kAct * d.Tn * d.h;  // Megatron sends the (sequence-parallel-split) hidden states
 }
+
+bool has_output_layer_copy(const ModelConfig& m, const ParallelPlan& p) { return !m.tied_embeddings || p.pp * p.vp > 1; }
 
 double stage_params_sharded(const ModelConfig& m, const ParallelPlan& p, int stage) {
   const double all = stage_params_per_rank(m, p, stage), experts = stage_expert_params_per_rank(m, p, stage);

@@ -104,6 +104,9 @@ std::vector<Op> optimizer_ops(const ModelConfig& m, const ParallelPlan& p);
 double layer_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int layer);
 double layer_expert_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int layer);  // routed experts only
 double embedding_params_per_rank(const ModelConfig& m, const ParallelPlan& p);  // one of input/output
+// Whether the last virtual stage holds an output-layer matrix: untied embeddings, or tied ones
+// split over stages (Megatron keeps a copy on the last stage and all-reduces the two gradients).
+bool has_output_layer_copy(const ModelConfig& m, const ParallelPlan& p);
 // Layer ranges of the pp*vp virtual stages: stage v holds layers [bounds[v], bounds[v+1]),
 // honouring first_stage_layers / last_stage_layers.
 std::vector<int> virtual_stage_bounds(const ModelConfig& m, const ParallelPlan& p);

@@ -173,8 +173,8 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
   p.embedding_param_bytes = 2.0 * embedding_params;
   p.embedding_grad_bytes = plan.grad_bytes_per_param() * embedding_params;
   // The output layer (untied, or Megatron's last-stage copy of tied embeddings) and final norm.
-  const bool output_copy = !model.tied_embeddings || plan.pp * plan.vp > 1;
-  p.head_grad_bytes = plan.grad_bytes_per_param() * ((output_copy ? embedding_params : 0.0) + model.norm_params());
+  p.head_grad_bytes = plan.grad_bytes_per_param() *
+                      ((has_output_layer_copy(model, plan) ? embedding_params : 0.0) + model.norm_params());
   p.optimizer = coster.cost_all(optimizer_ops(model, plan));
   p.p2p_bytes = pipeline_p2p_bytes(model, plan);
   return p;
