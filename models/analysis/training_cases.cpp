@@ -206,6 +206,49 @@ std::string nic_for(const std::string& fabric, int gbps) {
   return "cx5-edr100";
 }
 
+// Layers over pp*vp (virtual) stages. When they do not divide, the middle stages take
+// ceil(layers / stages) each and the first and last stages (which also hold the embedding and the
+// output layer) share the rest, the last the smaller part (Megatron's
+// decoder_first/last_pipeline_num_layers). ok is false when no such split exists.
+struct LayerSplit {
+  bool ok = false;
+  int first = 0, last = 0, per = 0;
+};
+LayerSplit split_layers(int layers, int stages) {
+  if (layers % stages == 0) return {layers >= stages, 0, 0, layers / stages};
+  if (stages <= 2) return {};
+  const int per = (layers + stages - 1) / stages, rest = layers - (stages - 2) * per;
+  if (rest < 2) return {};
+  return {true, (rest + 1) / 2, rest / 2, per};
+}
+
+// The pipeline's interleaving and layer split. A stated vp is taken as is. Unstated on a
+// Hopper-or-later stack with pp > 1: the interleaved 1F1B schedule with the finest virtual stages
+// the layers allow (Megatron-Core/NeMo recipes run 1-4 layers per virtual stage, Meta trained
+// Llama 3 interleaved), where Megatron can interleave (micro-batches per rank a multiple of pp);
+// otherwise, and on Volta/Ampere-era stacks, plain 1F1B.
+void pipeline_split(int layers, int pp, int stated_vp, bool hopper_era, int micro_batches, YAML::Node& pl,
+                    std::vector<std::string>& defaults) {
+  int vp = stated_vp > 0 ? stated_vp : 1;
+  if (stated_vp <= 0) {
+    if (hopper_era && pp > 1 && micro_batches % pp == 0)
+      for (int v = layers / pp; v >= 2; --v)
+        if (split_layers(layers, pp * v).ok) { vp = v; break; }
+    defaults.push_back(vp > 1 ? "parallelism.vp: " + std::to_string(vp) +
+                                    " (Hopper-era stacks interleave: the finest virtual stages the layers allow)"
+                              : std::string("parallelism.vp: 1 (no interleaving)"));
+  }
+  pl["vp"] = vp;
+  const LayerSplit split = split_layers(layers, pp * vp);
+  if (split.ok && split.first > 0) {
+    pl["first_stage_layers"] = split.first;
+    pl["last_stage_layers"] = split.last;
+    defaults.push_back("parallelism.first/last_stage_layers: " + std::to_string(split.first) + "/" +
+                       std::to_string(split.last) + " (" + std::to_string(layers) + " layers over " +
+                       std::to_string(pp * vp) + " stages, " + std::to_string(split.per) + " in each middle stage)");
+  }
+}
+
 }  // namespace
 
 // Node type for a canonical GPU name (validation README). Names that leave the memory size open
@@ -388,23 +431,6 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   }
   pl["tp"] = tp; pl["pp"] = pp; pl["dp"] = dp; pl["cp"] = cp; pl["ep"] = ep;
   if (!has(p, "cp")) defaults.push_back("parallelism.cp: 1");
-  if (has(p, "vp")) pl["vp"] = get<int>(p, "vp");
-  else { pl["vp"] = 1; defaults.push_back("parallelism.vp: 1 (no interleaving)"); }
-  // Layers that do not divide over the stages: the middle stages take ceil(layers / stages) each and
-  // the first and last stages (which also hold the embedding and the output layer) share the rest,
-  // the last the smaller part (Megatron's decoder_first/last_pipeline_num_layers).
-  const int layers = get<int>(m, "layers"), stages = pp * pl["vp"].as<int>();
-  if (stages > 2 && layers % stages != 0) {
-    const int per = (layers + stages - 1) / stages;
-    const int rest = layers - (stages - 2) * per;
-    if (rest >= 2) {
-      pl["first_stage_layers"] = (rest + 1) / 2;
-      pl["last_stage_layers"] = rest / 2;
-      defaults.push_back("parallelism.first/last_stage_layers: " + std::to_string((rest + 1) / 2) + "/" +
-                         std::to_string(rest / 2) + " (" + std::to_string(layers) + " layers over " + std::to_string(stages) +
-                         " stages, " + std::to_string(per) + " in each middle stage)");
-    }
-  }
   const bool old_gen = volta_ampere_era(gpu);
   if (has(p, "sequence_parallel")) {
     pl["sequence_parallel"] = get<bool>(p, "sequence_parallel");
@@ -447,6 +473,8 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   } else {
     throw std::runtime_error("parallelism.global_batch is null");
   }
+  pipeline_split(get<int>(m, "layers"), pp, has(p, "vp") ? get<int>(p, "vp") : 0, !old_gen,
+                 pl["global_batch"].as<int>() / (pl["micro_batch"].as<int>() * dp), pl, defaults);
   if (has(p, "zero")) {
     pl["zero"] = get<int>(p, "zero");
   } else {

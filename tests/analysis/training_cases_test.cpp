@@ -132,6 +132,33 @@ TEST(TrainingCasePolicy, UnevenLayersGoToTheMiddleStagesFirst) {
   EXPECT_EQ(built.training.plan.first_stage_layers, 3);
 }
 
+TEST(TrainingCasePolicy, UnstatedInterleavingOnHopperIsTheFinestTheLayersAllow) {
+  // Llama 3 405B's shape: 126 layers over pp 16. vp 4 is the finest split (62 middle virtual stages
+  // of 2, the first and last 1); vp 5..7 leave no valid split and vp 8 would need 128 layers.
+  const auto plan_for = [](const std::string& gpu, int global_batch, const YAML::Node& vp) {
+    YAML::Node c = training_case(gpu, "");
+    c["hardware"]["num_gpus"] = 16;
+    c["model"]["layers"] = 126;
+    c["parallelism"]["pp"] = 16;
+    c["parallelism"]["dp"] = 1;
+    c["parallelism"]["zero"] = 1;
+    c["parallelism"]["global_batch"] = global_batch;
+    c["parallelism"]["vp"] = vp;
+    std::vector<std::string> defaults;
+    const YAML::Node s = training_case_scenario(c, defaults);
+    return scenario_from_yaml(s, "case t").training.plan;  // the plan checks accept it
+  };
+  const auto hopper = plan_for("H100-SXM5-80GB", 32, YAML::Node());
+  EXPECT_EQ(hopper.vp, 4);
+  EXPECT_EQ(hopper.first_stage_layers, 1);
+  EXPECT_EQ(hopper.last_stage_layers, 1);
+  EXPECT_EQ(plan_for("A100-SXM4-80GB", 32, YAML::Node()).vp, 1);  // Ampere-era Megatron: plain 1F1B
+  EXPECT_EQ(plan_for("H100-SXM5-80GB", 24, YAML::Node()).vp, 1);  // Megatron interleaves multiples of pp
+  const auto stated = plan_for("H100-SXM5-80GB", 32, YAML::Node(2));
+  EXPECT_EQ(stated.vp, 2);
+  EXPECT_EQ(stated.first_stage_layers, 3);
+}
+
 TEST(TrainingCasePolicy, LatentAttentionAndDenseLeadLayersAreReadFromTheirText) {
   YAML::Node c = training_case("H100-SXM5-80GB", "MLA: kv compression 512, query compression 1536, decoupled RoPE head dim 64");
   c["model"]["mlp"] = YAML::Node();
