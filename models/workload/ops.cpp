@@ -85,6 +85,7 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
         Op wgrad = gemm(f.name + " wgrad", f.k, f.n, f.m, f.batch);
         dgrad.backward = wgrad.backward = true;
         dgrad.cls = wgrad.cls = f.cls;
+        dgrad.fp8_eligible = wgrad.fp8_eligible = f.fp8_eligible;
         out.push_back(dgrad);
         out.push_back(wgrad);
         break;
@@ -295,7 +296,11 @@ Block head_block(const ModelConfig& m, const ParallelPlan& p) {
   b.entry = true;
   b.entry_bytes = kAct * d.T * d.h;
   b.pre.push_back(memory("final norm", OpClass::Norm, 4.0 * d.Tn * d.h));
-  b.inner.push_back(gemm("logits", d.T, m.vocab / d.t, d.h));
+  // Megatron-Core's output layer is its own ColumnParallelLinear, not a Transformer Engine
+  // layer: it runs in 16 bit under an FP8 recipe (so does MPT's tied head, a plain F.linear).
+  Op logits = gemm("logits", d.T, m.vocab / d.t, d.h);
+  logits.fp8_eligible = false;
+  b.inner.push_back(logits);
   b.inner.push_back(memory("cross-entropy", OpClass::Loss, 12.0 * d.T * m.vocab / d.t));
   if (p.tp > 1)
     for (const char* stat : {"max", "target logit", "sum-exp"})

@@ -75,6 +75,9 @@ struct Op {
   CommGroup group = CommGroup::TP;
   double comm_bytes = 0;  // nccl-tests buffer size per rank
   bool overlaps_next = false;  // Comm: runs under the next compute op, joined after it
+  // GEMM under FP8 precision: false for a plain 16-bit linear outside Transformer Engine's FP8
+  // layers (Megatron's output layer), which keeps the 16-bit rate and needs no cast.
+  bool fp8_eligible = true;
 };
 
 // One layer, one micro-batch. The backward list starts with the recomputed forward ops

@@ -86,7 +86,7 @@ class Coster {
     c.category = category_of(op.cls);
     switch (op.kind) {
       case OpKind::Gemm:
-        c.seconds = gpu_.gemm(op.m, op.n, op.k, gemm_, op.batch).seconds;
+        c.seconds = gpu_.gemm(op.m, op.n, op.k, op.fp8_eligible ? gemm_ : other_, op.batch).seconds;
         break;
       case OpKind::Attention: {
         const auto& a = op.attention;
@@ -110,7 +110,7 @@ class Coster {
     out.reserve(ops.size());
     for (const Op& op : ops) {
       if (op.kind == OpKind::Comm && op.group == CommGroup::PP) continue;  // the replay sends activations
-      if (op.kind == OpKind::Gemm && op.cls == OpClass::Gemm && gemm_ == compute::DType::FP8) {
+      if (op.kind == OpKind::Gemm && op.cls == OpClass::Gemm && op.fp8_eligible && gemm_ == compute::DType::FP8) {
         // FP8 GEMMs read FP8 operands: the 16-bit input activation (or output gradient) is
         // quantised first (Transformer Engine's cast + amax: read 2 B, write 1 B per element).
         // Weights are cast once per step and cached across micro-batches, so they are not charged.

@@ -18,6 +18,7 @@ compute::GpuModel gpu() {
   s.hbm_efficiency = 1.0;
   s.peak_flops_per_s["bf16"] = 1e15;
   s.peak_flops_per_s["fp32"] = 1e14;
+  s.peak_flops_per_s["fp8"] = 2e15;
   return compute::GpuModel(s);
 }
 
@@ -41,6 +42,29 @@ TEST(StepProgram, DataParallelGradientBytesAreTheRanksParametersInTheGradientPre
   EXPECT_DOUBLE_EQ(reduced_grad_bytes(build_step_program(m, p, g)), 2.0 * params);
   p.grad_reduce_fp32 = true;
   EXPECT_DOUBLE_EQ(reduced_grad_bytes(build_step_program(m, p, g)), 4.0 * params);
+}
+
+TEST(StepProgram, UnderFp8TheOutputLayerStaysA16BitGemmWithoutCasts) {
+  // Transformer Engine runs the layers' linears in FP8 (each input cast first); Megatron's output
+  // layer is a plain 16-bit linear.
+  const ModelConfig m = gpt_model(2, 1024, 16, 1024);
+  ParallelPlan p;
+  p.global_batch = 1;
+  p.precision = Precision::FP8;
+  const compute::GpuModel g = gpu();
+  const StepProgram prog = build_step_program(m, p, g);
+  const auto named = [](const std::vector<CostedOp>& ops, const std::string& name) {
+    int n = 0;
+    for (const CostedOp& o : ops) n += o.name == name;
+    return n;
+  };
+  const double tokens = static_cast<double>(m.seq_len) * p.micro_batch;
+  double logits_s = -1;
+  for (const CostedOp& o : prog.post_forward)
+    if (o.name == "logits") logits_s = o.seconds;
+  EXPECT_DOUBLE_EQ(logits_s, g.gemm(tokens, m.vocab, m.hidden, compute::DType::BF16).seconds);
+  EXPECT_EQ(named(prog.post_forward, "fp8 cast") + named(prog.pre_backward, "fp8 cast"), 0);
+  EXPECT_GT(named(prog.layers[0].forward, "fp8 cast"), 0);
 }
 
 }  // namespace stacksim::workload
