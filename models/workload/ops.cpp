@@ -64,14 +64,29 @@ struct Block {
   bool regather_for_wgrad = true;
 };
 
+// With tp_comm_overlap (userbuffers), a sequence-parallel collective runs pipelined with the GEMM
+// that consumes (all-gather) or produces (reduce-scatter) it: modelled as the collective running
+// under that GEMM, joined after it.
+bool pipelined_with_gemm(const ParallelPlan& p, const std::vector<Op>& inner, bool at_front) {
+  return p.tp_comm_overlap && p.sp() && !inner.empty() && (at_front ? inner.front() : inner.back()).kind == OpKind::Gemm;
+}
+
 void emit_forward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) {
   out.insert(out.end(), b.pre.begin(), b.pre.end());
-  if (p.sp() && b.entry)
-    out.push_back(comm("tp all-gather " + b.what, CommKind::AllGather, CommGroup::TP, b.entry_bytes));
-  out.insert(out.end(), b.inner.begin(), b.inner.end());
-  if (p.tp > 1 && b.exit)
-    out.push_back(p.sp() ? comm("tp reduce-scatter " + b.what, CommKind::ReduceScatter, CommGroup::TP, b.exit_bytes)
-                         : comm("tp all-reduce " + b.what, CommKind::AllReduce, CommGroup::TP, b.exit_bytes));
+  if (p.sp() && b.entry) {
+    Op gather = comm("tp all-gather " + b.what, CommKind::AllGather, CommGroup::TP, b.entry_bytes);
+    gather.overlaps_next = pipelined_with_gemm(p, b.inner, true);
+    out.push_back(gather);
+  }
+  const bool exit_pipelined = p.tp > 1 && b.exit && pipelined_with_gemm(p, b.inner, false);
+  out.insert(out.end(), b.inner.begin(), b.inner.end() - (exit_pipelined ? 1 : 0));
+  if (p.tp > 1 && b.exit) {
+    Op reduce = p.sp() ? comm("tp reduce-scatter " + b.what, CommKind::ReduceScatter, CommGroup::TP, b.exit_bytes)
+                       : comm("tp all-reduce " + b.what, CommKind::AllReduce, CommGroup::TP, b.exit_bytes);
+    reduce.overlaps_next = exit_pipelined;
+    out.push_back(reduce);
+    if (exit_pipelined) out.push_back(b.inner.back());
+  }
   out.insert(out.end(), b.post.begin(), b.post.end());
 }
 
@@ -133,8 +148,11 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
 
 void emit_backward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) {
   emit_backward_ops(out, b.post);
-  if (p.sp() && b.exit)
-    out.push_back(comm("tp all-gather " + b.what + " (output grad)", CommKind::AllGather, CommGroup::TP, b.exit_bytes));
+  if (p.sp() && b.exit) {
+    Op gather = comm("tp all-gather " + b.what + " (output grad)", CommKind::AllGather, CommGroup::TP, b.exit_bytes);
+    gather.overlaps_next = pipelined_with_gemm(p, b.inner, false);  // under the exit GEMM's dgrad
+    out.push_back(gather);
+  }
   std::vector<Op> inner;
   emit_backward_ops(inner, b.inner);
   if (p.tp > 1 && b.entry) {

@@ -44,7 +44,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "dp_bucket_size", "first_stage_layers",
+                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "dp_bucket_size", "first_stage_layers",
                 "last_stage_layers"});
   ParallelPlan p;
   auto positive_int = [&](const char* key, int fallback) {
@@ -109,6 +109,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   p.async_tp_backward = n.bool_or("async_tp_backward", true);
   p.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
   p.overlap_p2p_comm = n.bool_or("overlap_p2p_comm", false);
+  p.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
   p.dp_bucket_bytes = 2.0 * std::max(40e6, 1e6 * p.dp);
   if (n.has("dp_bucket_size"))
     p.dp_bucket_bytes = n.positive("dp_bucket_size", n.required_quantity("dp_bucket_size", sim::Dimension::Bytes, 1.0));
@@ -168,6 +169,9 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
              "use recompute_layers in 1.." + str(per_chunk) + ", or 0 for every layer");
   }
   if (p.vp > 1 && p.pp < 2) n.fail("vp", "interleaving (vp > 1) needs pipeline parallelism", "set vp: 1, or pp >= 2");
+  if (p.tp_comm_overlap && p.tp > 1 && !p.sequence_parallel)
+    n.fail("tp_comm_overlap", "pipelines the sequence-parallel all-gathers and reduce-scatters with their GEMMs, but "
+                              "sequence_parallel is false", "set sequence_parallel: true, or tp_comm_overlap: false");
   if (p.global_batch % (1LL * p.micro_batch * p.dp) != 0) {
     const long long unit = 1LL * p.micro_batch * p.dp;
     const long long lower = std::max(unit, p.global_batch / unit * unit);

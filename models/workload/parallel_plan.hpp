@@ -23,6 +23,7 @@
 //     async_tp_backward: true        # TP input-gradient reduction under the wgrad GEMM (below)
 //     grad_reduce_fp32: false        # gradients kept and reduced in fp32 (below)
 //     overlap_p2p_comm: false        # interleaved schedule: pipeline sends asynchronous (below)
+//     tp_comm_overlap: false         # SP collectives pipelined with their GEMMs (below)
 //     first_stage_layers: 7  # optional uneven split (Llama 3 405B: 7 + 14x8 + 7)
 //     last_stage_layers: 7
 //
@@ -46,6 +47,11 @@
 // wait): a stage starts its next forward/backward only once its own send is through. Megatron-
 // Core's overlap_p2p_comm (interleaved schedule only) makes them asynchronous; default false, as
 // in Megatron-Core's ModelParallelConfig.
+// tp_comm_overlap: with sequence parallelism, Transformer Engine's userbuffers (Megatron-Core's
+// tp_comm_overlap, on in NeMo's large-model recipes) split the forward all-gather and
+// reduce-scatter into chunks pipelined with the QKV/fc1 and output-projection/fc2 GEMMs, and the
+// backward's output-gradient all-gather with the dgrad GEMM; false (Megatron-Core's default) =
+// those collectives in sequence with their GEMMs. Needs sequence_parallel.
 #pragma once
 #include "config/yaml.hpp"
 #include "models/workload/model_config.hpp"
@@ -74,6 +80,7 @@ struct ParallelPlan {
   bool async_tp_backward = true;
   bool grad_reduce_fp32 = false;
   bool overlap_p2p_comm = false;
+  bool tp_comm_overlap = false;
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;
   int last_stage_layers = 0;

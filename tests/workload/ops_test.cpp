@@ -153,6 +153,32 @@ TEST(LayerOps, AsyncTensorParallelBackward) {
   EXPECT_EQ(layer_backward_ops(m, ar, 0).size(), layer_backward_ops(m, plan(2), 0).size());
 }
 
+TEST(LayerOps, TensorParallelCommOverlapPipelinesTheSequenceParallelCollectivesWithTheirGemms) {
+  // Userbuffers: each all-gather runs under the GEMM that consumes it, each reduce-scatter under
+  // the GEMM that produces it; the backward's output-gradient all-gather under the exit dgrad.
+  const ModelConfig m = gpt();
+  ParallelPlan p = plan(2, true);
+  p.tp_comm_overlap = true;
+  std::vector<std::string> names;
+  for (const Op& o : layer_forward_ops(m, p, 0)) names.push_back(o.name + (o.overlaps_next ? " [async]" : ""));
+  const std::vector<std::string> expected{
+      "input norm", "tp all-gather (attention) [async]", "qkv projection", "rotary embedding", "attention",
+      "tp reduce-scatter (attention) [async]", "attention output projection", "dropout + residual",
+      "post-attention norm", "tp all-gather (mlp) [async]", "mlp fc1", "mlp gelu", "tp reduce-scatter (mlp) [async]",
+      "mlp fc2", "dropout + residual"};
+  EXPECT_EQ(names, expected);
+  const std::vector<Op> backward = layer_backward_ops(m, p, 0);
+  const auto gather = std::find_if(backward.begin(), backward.end(),
+                                   [](const Op& o) { return o.name == "tp all-gather (mlp) (output grad)"; });
+  ASSERT_NE(gather, backward.end());
+  EXPECT_TRUE(gather->overlaps_next);
+  EXPECT_EQ(std::next(gather)->name, "mlp fc2 dgrad");
+  // Without sequence parallelism there is nothing to pipeline: the plan check refuses it.
+  ParallelPlan no_sp = plan(2);
+  no_sp.tp_comm_overlap = true;
+  for (const Op& o : layer_forward_ops(m, no_sp, 0)) EXPECT_FALSE(o.overlaps_next) << o.name;
+}
+
 TEST(LayerOps, GqaAndSwiGluShapes) {
   ModelConfig m = gpt(8192, 64);
   m.kv_heads = 8;

@@ -63,6 +63,13 @@ TEST(Plan, SequenceParallelWithoutTpIsIgnored) {
   EXPECT_EQ(check(gpt(), "{dp: 8, sequence_parallel: true, global_batch: 8}", 8), "");
 }
 
+TEST(Plan, TensorParallelCommOverlapNeedsSequenceParallelism) {
+  const std::string e = check(gpt(), "{tp: 8, dp: 1, global_batch: 1, tp_comm_overlap: true}", 8);
+  EXPECT_TRUE(has(e, "'parallelism.tp_comm_overlap'")) << e;
+  EXPECT_TRUE(has(e, "sequence_parallel: true")) << e;
+  EXPECT_EQ(check(gpt(), "{tp: 8, dp: 1, global_batch: 1, sequence_parallel: true, tp_comm_overlap: true}", 8), "");
+}
+
 TEST(Plan, GpuCountMismatchSuggestsDp) {
   const std::string e = check(gpt(), "{tp: 8, pp: 8, dp: 8, global_batch: 1536}", 1024);
   EXPECT_TRUE(has(e, "= 512")) << e;
