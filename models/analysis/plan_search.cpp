@@ -53,7 +53,7 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
     try {
       const Scenario s = load_scenario(path, sets);
       all[i].sets = plans[i];
-      all[i].result = simulate_training(s.training, RunOptions{});
+      all[i].result = simulate_training(s.training, RunOptions{.trace_path = {}, .layer_timing = false});
       ok[i] = !all[i].result.oom;
     } catch (const config::InputError&) {
       // An invalid combination (e.g. the global batch does not divide): not a candidate.

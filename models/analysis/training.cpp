@@ -99,7 +99,8 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   workload::ReplayOptions ro;
   ro.trace_path = options.trace_path;
   const workload::ReplayResult rr = workload::replay_step(program, cluster, tuning, ro);
-  r.layer = workload::time_layer(program, setup.model.layers / 2, cluster, tuning);
+  if (options.layer_timing) r.layer = workload::time_layer(program, setup.model.layers / 2, cluster, tuning);
+  r.has_layer_timing = options.layer_timing;
 
   r.num_gpus = plan.num_gpus();
   // The host: the step waits for its batch when the loader or storage is slower than the GPUs.
@@ -188,7 +189,9 @@ nlohmann::json training_json(const Scenario& s, const TrainingResult& r) {
                   {"gpu_capacity_bytes", r.gpu_memory_bytes}}},
       {"oom", r.oom},
       {"breakdown", breakdown},
-      {"layer_timing", {{"layer", r.layer.layer}, {"forward_s", r.layer.forward_s}, {"backward_s", r.layer.backward_s}}},
+      {"layer_timing", r.has_layer_timing ? nlohmann::json{{"layer", r.layer.layer}, {"forward_s", r.layer.forward_s},
+                                                           {"backward_s", r.layer.backward_s}}
+                                          : nlohmann::json()},
       {"bottleneck", r.bottleneck},
       {"critical_stage", r.critical_stage},
       {"notes", r.notes},
@@ -229,9 +232,12 @@ void print_training(const Scenario& s, const TrainingResult& r, bool verbose, st
     out << line;
   }
   out << "bottleneck: " << r.bottleneck << "\n";
-  std::snprintf(line, sizeof line, "one layer        %s forward, %s backward (layer %d, one micro-batch, alone)\n",
-                sim::format_seconds(r.layer.forward_s).c_str(), sim::format_seconds(r.layer.backward_s).c_str(), r.layer.layer);
-  out << line;
+  if (r.has_layer_timing) {
+    std::snprintf(line, sizeof line, "one layer        %s forward, %s backward (layer %d, one micro-batch, alone)\n",
+                  sim::format_seconds(r.layer.forward_s).c_str(), sim::format_seconds(r.layer.backward_s).c_str(),
+                  r.layer.layer);
+    out << line;
+  }
   if (r.usd_per_hour > 0) {
     std::snprintf(line, sizeof line, "cost             $%.4g per million tokens ($%.4g per cluster hour)\n",
                   r.usd_per_million_tokens, r.usd_per_hour);

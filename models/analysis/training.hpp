@@ -18,6 +18,9 @@ namespace stacksim::analysis {
 
 struct RunOptions {
   std::string trace_path;
+  // Also time one layer alone (TrainingResult::layer): two small extra replays that `run`,
+  // validation and the Python API report; sweeps, plan search and compare leave it out.
+  bool layer_timing = true;
 };
 
 struct TrainingResult {
@@ -44,6 +47,7 @@ struct TrainingResult {
   double usd_per_million_tokens = 0;
   std::vector<std::pair<std::string, double>> breakdown;  // seconds, sums to step_time_s
   workload::LayerTiming layer;         // one middle layer, one micro-batch, alone on its ranks
+  bool has_layer_timing = false;       // RunOptions::layer_timing
   double checkpoint_s = 0;             // amortised checkpoint stall per step (in step_time_s)
   double failure_loss_fraction = 0;    // wall time lost to restarts and recomputed work
   double goodput_tokens_per_s = 0;     // tokens_per_s after failures (data waits and checkpoints

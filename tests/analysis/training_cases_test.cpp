@@ -314,3 +314,17 @@ TEST(TrainingCasePolicy, NodeCountsFollowTheNodeTypeAndSpreadPartialNodesEvenly)
   std::vector<std::string> defaults;
   EXPECT_THROW(training_case_scenario(c, defaults), std::runtime_error);
 }
+
+TEST(RunOptions, LayerTimingIsOptionalAndLeavesTheStepAlone) {
+  // Sweeps, plan search and compare skip the one-layer replays; the step must not change.
+  const Scenario s = load_scenario(STACKSIM_SOURCE_DIR "/scenarios/fsdp-7b-8xh100.yaml", {});
+  const TrainingResult with = simulate_training(s.training, {});
+  RunOptions skip;
+  skip.layer_timing = false;
+  const TrainingResult without = simulate_training(s.training, skip);
+  EXPECT_TRUE(with.has_layer_timing);
+  EXPECT_GT(with.layer.forward_s, 0.0);
+  EXPECT_FALSE(without.has_layer_timing);
+  EXPECT_EQ(without.step_time_s, with.step_time_s);
+  EXPECT_TRUE(training_json(s, without)["layer_timing"].is_null());
+}
