@@ -274,9 +274,20 @@ std::string node_type_for_gpu(const std::string& gpu) {
 YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>& defaults) {
   const YAML::Node hw = c["hardware"], m = c["model"], p = c["parallelism"];
   if (!has(hw, "gpu")) throw std::runtime_error("hardware.gpu is null");
-  if (!has(hw, "num_gpus")) throw std::runtime_error("hardware.num_gpus is null");
   const std::string gpu = get<std::string>(hw, "gpu");
-  const int gpus = get<int>(hw, "num_gpus");
+  // GPUs not stated but every parallel degree is: their product.
+  int gpus = 0;
+  if (has(hw, "num_gpus")) {
+    gpus = get<int>(hw, "num_gpus");
+  } else {
+    gpus = 1;
+    for (const char* k : {"tp", "pp", "dp"}) {
+      if (!p || !has(p, k)) throw std::runtime_error("hardware.num_gpus is null (and parallelism.tp/pp/dp do not all say it)");
+      gpus *= get<int>(p, k);
+    }
+    if (has(p, "cp")) gpus *= get<int>(p, "cp");
+    defaults.push_back("hardware.num_gpus: " + std::to_string(gpus) + " (tp * pp * dp * cp)");
+  }
 
   YAML::Node s;
   s["name"] = get<std::string>(c, "id");
@@ -325,14 +336,22 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
 
   // --- model
   if (!m) throw std::runtime_error("the case has no model");
-  for (const char* k : {"layers", "hidden", "heads", "seq_len"})
+  for (const char* k : {"layers", "hidden", "seq_len"})
     if (!has(m, k)) throw std::runtime_error(std::string("model.") + k + " is null");
   YAML::Node mo;
   mo["name"] = has(m, "name") ? get<std::string>(m, "name") : std::string("model");
   const long long hidden = get<long long>(m, "hidden");
   mo["layers"] = get<long long>(m, "layers");
   mo["hidden"] = hidden;
-  mo["heads"] = get<long long>(m, "heads");
+  if (has(m, "heads")) {
+    mo["heads"] = get<long long>(m, "heads");
+  } else if (hidden % 128 == 0) {
+    // The head dimension of every large model family since GPT-3 6.7B (Llama, MPT, Mistral, Qwen).
+    mo["heads"] = hidden / 128;
+    defaults.push_back("model.heads: hidden / 128 = " + std::to_string(hidden / 128) + " (head dimension 128)");
+  } else {
+    throw std::runtime_error("model.heads is null (and hidden is not a multiple of a 128-wide head)");
+  }
   mo["seq_len"] = get<long long>(m, "seq_len");
   if (has(m, "kv_heads")) mo["kv_heads"] = get<long long>(m, "kv_heads");
   else defaults.push_back("model.kv_heads: = heads (multi-head attention)");

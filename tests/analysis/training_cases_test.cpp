@@ -328,3 +328,29 @@ TEST(RunOptions, LayerTimingIsOptionalAndLeavesTheStepAlone) {
   EXPECT_EQ(without.step_time_s, with.step_time_s);
   EXPECT_TRUE(training_json(s, without)["layer_timing"].is_null());
 }
+
+TEST(TrainingCasePolicy, UnstatedHeadsAndGpuCountAreFilledFromTheirNeighbours) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["model"]["heads"] = YAML::Node();
+  c["model"]["kv_heads"] = YAML::Node();
+  c["hardware"]["num_gpus"] = YAML::Node();
+  c["parallelism"]["tp"] = 2;
+  c["parallelism"]["dp"] = 4;
+  std::vector<std::string> defaults;
+  const YAML::Node s = training_case_scenario(c, defaults);
+  EXPECT_EQ(s["model"]["heads"].as<int>(), 8);  // 1024 / 128
+  const Scenario built = scenario_from_yaml(s, "case t");
+  EXPECT_EQ(built.training.plan.num_gpus(), 8);  // tp 2 x pp 1 x dp 4
+  // Neither can be filled: refused with the field named.
+  c["model"]["hidden"] = 1000;
+  EXPECT_THROW(training_case_scenario(c, defaults), std::runtime_error);
+  c = training_case("H100-SXM5-80GB", "");
+  c["hardware"]["num_gpus"] = YAML::Node();
+  c["parallelism"]["dp"] = YAML::Node();
+  try {
+    training_case_scenario(c, defaults);
+    FAIL() << "expected a refusal";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("hardware.num_gpus"), std::string::npos) << e.what();
+  }
+}
