@@ -22,6 +22,7 @@ T get(const YAML::Node& n, const char* key) {
     return n[key].as<T>();
   } catch (const YAML::BadConversion&) {
     const YAML::Node v = n[key];
+    if (!v || v.IsNull()) throw std::runtime_error(std::string(key) + " is null");
     throw std::runtime_error(std::string(key) + " has an unusable value" +
                              (v.IsScalar() ? " '" + v.Scalar() + "'" : std::string(" (not a scalar)")));
   }

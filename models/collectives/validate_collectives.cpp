@@ -49,7 +49,7 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
   else if (name == "reduce_scatter") kind = CollectiveOp::ReduceScatter;
   else if (name == "broadcast") kind = CollectiveOp::Broadcast;
   else {
-    r.error = "unsupported collective '" + name + "'";
+    r.error = name.empty() ? std::string("op.name is null") : "unsupported collective '" + name + "'";
     return r;
   }
 

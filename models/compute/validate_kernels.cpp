@@ -55,6 +55,9 @@ KernelCaseResult predict_kernel_case(const YAML::Node& c, const hw::GpuCatalog& 
       r.predicted = k.flops / k.seconds / 1e12;
     } else if (r.op.rfind("stream_", 0) == 0) {
       r.predicted = model.hbm_rate_Bps() / 1e9;
+    } else if (r.op.empty()) {
+      r.error = "op.name is null";
+      return r;
     } else {
       r.error = "host/peer copy (" + r.op + ") crosses PCIe or NVLink: not modelled by the kernel model";
       return r;
