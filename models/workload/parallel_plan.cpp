@@ -197,17 +197,20 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
     n.fail("cp", "seq_len (" + str(m.seq_len) + ") is not divisible by 2*cp = " + str(2 * p.cp) +
                      " (context parallelism splits the sequence into 2*cp chunks)",
            "use a cp with 2*cp dividing seq_len");
-  // Expert parallelism: each EP group is ep ranks of the same (tp, cp, pp) coordinate along the
-  // data-parallel dimension, so ep must divide dp (Megatron-Core's rule without MoE parallel
-  // folding, expert tensor parallelism = tp), and whole experts live on each EP rank.
+  // Expert parallelism: each EP group is ep ranks of the same (tp, pp) coordinate along the
+  // combined context- and data-parallel dimension, so ep must divide cp*dp (Megatron-Core's rule
+  // without MoE parallel folding, expert tensor parallelism = tp), and whole experts live on each
+  // EP rank.
   if (p.ep > 1) {
     if (!m.is_moe()) n.fail("ep", "expert parallelism (ep = " + str(p.ep) + ") needs an MoE model", "set ep: 1");
+    const int ep_span = p.dp * p.cp;
+    const std::string fix = "use ep in {" + divisors(std::gcd(m.moe.experts, ep_span), 1024) +
+                            "} (dividing both experts and dp*cp)";
     if (m.moe.experts % p.ep != 0)
-      n.fail("ep", "experts (" + str(m.moe.experts) + ") are not divisible by ep (" + str(p.ep) + ")",
-             "use ep in {" + divisors(std::gcd(m.moe.experts, p.dp), 1024) + "} (dividing both experts and dp)");
-    if (p.dp % p.ep != 0)
-      n.fail("ep", "ep (" + str(p.ep) + ") must divide dp (" + str(p.dp) + "): expert parallelism is carved out of data parallelism",
-             "use ep in {" + divisors(std::gcd(m.moe.experts, p.dp), 1024) + "} (dividing both experts and dp)");
+      n.fail("ep", "experts (" + str(m.moe.experts) + ") are not divisible by ep (" + str(p.ep) + ")", fix);
+    if (ep_span % p.ep != 0)
+      n.fail("ep", "ep (" + str(p.ep) + ") must divide dp*cp (" + str(p.dp) + "*" + str(p.cp) +
+                       "): expert parallelism is carved out of data and context parallelism", fix);
   }
 }
 

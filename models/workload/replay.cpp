@@ -148,16 +148,22 @@ class StepBuilder {
           out.push_back(r);
         }
         break;
-      case Group::EP:
-        // Expert parallelism is carved out of data parallelism (Megatron-Core): ep consecutive
-        // data-parallel ranks of the same (tp, cp, pp) position form an expert group.
+      case Group::EP: {
+        // Expert parallelism is carved out of context x data parallelism (Megatron-Core's
+        // tp-cp-ep-dp-pp order): ep consecutive ranks along the combined cp-dp index (cp fastest)
+        // of the same (tp, pp) position form an expert group; here the groups holding replica 0.
+        const int groups_over_cp = (p_.cp + p_.ep - 1) / p_.ep;
         for (int t = 0; t < p_.tp; ++t)
-          for (int c = 0; c < p_.cp; ++c) {
+          for (int k = 0; k < groups_over_cp; ++k) {
             std::vector<int> r;
-            for (int d = 0; d < p_.ep; ++d) r.push_back(global_rank(p_, t, c, d, s));
+            for (int j = 0; j < p_.ep; ++j) {
+              const int e = k * p_.ep + j;
+              r.push_back(global_rank(p_, t, e % p_.cp, e / p_.cp, s));
+            }
             out.push_back(r);
           }
         break;
+      }
       case Group::DP:
         // Gradients (and ZeRO/FSDP shards) are reduced over data AND context parallelism
         // (Megatron's data-parallel-with-context-parallel group): cp ranks hold the same weights.

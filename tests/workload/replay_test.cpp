@@ -167,3 +167,25 @@ TEST(Replay, BlockingPipelineSendsDelayTheSendersNextItem) {
   EXPECT_NEAR(r.step_time_s, 3 * t_f + 4 * T + 3 * t_b, 1e-9);
   EXPECT_GT(r.breakdown_s[kCatPpComm], 0.0);
 }
+
+TEST(Replay, ExpertGroupsSpanContextParallelRanks) {
+  // Megatron-Core carves ep out of cp x dp: with cp 2, dp 1 and ep 2 the expert group is the two
+  // context-parallel ranks, and its all-to-all crosses the link between them (closed form for two
+  // ranks: each sends half its buffer to the other).
+  const double link_Bps = 100e9, bytes = 1e9;
+  StepProgram p;
+  p.cp = 2;
+  p.ep = 2;
+  LayerProgram layer;
+  CostedOp a2a;
+  a2a.kind = CostedOp::Kind::Collective;
+  a2a.name = "ep all-to-all dispatch";
+  a2a.group = Group::EP;
+  a2a.op = coll::CollectiveOp::AllToAll;
+  a2a.bytes = bytes;
+  layer.forward = {a2a};
+  layer.backward = {compute(1e-6)};
+  p.layers.push_back(layer);
+  const ReplayResult r = replay_step(p, ideal_cluster(2, link_Bps), coll::CommTuning{}, {});
+  EXPECT_NEAR(r.breakdown_s[kCatEpComm], bytes / 2 / link_Bps, 0.05 * bytes / 2 / link_Bps);
+}
