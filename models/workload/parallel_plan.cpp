@@ -44,8 +44,8 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "dp_bucket_size", "first_stage_layers",
-                "last_stage_layers"});
+                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "dp_bucket_size",
+                "first_stage_layers", "last_stage_layers"});
   ParallelPlan p;
   auto positive_int = [&](const char* key, int fallback) {
     const long long v = n.optional_int(key).value_or(fallback);

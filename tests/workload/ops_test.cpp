@@ -173,7 +173,7 @@ TEST(LayerOps, TensorParallelCommOverlapPipelinesTheSequenceParallelCollectivesW
   ASSERT_NE(gather, backward.end());
   EXPECT_TRUE(gather->overlaps_next);
   EXPECT_EQ(std::next(gather)->name, "mlp fc2 dgrad");
-  // Without sequence parallelism there is nothing to pipeline: the plan check refuses it.
+  // Without sequence parallelism there is nothing to pipeline (and the plan check refuses the key).
   ParallelPlan no_sp = plan(2);
   no_sp.tp_comm_overlap = true;
   for (const Op& o : layer_forward_ops(m, no_sp, 0)) EXPECT_FALSE(o.overlaps_next) << o.name;
