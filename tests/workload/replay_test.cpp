@@ -100,15 +100,19 @@ TEST(Replay, IsDeterministic) {
 }
 
 namespace {
-CostedOp tp_all_reduce(double bytes, bool overlaps_next) {
+CostedOp collective(Group group, coll::CollectiveOp kind, double bytes, bool overlaps_next = false) {
   CostedOp op;
   op.kind = CostedOp::Kind::Collective;
-  op.name = "tp all-reduce";
-  op.group = Group::TP;
-  op.op = coll::CollectiveOp::AllReduce;
+  op.name = "collective";
+  op.group = group;
+  op.op = kind;
   op.bytes = bytes;
   op.overlaps_next = overlaps_next;
   return op;
+}
+
+CostedOp tp_all_reduce(double bytes, bool overlaps_next) {
+  return collective(Group::TP, coll::CollectiveOp::AllReduce, bytes, overlaps_next);
 }
 
 }  // namespace
@@ -177,13 +181,7 @@ TEST(Replay, ExpertGroupsSpanContextParallelRanks) {
   p.cp = 2;
   p.ep = 2;
   LayerProgram layer;
-  CostedOp a2a;
-  a2a.kind = CostedOp::Kind::Collective;
-  a2a.name = "ep all-to-all dispatch";
-  a2a.group = Group::EP;
-  a2a.op = coll::CollectiveOp::AllToAll;
-  a2a.bytes = bytes;
-  layer.forward = {a2a};
+  layer.forward = {collective(Group::EP, coll::CollectiveOp::AllToAll, bytes)};
   layer.backward = {compute(1e-6)};
   p.layers.push_back(layer);
   const ReplayResult r = replay_step(p, ideal_cluster(2, link_Bps), coll::CommTuning{}, {});
