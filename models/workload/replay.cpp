@@ -74,8 +74,16 @@ class StepBuilder {
     out.step_time_s = r.makespan.seconds();
     out.tasks = g_.size();
     out.engine_stats = engine_.stats();
-    out.critical_stage = critical_stage(r);
-    out.breakdown_s = breakdown(r, out.critical_stage);
+    // The critical stage is the busiest one (the least idle time): with balanced stages the first
+    // (it runs the last backward and its data-parallel tail); with unbalanced ones the stage that
+    // paces the pipeline, whose breakdown says why.
+    for (int s = 0; s < p_.pp; ++s) {
+      std::vector<double> b = breakdown(r, s);
+      if (s == 0 || idle_s(b) < idle_s(out.breakdown_s) - 1e-9 * out.step_time_s) {
+        out.critical_stage = s;
+        out.breakdown_s = std::move(b);
+      }
+    }
     return out;
   }
 
@@ -454,11 +462,8 @@ class StepBuilder {
     add_join(ends);
   }
 
-  int critical_stage(const sim::ExecutionResult& r) const {
-    int best = 0;
-    for (int s = 1; s < p_.pp; ++s)
-      if (r.end[stages_[s].cursor] > r.end[stages_[best].cursor]) best = s;
-    return best;
+  static double idle_s(const std::vector<double>& breakdown) {
+    return breakdown[kCatPipelineBubble] + breakdown[kCatIdle];
   }
 
   // Where the critical stage's representative GPU spends the step: compute by class, then

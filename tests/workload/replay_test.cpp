@@ -187,3 +187,17 @@ TEST(Replay, ExpertGroupsSpanContextParallelRanks) {
   const ReplayResult r = replay_step(p, ideal_cluster(2, link_Bps), coll::CommTuning{}, {});
   EXPECT_NEAR(r.breakdown_s[kCatEpComm], bytes / 2 / link_Bps, 0.05 * bytes / 2 / link_Bps);
 }
+
+TEST(Replay, TheBreakdownIsTheBusiestStages) {
+  // Two stages, the second three times slower: it paces the pipeline and its only idle time is
+  // waiting for the first forward (t_f) and for the first stage's last backward (2 t_f).
+  const double t_f = 1e-3;
+  const int m = 8;
+  StepProgram p = pipeline(2, 1, m, t_f, 1);
+  p.layers[1].forward = {compute(3 * t_f)};
+  p.layers[1].backward = {compute(6 * t_f)};
+  const ReplayResult r = replay_step(p, ideal_cluster(2), coll::CommTuning{}, {});
+  EXPECT_EQ(r.critical_stage, 1);
+  EXPECT_NEAR(r.step_time_s, 3 * t_f + m * 9 * t_f, 1e-9);
+  EXPECT_NEAR(r.breakdown_s[kCatPipelineBubble], 3 * t_f, 1e-9);
+}
