@@ -10,11 +10,12 @@ using namespace stacksim::analysis;
 
 namespace {
 
-void run_scenario(benchmark::State& state, const std::string& file, const std::vector<std::string>& sets) {
+void run_scenario(benchmark::State& state, const std::string& file, const std::vector<std::string>& sets,
+                  const RunOptions& options = {}) {
   const Scenario s = load_scenario(std::string(STACKSIM_SOURCE_DIR) + "/scenarios/" + file, sets);
   double step = 0;
   for (auto _ : state) {
-    const TrainingResult r = simulate_training(s.training, RunOptions{});
+    const TrainingResult r = simulate_training(s.training, options);
     step = r.step_time_s;
     state.counters["tasks"] = static_cast<double>(r.tasks);
   }
@@ -26,11 +27,13 @@ void BM_Gpt3_175B_1024xA100(benchmark::State& state) { run_scenario(state, "gpt3
 void BM_Llama3_70B_64xH100(benchmark::State& state) { run_scenario(state, "llama3-70b-64xh100.yaml", {}); }
 void BM_Llama3_405B_16384xH100(benchmark::State& state) { run_scenario(state, "llama3-405b-16384xh100.yaml", {}); }
 void BM_Llama3_8B_64xH100(benchmark::State& state) {
-  // A sweep-sized evaluation: Llama-3 8B, TP2 PP2 DP16 on 8 nodes, global batch 128.
+  // A sweep-sized evaluation: Llama-3 8B, TP2 PP2 DP16 on 8 nodes, global batch 128, run as
+  // `stacksim sweep` runs it (no one-layer timing).
   run_scenario(state, "llama3-70b-64xh100.yaml",
                {"model.layers=32", "model.hidden=4096", "model.heads=32", "model.kv_heads=8", "model.ffn_hidden=14336",
                 "parallelism.tp=2", "parallelism.pp=2", "parallelism.cp=1", "parallelism.dp=16", "parallelism.vp=1",
-                "model.seq_len=8192"});
+                "model.seq_len=8192"},
+               RunOptions{.trace_path = {}, .layer_timing = false});
 }
 
 }  // namespace
