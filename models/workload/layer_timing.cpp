@@ -9,12 +9,14 @@ LayerTiming time_layer(const StepProgram& program, int layer, const topo::Cluste
   if (layer < 0 || layer >= static_cast<int>(program.layers.size()))
     throw std::invalid_argument("time_layer: no layer " + std::to_string(layer));
   // One stage, one micro-batch, and just enough data-parallel ranks to form the expert groups
-  // (expert parallelism is carved out of data parallelism); nothing to reduce or update.
+  // that hold the first replica (expert parallelism is carved out of cp x dp, cp fastest);
+  // nothing to reduce or update.
   StepProgram one;
   one.tp = program.tp;
   one.cp = program.cp;
   one.ep = program.ep;
-  one.dp = program.ep;
+  const int expert_span = (program.cp + program.ep - 1) / program.ep * program.ep;
+  one.dp = (expert_span + program.cp - 1) / program.cp;
   one.pp = one.vp = 1;
   one.micro_batches = 1;
   one.zero = 0;

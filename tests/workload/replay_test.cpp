@@ -186,6 +186,9 @@ TEST(Replay, ExpertGroupsSpanContextParallelRanks) {
   p.layers.push_back(layer);
   const ReplayResult r = replay_step(p, ideal_cluster(2, link_Bps), coll::CommTuning{}, {});
   EXPECT_NEAR(r.breakdown_s[kCatEpComm], bytes / 2 / link_Bps, 0.05 * bytes / 2 / link_Bps);
+  // The layer timed alone needs no more ranks than the step: the same two.
+  const LayerTiming t = time_layer(p, 0, ideal_cluster(2, link_Bps), coll::CommTuning{});
+  EXPECT_NEAR(t.forward_s, bytes / 2 / link_Bps, 0.05 * bytes / 2 / link_Bps);
 }
 
 TEST(Replay, TheBreakdownIsTheBusiestStages) {
