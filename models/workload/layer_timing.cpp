@@ -15,8 +15,7 @@ LayerTiming time_layer(const StepProgram& program, int layer, const topo::Cluste
   one.tp = program.tp;
   one.cp = program.cp;
   one.ep = program.ep;
-  const int expert_span = (program.cp + program.ep - 1) / program.ep * program.ep;
-  one.dp = (expert_span + program.cp - 1) / program.cp;
+  one.dp = (expert_span(program) + program.cp - 1) / program.cp;
   one.pp = one.vp = 1;
   one.micro_batches = 1;
   one.zero = 0;

@@ -156,22 +156,15 @@ class StepBuilder {
           out.push_back(r);
         }
         break;
-      case Group::EP: {
-        // Expert parallelism is carved out of context x data parallelism (Megatron-Core's
-        // tp-cp-ep-dp-pp order): ep consecutive ranks along the combined cp-dp index (cp fastest)
-        // of the same (tp, pp) position form an expert group; here the groups holding replica 0.
-        const int groups_over_cp = (p_.cp + p_.ep - 1) / p_.ep;
+      case Group::EP:
+        // Expert parallelism is carved out of context x data parallelism (expert_span).
         for (int t = 0; t < p_.tp; ++t)
-          for (int k = 0; k < groups_over_cp; ++k) {
+          for (int first = 0; first < expert_span(p_); first += p_.ep) {
             std::vector<int> r;
-            for (int j = 0; j < p_.ep; ++j) {
-              const int e = k * p_.ep + j;
-              r.push_back(global_rank(p_, t, e % p_.cp, e / p_.cp, s));
-            }
+            for (int e = first; e < first + p_.ep; ++e) r.push_back(global_rank(p_, t, e % p_.cp, e / p_.cp, s));
             out.push_back(r);
           }
         break;
-      }
       case Group::DP:
         // Gradients (and ZeRO/FSDP shards) are reduced over data AND context parallelism
         // (Megatron's data-parallel-with-context-parallel group): cp ranks hold the same weights.
@@ -560,6 +553,8 @@ const std::vector<std::string>& category_names() { return kCategoryNames; }
 int global_rank(const StepProgram& p, int tp_i, int cp_i, int dp_i, int pp_i) {
   return tp_i + p.tp * (cp_i + p.cp * (dp_i + p.dp * pp_i));
 }
+
+int expert_span(const StepProgram& p) { return (p.cp + p.ep - 1) / p.ep * p.ep; }
 
 ReplayResult replay_step(const StepProgram& program, const topo::Cluster& cluster,
                          const coll::CommTuning& tuning, const ReplayOptions& options) {
