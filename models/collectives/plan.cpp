@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -39,6 +40,14 @@ void add_flow(const topo::Cluster& c, Phase& p, int src, int dst, double bytes, 
   p.flows.push_back({src, dst, bytes, c.gpu_route(src, dst, ecmp_key(src, dst, salt))});
 }
 
+// Every pair of `ranks` has a direct GPU-to-GPU link (an NVLink mesh, not a switch or PCIe).
+bool direct_mesh(const topo::Cluster& c, const std::vector<int>& ranks) {
+  for (size_t i = 0; i < ranks.size(); ++i)
+    for (size_t j = 0; j < ranks.size(); ++j)
+      if (i != j && c.gpu_route(ranks[i], ranks[j]).links.size() != 1) return false;
+  return true;
+}
+
 // A ring (closed) or chain (open) over `ranks` carrying `volume` bytes per hop, channelised over
 // the rails when it spans several nodes with the same number of ranks each.
 void add_ring(const topo::Cluster& c, const std::vector<int>& ranks, double volume, bool closed, Phase& p) {
@@ -46,6 +55,17 @@ void add_ring(const topo::Cluster& c, const std::vector<int>& ranks, double volu
   if (n < 2) return;
   const auto nodes = ranks_by_node(c, ranks);
   const size_t g = nodes.front().size();
+  if (nodes.size() == 1 && closed && n > 2 && direct_mesh(c, ranks)) {
+    // GPUs joined pairwise by NVLink (no switch): NCCL builds several rings over the mesh, so the
+    // volume splits over every ring that steps by a k coprime to n (i -> i + k), each on its own
+    // links (k = 1 and 3 of a 4-GPU mesh: both directions around).
+    std::vector<int> steps;
+    for (int k = 1; k < n; ++k)
+      if (std::gcd(k, n) == 1) steps.push_back(k);
+    for (int k : steps)
+      for (int i = 0; i < n; ++i) add_flow(c, p, ranks[i], ranks[(i + k) % n], volume / steps.size());
+    return;
+  }
   if (nodes.size() == 1 || g == 1 || !uniform_nodes(nodes)) {
     for (int i = 0; i + (closed ? 0 : 1) < n; ++i) add_flow(c, p, ranks[i], ranks[(i + 1) % n], volume);
     return;

@@ -283,3 +283,21 @@ TEST(Collectives, Deterministic) {
     EXPECT_EQ(a.algorithm, b.algorithm);
   }
 }
+
+TEST(Collectives, ARingOnAnNvlinkMeshUsesBothDirections) {
+  // Four GPUs joined pairwise by links of B (GH200's 4-GPU node): NCCL's rings step by 1 and by 3,
+  // each carrying half the volume on its own links: all-gather t = (n-1)/n * S / (2B), not / B.
+  const int n = 4;
+  const double S = 1e9, B = 150e9;
+  topo::Cluster c;
+  std::vector<topo::DeviceId> g;
+  for (int i = 0; i < n; ++i)
+    g.push_back(c.add_device({topo::DeviceKind::Gpu, "g" + std::to_string(i), 0, i, 0, false}));
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) c.add_duplex(g[i], g[j], {topo::LinkKind::NvLink, B, 0.0});
+  c.set_shape(1, n);
+  EXPECT_NEAR(time_collective(c, ideal(), make(CollectiveOp::AllGather, n, S)).seconds, 3.0 / 4 * S / (2 * B), 1e-9);
+  // Through a switch the same split changes nothing: each GPU's one port carries it all.
+  EXPECT_NEAR(time_collective(star(n, B), ideal(), make(CollectiveOp::AllGather, n, S)).seconds, 3.0 / 4 * S / B,
+              1e-9);
+}
