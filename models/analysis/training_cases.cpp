@@ -398,8 +398,16 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     mo["mla"] = mla;
     defaults.push_back("model.mla: ranks from the attention text; qk_nope_head_dim = v_head_dim = 128 (DeepSeek-V2/V3)");
   }
-  if (const std::string kernel = flash_kernel(att); !kernel.empty()) {
+  const hw::GpuCatalog& gpu_profiles = Catalogs::bundled().gpus;
+  const bool runs_flash1 = gpu_profiles.has(gpu) && gpu_profiles.get(gpu).flash1_forward_efficiency > 0;
+  if (const std::string kernel = flash_kernel(att); !kernel.empty() && (kernel != "flash1" || runs_flash1)) {
     mo["attention"] = kernel;
+  } else if (!kernel.empty()) {
+    // The original FlashAttention has kernels for Turing/Ampere (and ran on Hopper) only: on a GPU
+    // without them an unversioned "FlashAttention" is that generation's fused attention.
+    mo["attention"] = "flash";
+    defaults.push_back("model.attention: flash (an unversioned FlashAttention on a GPU the original kernels do not "
+                       "run on: the generation's fused kernels)");
   } else {
     const bool old_gen = volta_ampere_era(gpu);
     mo["attention"] = old_gen ? "unfused" : "flash";

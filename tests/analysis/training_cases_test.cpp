@@ -42,6 +42,8 @@ TEST(TrainingCasePolicy, FlashAttentionVersionIsReadLiterally) {
   EXPECT_EQ(kernel_for("H100-SXM5-80GB", "FlashAttention-2"), "flash2");
   EXPECT_EQ(kernel_for("A100-SXM4-80GB", "uses FA2 kernels"), "flash2");
   EXPECT_EQ(kernel_for("H100-SXM5-80GB", "FlashAttention-3"), "flash");
+  // The original kernels do not run on Blackwell: there the text means the fused kernels.
+  EXPECT_EQ(kernel_for("B200", "FlashAttention"), "flash");
   // Unstated: the software generation's kernels (docs/validation.md).
   EXPECT_EQ(kernel_for("H100-SXM5-80GB", ""), "flash");
   EXPECT_EQ(kernel_for("A100-SXM4-80GB", ""), "unfused");
