@@ -526,6 +526,16 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
       defaults.push_back(std::string("parallelism.grad_reduce_fp32: ") + (std::string(mode) != "PURE" ? "true" : "false") +
                          " (the notes' FSDP mixed-precision mode " + mode + ")");
     }
+  // PyTorch FSDP's HYBRID_SHARD (named in the notes): shards inside a node, replicas across nodes.
+  if (case_notes.find("HYBRID_SHARD") != std::string::npos && pl["zero"].as<int>() >= 1) {
+    const int node_gpus = s["cluster"]["gpus_per_node"] ? s["cluster"]["gpus_per_node"].as<int>() : per_node;
+    const int span = dp * cp, in_node = std::max(1, std::min(span, node_gpus / tp));
+    if (span % in_node == 0 && in_node < span) {
+      pl["shard_size"] = in_node;
+      defaults.push_back("parallelism.shard_size: " + std::to_string(in_node) +
+                         " (the notes' FSDP HYBRID_SHARD: shards inside a node)");
+    }
+  }
   const YAML::Node meas = c["measured"];
   if (has(p, "recompute")) {
     pl["recompute"] = get<std::string>(p, "recompute");

@@ -476,8 +476,8 @@ Recompute layer_recompute(const ModelConfig& m, const ParallelPlan& p, int layer
   return layer - *chunk < p.recompute_layers ? Recompute::Full : Recompute::None;
 }
 
-int dense_replicas(const ParallelPlan& p) { return p.dp * p.cp; }
-int expert_replicas(const ParallelPlan& p) { return std::max(1, p.dp * p.cp / p.ep); }
+int dense_shard_ranks(const ParallelPlan& p) { return p.shard_size > 0 ? p.shard_size : p.dp * p.cp; }
+int expert_shard_ranks(const ParallelPlan& p) { return std::max(1, p.dp * p.cp / p.ep); }
 
 double pipeline_p2p_bytes(const ModelConfig& m, const ParallelPlan& p) {
   const Dims d = dims(m, p);
@@ -488,7 +488,7 @@ bool has_output_layer_copy(const ModelConfig& m, const ParallelPlan& p) { return
 
 double stage_params_sharded(const ModelConfig& m, const ParallelPlan& p, int stage) {
   const double all = stage_params_per_rank(m, p, stage), experts = stage_expert_params_per_rank(m, p, stage);
-  return (all - experts) / dense_replicas(p) + experts / expert_replicas(p);
+  return (all - experts) / dense_shard_ranks(p) + experts / expert_shard_ranks(p);
 }
 
 std::vector<Op> optimizer_ops(const ModelConfig& m, const ParallelPlan& p) {

@@ -119,12 +119,12 @@ int max_layers_per_chunk(const ModelConfig& m, const ParallelPlan& p);
 double stage_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage);
 double stage_expert_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage);
 // Stage `stage`'s parameters one rank holds when they are sharded over data parallelism (ZeRO):
-// dense ones over dense_replicas, routed experts over expert_replicas.
+// dense ones over dense_shard_ranks, routed experts over expert_shard_ranks.
 double stage_params_sharded(const ModelConfig& m, const ParallelPlan& p, int stage);
-// Ranks sharing (and, with ZeRO, sharding) one dense parameter: dp*cp (Megatron's
-// data-parallel-with-context-parallel group); one routed-expert parameter: dp*cp/ep.
-int dense_replicas(const ParallelPlan& p);
-int expert_replicas(const ParallelPlan& p);
+// Ranks a dense parameter is sharded over with ZeRO/FSDP: dp*cp (Megatron's data-parallel-with-
+// context-parallel group), or shard_size with hybrid sharding; a routed-expert parameter: dp*cp/ep.
+int dense_shard_ranks(const ParallelPlan& p);
+int expert_shard_ranks(const ParallelPlan& p);
 // The activation tensor one pipeline rank sends to the next (SP-split hidden states, 16-bit).
 double pipeline_p2p_bytes(const ModelConfig& m, const ParallelPlan& p);
 

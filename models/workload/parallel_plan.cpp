@@ -44,7 +44,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "dp_bucket_size",
+                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "shard_size", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers"});
   ParallelPlan p;
   auto positive_int = [&](const char* key, int fallback) {
@@ -110,6 +110,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   p.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
   p.overlap_p2p_comm = n.bool_or("overlap_p2p_comm", false);
   p.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
+  p.shard_size = n.has("shard_size") ? positive_int("shard_size", 0) : 0;
   p.dp_bucket_bytes = 2.0 * std::max(40e6, 1e6 * p.dp);
   if (n.has("dp_bucket_size"))
     p.dp_bucket_bytes = n.positive("dp_bucket_size", n.required_quantity("dp_bucket_size", sim::Dimension::Bytes, 1.0));
@@ -169,6 +170,15 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
              "use recompute_layers in 1.." + str(per_chunk) + ", or 0 for every layer");
   }
   if (p.vp > 1 && p.pp < 2) n.fail("vp", "interleaving (vp > 1) needs pipeline parallelism", "set vp: 1, or pp >= 2");
+  if (p.shard_size > 0) {
+    const int span = p.dp * p.cp;
+    if (p.zero == 0) n.fail("shard_size", "shards ZeRO/FSDP state, but zero is 0", "set zero: 1, 2 or 3, or drop shard_size");
+    if (span % p.shard_size != 0)
+      n.fail("shard_size", "shard_size (" + str(p.shard_size) + ") does not divide dp*cp (" + str(span) + ")",
+             "use shard_size in {" + divisors(span, 1 << 20) + "}");
+    if (p.ep > 1 && p.shard_size != span)
+      n.fail("shard_size", "hybrid sharding with expert parallelism is not modelled", "drop shard_size, or set ep: 1");
+  }
   if (p.tp_comm_overlap && p.tp > 1 && !p.sequence_parallel)
     n.fail("tp_comm_overlap", "pipelines the sequence-parallel all-gathers and reduce-scatters with their GEMMs, but "
                               "sequence_parallel is false", "set sequence_parallel: true, or tp_comm_overlap: false");

@@ -15,6 +15,8 @@
 //                            # (Megatron's --recompute-method block --recompute-num-layers N);
 //                            # 0 or absent = every layer
 //     zero: 1                # 0 DDP, 1 distributed optimizer, 2 + sharded grads, 3 or fsdp
+//     shard_size: 8          # optional: ZeRO/FSDP shards over groups of this many dp*cp ranks,
+//                            # replicated across them (HSDP; default all dp*cp ranks)
 //     precision: bf16        # fp32 | tf32 | fp16 | bf16 | fp8 (FP8 GEMMs, 16-bit elsewhere)
 //     schedule: 1f1b         # 1f1b | gpipe | interleaved (interleaved = 1f1b with vp > 1)
 //     dp_bucket_size: 80 MB  # gradient bucket (default below)
@@ -81,6 +83,7 @@ struct ParallelPlan {
   bool grad_reduce_fp32 = false;
   bool overlap_p2p_comm = false;
   bool tp_comm_overlap = false;
+  int shard_size = 0;  // ZeRO/FSDP shard group size over the dp*cp ranks; 0 = all of them
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;
   int last_stage_layers = 0;

@@ -22,7 +22,9 @@ uint16_t comm_category(Group g) {
     case Group::TP: return kCatTpComm;
     case Group::CP: return kCatCpComm;
     case Group::EP: return kCatEpComm;
-    case Group::DP: return kCatDpComm;
+    case Group::DP:
+    case Group::DpShard:
+    case Group::DpReplicate: return kCatDpComm;
   }
   return kCatTpComm;
 }
@@ -166,15 +168,35 @@ class StepBuilder {
           }
         break;
       case Group::DP:
+      case Group::DpShard:
+      case Group::DpReplicate: {
         // Gradients (and ZeRO/FSDP shards) are reduced over data AND context parallelism
         // (Megatron's data-parallel-with-context-parallel group): cp ranks hold the same weights.
+        // Index e = c + cp * d; shard groups are blocks of shard_size consecutive e, replicate
+        // groups the e that are equal modulo shard_size.
+        const int n = p_.dp * p_.cp, shard = shard_ranks();
+        const auto rank_of = [&](int t, int e) { return global_rank(p_, t, e % p_.cp, e / p_.cp, s); };
         for (int t = 0; t < p_.tp; ++t) {
-          std::vector<int> r;
-          for (int d = 0; d < p_.dp; ++d)
-            for (int c = 0; c < p_.cp; ++c) r.push_back(global_rank(p_, t, c, d, s));
-          out.push_back(r);
+          if (g == Group::DP || (g == Group::DpShard && shard == n)) {
+            std::vector<int> r;
+            for (int e = 0; e < n; ++e) r.push_back(rank_of(t, e));
+            out.push_back(r);
+          } else if (g == Group::DpShard) {
+            for (int first = 0; first < n; first += shard) {
+              std::vector<int> r;
+              for (int e = first; e < first + shard; ++e) r.push_back(rank_of(t, e));
+              out.push_back(r);
+            }
+          } else {
+            for (int j = 0; j < shard; ++j) {
+              std::vector<int> r;
+              for (int e = j; e < n; e += shard) r.push_back(rank_of(t, e));
+              out.push_back(r);
+            }
+          }
         }
         break;
+      }
     }
     return out;
   }
@@ -259,11 +281,29 @@ class StepBuilder {
     }
   }
 
+  int shard_ranks() const { return p_.shard_size > 0 ? p_.shard_size : p_.dp * p_.cp; }
+
+  // Gradients of `bytes` to their ZeRO/FSDP owners: reduce-scattered over the shard group, then
+  // (hybrid sharding) each shard all-reduced over its replicas. Returns the last task.
+  sim::TaskId reduce_scatter_gradients(int s, double bytes, const std::vector<sim::TaskId>& deps) {
+    StageState& st = stages_[s];
+    sim::TaskId e = add_group_collective(s, Group::DpShard, coll::CollectiveOp::ReduceScatter, bytes, deps,
+                                         st.dp_track, kCatDpComm);
+    if (shard_ranks() < p_.dp * p_.cp) {
+      std::vector<sim::TaskId> after = deps;
+      if (e != sim::kNoTask) after = {e};
+      const sim::TaskId ar = add_group_collective(s, Group::DpReplicate, coll::CollectiveOp::AllReduce,
+                                                  bytes / shard_ranks(), after, st.dp_track, kCatDpComm);
+      if (ar != sim::kNoTask) e = ar;
+    }
+    return e;
+  }
+
   // FSDP: gather one layer's parameters on the all-gather stream, at most two layers ahead of
   // the compute that needs them (PyTorch FSDP's forward/backward prefetch of one unit).
   sim::TaskId fsdp_gather(int s, double bytes, sim::TaskId limiter) {
     StageState& st = stages_[s];
-    const sim::TaskId exit = add_group_collective(s, Group::DP, coll::CollectiveOp::AllGather,
+    const sim::TaskId exit = add_group_collective(s, Group::DpShard, coll::CollectiveOp::AllGather,
                                                   bytes, {st.ag_cursor, limiter}, st.dp_track,
                                                   kCatDpComm);
     if (exit != sim::kNoTask) st.ag_cursor = exit;
@@ -305,8 +345,7 @@ class StepBuilder {
       // each unit right away, the others bucket the last micro-batch's (build_tail).
       auto gradients_ready = [&](double bytes) {
         if (fsdp) {
-          const sim::TaskId rs = add_group_collective(s, Group::DP, coll::CollectiveOp::ReduceScatter, bytes,
-                                                      {st.rs_cursor, st.cursor}, st.dp_track, kCatDpComm);
+          const sim::TaskId rs = reduce_scatter_gradients(s, bytes, {st.rs_cursor, st.cursor});
           if (rs != sim::kNoTask) st.rs_cursor = rs;
         } else if (last_mb) {
           st.grads_ready.push_back({st.cursor, bytes});
@@ -346,7 +385,7 @@ class StepBuilder {
         // overlaps this step's first forward (Megatron-Core's overlap_param_gather).
         for (int c = 0; c < p_.vp; ++c)
           stages_[s].chunk_param_gather.push_back(add_group_collective(
-              s, Group::DP, coll::CollectiveOp::AllGather, chunk_param_bytes(s, c), {},
+              s, Group::DpShard, coll::CollectiveOp::AllGather, chunk_param_bytes(s, c), {},
               stages_[s].dp_track, kCatDpComm));
       }
       uint64_t previous = kNoItem;
@@ -424,8 +463,6 @@ class StepBuilder {
       std::vector<sim::TaskId> before_optimizer{st.cursor, st.rs_cursor, st.ag_cursor};
       if (p_.zero < 3 && p_.dp > 1) {
         // Gradient buckets in backward order, each reduced once its last gradient is ready.
-        const coll::CollectiveOp op =
-            p_.zero == 0 ? coll::CollectiveOp::AllReduce : coll::CollectiveOp::ReduceScatter;
         double bucket = 0;
         sim::TaskId ready = sim::kNoTask;
         for (size_t i = 0; i < st.grads_ready.size(); ++i) {
@@ -433,8 +470,10 @@ class StepBuilder {
           ready = p_.overlap_grad_reduce ? st.grads_ready[i].first : st.cursor;
           const bool last = i + 1 == st.grads_ready.size();
           if (bucket >= p_.dp_bucket_bytes || last) {
-            const sim::TaskId e = add_group_collective(s, Group::DP, op, bucket, {st.dp_cursor, ready},
-                                                       st.dp_track, kCatDpComm);
+            const sim::TaskId e =
+                p_.zero == 0 ? add_group_collective(s, Group::DP, coll::CollectiveOp::AllReduce, bucket,
+                                                    {st.dp_cursor, ready}, st.dp_track, kCatDpComm)
+                             : reduce_scatter_gradients(s, bucket, {st.dp_cursor, ready});
             if (e != sim::kNoTask) st.dp_cursor = e;
             bucket = 0;
           }
@@ -446,7 +485,7 @@ class StepBuilder {
       if (p_.zero >= 1 && p_.zero <= 2 && p_.dp > 1 && !p_.overlap_param_gather) {
         double bytes = 0;
         for (int c = 0; c < p_.vp; ++c) bytes += chunk_param_bytes(s, c);
-        const sim::TaskId e = add_group_collective(s, Group::DP, coll::CollectiveOp::AllGather, bytes,
+        const sim::TaskId e = add_group_collective(s, Group::DpShard, coll::CollectiveOp::AllGather, bytes,
                                                    {st.cursor}, st.dp_track, kCatDpComm);
         if (e != sim::kNoTask) st.cursor = add_join({st.cursor, e});
       }

@@ -36,7 +36,10 @@ enum Category : uint16_t {
 const char* category_name(uint16_t c);
 const std::vector<std::string>& category_names();
 
-enum class Group { TP, CP, EP, DP };
+// DP: all data- and context-parallel ranks of a (tp, pp) position; DpShard / DpReplicate: its
+// ZeRO/FSDP shard groups (shard_size consecutive ranks) and the groups of shard peers across them
+// (hybrid sharding).
+enum class Group { TP, CP, EP, DP, DpShard, DpReplicate };
 
 // One op of a rank's program with its cost already computed.
 struct CostedOp {
@@ -67,6 +70,7 @@ struct StepProgram {
   bool overlap_param_gather = false;
   bool blocking_p2p = false;       // a stage waits for its pipeline sends before its next item
   double dp_bucket_bytes = 40e6;
+  int shard_size = 0;              // ZeRO/FSDP shard group over the dp*cp ranks; 0 = all of them
   std::vector<LayerProgram> layers;          // one per model layer, in order
   // Layers of virtual stage v are [vstage_begin[v], vstage_begin[v+1]); empty = an even split.
   std::vector<int> vstage_begin;

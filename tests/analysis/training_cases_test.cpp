@@ -356,3 +356,16 @@ TEST(TrainingCasePolicy, UnstatedHeadsAndGpuCountAreFilledFromTheirNeighbours) {
     EXPECT_NE(std::string(e.what()).find("hardware.num_gpus"), std::string::npos) << e.what();
   }
 }
+
+TEST(TrainingCasePolicy, HybridShardInTheNotesShardsInsideANode) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["hardware"]["num_gpus"] = 32;
+  c["parallelism"]["dp"] = 32;
+  c["parallelism"]["global_batch"] = 32;
+  c["notes"] = "optimizer sharding: PyTorch FSDP HYBRID_SHARD.";
+  std::vector<std::string> defaults;
+  const Scenario built = scenario_from_yaml(training_case_scenario(c, defaults), "case t");
+  EXPECT_EQ(built.training.plan.shard_size, 8);  // the 8 GPUs of a node
+  c["notes"] = "optimizer sharding: PyTorch FSDP FULL_SHARD.";
+  EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["shard_size"]);
+}

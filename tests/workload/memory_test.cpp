@@ -41,6 +41,10 @@ TEST(Memory, SixteenBytesPerParameterAndZero) {
   f = memory_per_gpu(m, p);
   EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes,
                    16.0 * P / 8 + 2 * 2.0 * layer_params_per_rank(m, p, 0));
+  p.shard_size = 4;  // hybrid sharding: everything / 4 (two replicas of each shard)
+  f = memory_per_gpu(m, p);
+  EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes,
+                   16.0 * P / 4 + 2 * 2.0 * layer_params_per_rank(m, p, 0));
 }
 
 TEST(Memory, Fp32GradientsAreMegatronsEighteenBytesPerParameter) {

@@ -70,6 +70,14 @@ TEST(Plan, TensorParallelCommOverlapNeedsSequenceParallelism) {
   EXPECT_EQ(check(gpt(), "{tp: 8, dp: 1, global_batch: 1, sequence_parallel: true, tp_comm_overlap: true}", 8), "");
 }
 
+TEST(Plan, HybridShardingRules) {
+  EXPECT_EQ(check(gpt(), "{dp: 8, zero: 3, shard_size: 4, global_batch: 8}", 8), "");
+  const std::string div = check(gpt(), "{dp: 8, zero: 3, shard_size: 3, global_batch: 8}", 8);
+  EXPECT_TRUE(has(div, "'parallelism.shard_size'")) << div;
+  EXPECT_TRUE(has(div, "{1, 2, 4, 8}")) << div;
+  EXPECT_TRUE(has(check(gpt(), "{dp: 8, shard_size: 4, global_batch: 8}", 8), "zero is 0"));
+}
+
 TEST(Plan, GpuCountMismatchSuggestsDp) {
   const std::string e = check(gpt(), "{tp: 8, pp: 8, dp: 8, global_batch: 1536}", 1024);
   EXPECT_TRUE(has(e, "= 512")) << e;

@@ -204,3 +204,29 @@ TEST(Replay, TheBreakdownIsTheBusiestStages) {
   EXPECT_NEAR(r.step_time_s, 3 * t_f + m * 9 * t_f, 1e-9);
   EXPECT_NEAR(r.breakdown_s[kCatPipelineBubble], 3 * t_f, 1e-9);
 }
+
+TEST(Replay, HybridShardingReducesOverTheShardThenAcrossReplicas) {
+  // ZeRO-1 on 4 data-parallel ranks, gradients G and parameters P, nothing overlapped. Full
+  // sharding: reduce-scatter over 4, then all-gather over 4: 3/4 (G + P) / B. Shards of 2:
+  // reduce-scatter over 2 (G/2), all-reduce of the half over the 2 replicas (G/2), all-gather over
+  // 2 (P/2): (G + P/2) / B.
+  const double B = 100e9, G = 2e9, P = 1e9;
+  StepProgram p;
+  p.dp = 4;
+  p.zero = 1;
+  p.overlap_grad_reduce = p.overlap_param_gather = false;
+  p.dp_bucket_bytes = 1e12;
+  LayerProgram layer;
+  layer.forward = {compute(1e-6)};
+  layer.backward = {compute(1e-6)};
+  layer.grad_bytes = G;
+  layer.param_bytes = P;
+  p.layers.push_back(layer);
+  const auto dp_s = [&](int shard) {
+    p.shard_size = shard;
+    return replay_step(p, ideal_cluster(4, B), coll::CommTuning{}, {}).breakdown_s[kCatDpComm];
+  };
+  // (plus the default tuning's call and step latencies, tens of microseconds)
+  EXPECT_NEAR(dp_s(0), 0.75 * (G + P) / B, 1e-4);
+  EXPECT_NEAR(dp_s(2), (G + P / 2) / B, 1e-4);
+}
