@@ -34,15 +34,23 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
     for (int pp = 1; pp <= gpus / tp; ++pp) {
       if ((gpus / tp) % pp || m.layers % pp) continue;
       const int dp = gpus / (tp * pp);
-      for (int mb : {1, 2, 4})
-        // recompute: auto is the least recomputation that fits (none, selective, the first layers
-        // of each chunk, all), never slower than any fixed mode that fits, so it is the only one tried.
-        for (int zero : {0, 1})
-          plans.push_back({"parallelism.tp=" + std::to_string(tp), "parallelism.pp=" + std::to_string(pp),
-                           "parallelism.dp=" + std::to_string(dp), "parallelism.cp=1", "parallelism.vp=1",
-                           "parallelism.micro_batch=" + std::to_string(mb), "parallelism.recompute=auto",
-                           "parallelism.zero=" + std::to_string(zero),
-                           std::string("parallelism.sequence_parallel=") + (tp > 1 ? "true" : "false")});
+      // Interleaving (pipelines only) and, without a pipeline, FSDP; plans the checks refuse
+      // (layers or micro-batches that do not divide) drop out below.
+      std::vector<int> vps{1}, zeros{0, 1};
+      if (pp > 1)
+        for (int vp : {2, 4})
+          if (m.layers % (pp * vp) == 0) vps.push_back(vp);
+      if (pp == 1 && dp > 1) zeros.push_back(3);
+      for (int vp : vps)
+        for (int mb : {1, 2, 4})
+          // recompute: auto is the least recomputation that fits (none, selective, the first layers
+          // of each chunk, all), never slower than any fixed mode that fits, so it is the only one tried.
+          for (int zero : zeros)
+            plans.push_back({"parallelism.tp=" + std::to_string(tp), "parallelism.pp=" + std::to_string(pp),
+                             "parallelism.dp=" + std::to_string(dp), "parallelism.cp=1",
+                             "parallelism.vp=" + std::to_string(vp), "parallelism.micro_batch=" + std::to_string(mb),
+                             "parallelism.recompute=auto", "parallelism.zero=" + std::to_string(zero),
+                             std::string("parallelism.sequence_parallel=") + (tp > 1 ? "true" : "false")});
     }
   }
   std::vector<PlanCandidate> all(plans.size());
