@@ -208,9 +208,9 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
                      " (context parallelism splits the sequence into 2*cp chunks)",
            "use a cp with 2*cp dividing seq_len");
   // Expert parallelism: each EP group is ep ranks of the same (tp, pp) coordinate along the
-  // combined context- and data-parallel dimension, so ep must divide cp*dp (Megatron-Core's rule
-  // without MoE parallel folding, expert tensor parallelism = tp), and whole experts live on each
-  // EP rank.
+  // combined context- and data-parallel dimension, so ep must divide cp*dp (Megatron-Core's expert
+  // layout since MoE parallel folding, with expert tensor parallelism = tp), and whole experts
+  // live on each EP rank.
   if (p.ep > 1) {
     if (!m.is_moe()) n.fail("ep", "expert parallelism (ep = " + str(p.ep) + ") needs an MoE model", "set ep: 1");
     const int ep_span = p.dp * p.cp;

@@ -101,8 +101,9 @@ struct ReplayOptions {
 // Global rank of (tp, cp, dp, pp) coordinates: Megatron's default order tp-cp-dp-pp.
 int global_rank(const StepProgram& p, int tp_i, int cp_i, int dp_i, int pp_i);
 
-// Expert groups are ep consecutive ranks along the combined cp x dp index (cp fastest; Megatron-
-// Core's tp-cp-ep-dp-pp order). The replay simulates the groups that hold data-parallel replica 0:
+// Expert groups are ep consecutive ranks along the combined cp x dp index (cp fastest: Megatron-
+// Core's expert rank layout since MoE parallel folding, v0.10, with expert TP = tp; before it EP
+// came out of dp alone, the same groups when cp = 1). The replay simulates the groups that hold data-parallel replica 0:
 // indices [0, expert_span(p)), i.e. ceil(cp / ep) whole groups.
 int expert_span(const StepProgram& p);
 
