@@ -6,6 +6,7 @@
 
 #include "config/error.hpp"
 #include "models/analysis/commands.hpp"
+#include "sim/engine.hpp"
 
 namespace {
 
@@ -45,6 +46,9 @@ int main(int argc, char** argv) {
   try {
     return stacksim::analysis::run_command(command, args, std::cout, std::cerr);
   } catch (const stacksim::config::InputError& e) {
+    std::cerr << "stacksim " << command << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const stacksim::sim::HorizonError& e) {
     std::cerr << "stacksim " << command << ": error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

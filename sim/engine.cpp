@@ -256,6 +256,16 @@ Time Engine::run(Time until) {
   Impl& m = *impl_;
   while (!m.queue.empty()) {
     const Time t = m.queue.top().time;
+    if (t >= Time::max() && until == Time::max()) {
+      // Past the horizon (finish times saturate there): only stale predictions may be left.
+      const EventQueue::Entry e = m.queue.pop();
+      if (e.kind() == kFinish) {
+        const Activity& a = m.acts[static_cast<ActivityId>(e.payload)];
+        if (a.state != State::Flowing || a.version != static_cast<uint32_t>(e.payload >> 32)) continue;
+      }
+      throw HorizonError("the simulation would run past its horizon of about 26 days of simulated time: a rate, "
+                         "bandwidth or duration of the scenario is out of any realistic range");
+    }
     if (t > until) break;
     m.now = t;
     ++m.stats.batches;

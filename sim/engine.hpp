@@ -15,6 +15,7 @@
 //
 // Complexity: start/finish O(log n) queue work + the re-solve of the touched component.
 #pragma once
+#include <stdexcept>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -61,6 +62,13 @@ struct EngineStats {
   uint64_t activities_started = 0;
 };
 
+// An activity, latency or timer would end beyond the simulated-time horizon (Time::max(), about
+// 26 days): some rate or duration of the model is out of any realistic range.
+class HorizonError : public std::range_error {
+ public:
+  using std::range_error::range_error;
+};
+
 class Engine {
  public:
   // Called when an activity completes (work done) or a timer fires; `tag` is the caller's.
@@ -87,6 +95,8 @@ class Engine {
   void schedule_timer(Time at, uint64_t tag);
 
   // Runs until nothing is pending or the clock would pass `until`. Returns the final clock.
+  // Running to completion (until = Time::max()) with an event beyond the time horizon (about 26
+  // days) throws HorizonError.
   Time run(Time until = Time::max());
   Time now() const;
 

@@ -51,6 +51,8 @@ std::optional<Problem> check(const ClusterConfig& c) {
     return Problem{"fabric.tiers", "must be 2 or 3, got " + std::to_string(f.tiers), "use tiers: 2 or tiers: 3"};
   if (!(f.oversubscription >= 1.0))
     return Problem{"fabric.oversubscription", "must be at least 1 (1 = non-blocking)", "use e.g. 1, 2 or 4"};
+  if (f.oversubscription > 1024)
+    return Problem{"fabric.oversubscription", "is beyond 1024:1, far past any built fabric", "use e.g. 1, 2 or 4"};
   if (f.radix < 4 || f.radix % 2)
     return Problem{"fabric.radix", "must be an even number of ports >= 4, got " + std::to_string(f.radix), "use e.g. 64"};
   if (!(f.switch_latency_s >= 0)) return Problem{"fabric.switch_latency", "must not be negative", "use e.g. 0.6 us"};

@@ -17,6 +17,8 @@ HostConfig parse_host(const config::Node& n) {
   h.enabled = true;
   h.cpu_seconds_per_sample = n.non_negative(
       "cpu_seconds_per_sample", n.optional_quantity("cpu_seconds_per_sample", sim::Dimension::Time, 1.0).value_or(0));
+  if (h.cpu_seconds_per_sample > 3600)
+    n.fail("cpu_seconds_per_sample", "is more than an hour of CPU per sample", "use the seconds one core spends per sample, e.g. 0.02 s");
   const long long w = n.optional_int("loader_workers").value_or(8);
   if (w < 1) n.fail("loader_workers", "must be at least 1, got " + std::to_string(w), "use e.g. 8 workers per GPU");
   h.loader_workers = static_cast<int>(std::min<long long>(w, 4096));

@@ -65,6 +65,8 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
       ok[i] = !all[i].result.oom;
     } catch (const config::InputError&) {
       // An invalid combination (e.g. the global batch does not divide): not a candidate.
+    } catch (const sim::HorizonError&) {
+      // A plan whose step would outlast the engine's horizon: not a candidate either.
     }
   });
   std::vector<PlanCandidate> good;

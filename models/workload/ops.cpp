@@ -316,7 +316,7 @@ Block head_block(const ModelConfig& m, const ParallelPlan& p) {
   b.pre.push_back(memory("final norm", OpClass::Norm, 4.0 * d.Tn * d.h));
   // Megatron-Core's output layer is its own ColumnParallelLinear, not a Transformer Engine
   // layer: it runs in 16 bit under an FP8 recipe (so does MPT's tied head, a plain F.linear).
-  Op logits = gemm("logits", d.T, m.vocab / d.t, d.h);
+  Op logits = gemm("logits", d.T, (m.vocab + d.t - 1) / d.t, d.h);  // Megatron pads the vocabulary
   logits.fp8_eligible = false;
   b.inner.push_back(logits);
   b.inner.push_back(memory("cross-entropy", OpClass::Loss, 12.0 * d.T * m.vocab / d.t));

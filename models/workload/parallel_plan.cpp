@@ -145,6 +145,13 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
   if (m.kv_heads % p.tp != 0)
     n.fail("tp", "kv_heads (" + str(m.kv_heads) + ") are not divisible by tp (" + str(p.tp) + ")",
            "use tp in {" + divisors(head_gcd, 64) + "} (Megatron needs whole K/V groups per tensor-parallel rank)");
+  // Column-parallel linears split whole output columns (Megatron's divide() asserts it).
+  if (m.ffn_hidden % p.tp != 0)
+    n.fail("tp", "ffn_hidden (" + str(m.ffn_hidden) + ") is not divisible by tp (" + str(p.tp) + ")",
+           "use tp in {" + divisors(std::gcd(m.ffn_hidden, head_gcd), 64) + "}");
+  if (m.is_moe() && m.moe.expert_ffn_hidden % p.tp != 0)
+    n.fail("tp", "moe.expert_ffn_hidden (" + str(m.moe.expert_ffn_hidden) + ") is not divisible by tp (" + str(p.tp) + ")",
+           "use tp in {" + divisors(std::gcd(m.moe.expert_ffn_hidden, head_gcd), 64) + "}");
   const int V = p.pp * p.vp;
   if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
     const int fixed = p.first_stage_layers + p.last_stage_layers;

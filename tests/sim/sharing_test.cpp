@@ -239,3 +239,21 @@ TEST(Engine, IndependentEnginesInThreadsAgreeBitForBit) {
     for (int64_t t : r) EXPECT_GE(t, 0);  // every activity finished
   }
 }
+
+TEST(Engine, RunningPastTheHorizonIsAnErrorNotASilentStop) {
+  // 1e7 units at 1 unit/s end after ~116 days, past the ~26-day horizon of int64 picoseconds: a
+  // run to completion must say so; a run to an earlier instant just stops there.
+  Engine e;
+  const auto r = e.add_resource({"slow", 1.0});
+  e.start(flow(1e7, {{r}}), 0);
+  EXPECT_EQ(e.run(Time::from_seconds(10)), Time::from_seconds(0));
+  EXPECT_THROW(e.run(), HorizonError);
+  // A prediction past the horizon that became stale is not an error: 2e6 units (~23 days at full
+  // rate) first share the link with a flow of weight 9 (both at 0.1, so predicted after ~231
+  // days), which leaves after 1 s; then it runs at 1 and ends at 2e6 - 0.1 + 1 s.
+  Engine f;
+  const auto s = f.add_resource({"link", 1.0});
+  f.start(flow(2e6, {{s}}), 0);
+  f.start(flow(0.1, {{s, 9.0}}), 1);
+  EXPECT_NEAR(f.run().seconds(), 2e6 + 0.9, 1e-3);
+}
