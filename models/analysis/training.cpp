@@ -98,7 +98,12 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   const workload::StepProgram program = workload::build_step_program(setup.model, plan, gpu_model);
   workload::ReplayOptions ro;
   ro.trace_path = options.trace_path;
-  const workload::ReplayResult rr = workload::replay_step(program, cluster, tuning, ro);
+  bool extrapolated = false;
+  const workload::ReplayResult rr =
+      workload::replay_step_bounded(program, cluster, tuning, ro, options.max_replayed_micro_batches, &extrapolated);
+  if (extrapolated)
+    r.notes.push_back(std::to_string(program.micro_batches) + " micro-batches per rank: the step was replayed at two " +
+                      "shorter depths and extended along their steady-state slope (--trace replays them all)");
   if (options.layer_timing) r.layer = workload::time_layer(program, setup.model.layers / 2, cluster, tuning);
   r.has_layer_timing = options.layer_timing;
 

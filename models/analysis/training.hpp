@@ -21,6 +21,9 @@ struct RunOptions {
   // Also time one layer alone (TrainingResult::layer): two small extra replays that `run`,
   // validation and the Python API report; sweeps, plan search and compare leave it out.
   bool layer_timing = true;
+  // Steps of more micro-batches per rank are replayed at two shorter depths and extended
+  // (workload::replay_step_bounded); a trace always replays them all.
+  int max_replayed_micro_batches = 256;
 };
 
 struct TrainingResult {

@@ -595,6 +595,26 @@ int global_rank(const StepProgram& p, int tp_i, int cp_i, int dp_i, int pp_i) {
 
 int expert_span(const StepProgram& p) { return (p.cp + p.ep - 1) / p.ep * p.ep; }
 
+ReplayResult replay_step_bounded(const StepProgram& program, const topo::Cluster& cluster,
+                                 const coll::CommTuning& tuning, const ReplayOptions& options,
+                                 int max_micro_batches, bool* extrapolated) {
+  // Both depths well past the fill (interleaved schedules with blocking sends settle after about
+  // 4 pp micro-batches): m2 at least 8 rounds of pp, m1 four rounds shorter.
+  const int round = std::max(1, program.pp);
+  const int m2 = std::max(max_micro_batches / round, 8) * round, m1 = m2 - 4 * round;
+  *extrapolated = program.micro_batches > m2 && options.trace_path.empty();
+  if (!*extrapolated) return replay_step(program, cluster, tuning, options);
+  StepProgram shorter = program;
+  shorter.micro_batches = m1;
+  const ReplayResult a = replay_step(shorter, cluster, tuning, options);
+  shorter.micro_batches = m2;
+  ReplayResult b = replay_step(shorter, cluster, tuning, options);
+  const double k = static_cast<double>(program.micro_batches - m2) / (m2 - m1);
+  b.step_time_s += k * (b.step_time_s - a.step_time_s);
+  for (size_t c = 0; c < b.breakdown_s.size(); ++c) b.breakdown_s[c] += k * (b.breakdown_s[c] - a.breakdown_s[c]);
+  return b;
+}
+
 ReplayResult replay_step(const StepProgram& program, const topo::Cluster& cluster,
                          const coll::CommTuning& tuning, const ReplayOptions& options) {
   const int gpus = program.tp * program.cp * program.dp * program.pp;

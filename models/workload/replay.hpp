@@ -110,4 +110,13 @@ int expert_span(const StepProgram& p);
 ReplayResult replay_step(const StepProgram& program, const topo::Cluster& cluster,
                          const coll::CommTuning& tuning, const ReplayOptions& options);
 
+// replay_step for steps of many micro-batches in bounded time and memory: with more than
+// m2 = max(max_micro_batches, 8 pp) micro-batches (rounded to pp; no trace asked for) it replays
+// m2 and m2 - 4 pp and extends step and breakdown along the line through them. Past the
+// pipeline's fill, each further round of pp micro-batches repeats the same steady-state period,
+// so the line is the replay's own slope; `extrapolated` says whether it was used.
+ReplayResult replay_step_bounded(const StepProgram& program, const topo::Cluster& cluster,
+                                 const coll::CommTuning& tuning, const ReplayOptions& options,
+                                 int max_micro_batches, bool* extrapolated);
+
 }  // namespace stacksim::workload

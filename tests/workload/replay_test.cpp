@@ -230,3 +230,22 @@ TEST(Replay, HybridShardingReducesOverTheShardThenAcrossReplicas) {
   EXPECT_NEAR(dp_s(0), 0.75 * (G + P) / B, 1e-4);
   EXPECT_NEAR(dp_s(2), (G + P / 2) / B, 1e-4);
 }
+
+TEST(Replay, LongStepsExtendTheSteadyStateExactly) {
+  // 1F1B and interleaved pipelines with activations on finite links and blocking sends: past the
+  // fill, every round of pp micro-batches takes the same time, so replaying 16 and 32 micro-batches
+  // (8 rounds of pp at least) and extending the line gives the full replay of 40.
+  for (int vp : {1, 2}) {
+    StepProgram p = pipeline(4, vp, 40, 1e-3, 1);
+    p.p2p_bytes = 20e6;
+    p.blocking_p2p = true;
+    const topo::Cluster c = ideal_cluster(4, 50e9);
+    const ReplayResult full = replay_step(p, c, coll::CommTuning{}, {});
+    bool extrapolated = false;
+    const ReplayResult bounded = replay_step_bounded(p, c, coll::CommTuning{}, {}, 16, &extrapolated);
+    EXPECT_TRUE(extrapolated);
+    EXPECT_NEAR(bounded.step_time_s, full.step_time_s, 1e-9 * full.step_time_s) << "vp " << vp;
+    for (size_t k = 0; k < full.breakdown_s.size(); ++k)
+      EXPECT_NEAR(bounded.breakdown_s[k], full.breakdown_s[k], 1e-9 * full.step_time_s) << category_name(k);
+  }
+}
