@@ -111,7 +111,11 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
   const config::Node cluster_node(cluster_yaml, origin, "cluster");
   const topo::ClusterConfig cc = topo::parse_cluster_config(cluster_node, cat.nodes);
   const std::string gpu_name = cc.gpu;
-  cat.gpus.get(gpu_name);  // unknown GPU -> InputError with the nearest name
+  try {
+    cat.gpus.get(gpu_name);  // unknown GPU -> InputError with the nearest name
+  } catch (const config::InputError& e) {
+    (hw.has("gpu") ? hw : cluster_node).fail("gpu", e.reason(), e.fix());  // where the name was written
+  }
 
   if (top.has("collective")) {
     if (top.has("model") || top.has("parallelism"))

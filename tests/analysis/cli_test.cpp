@@ -86,7 +86,9 @@ TEST(Cli, BadPlansSayWhatToChange) {
   EXPECT_NE(input_error("run", {s, "--set", "parallelism.global_batch=10"}).find("use global_batch 8 or 12"), std::string::npos);
   EXPECT_NE(input_error("run", {s, "--set", "parallelism.vp=2", "--set", "parallelism.global_batch=12"}).find("multiple of pp"),
             std::string::npos);
-  EXPECT_NE(input_error("run", {s, "--set", "hardware.gpu=H101"}).find("unknown GPU"), std::string::npos);
+  const std::string gpu = input_error("run", {s, "--set", "hardware.gpu=H101"});
+  EXPECT_NE(gpu.find("unknown GPU"), std::string::npos) << gpu;
+  EXPECT_NE(gpu.find("key 'hardware.gpu'"), std::string::npos) << gpu;  // where the name was written
 }
 
 TEST(Cli, CollectiveGroupNamingAMissingGpuIsAnInputError) {
