@@ -1,12 +1,16 @@
 #include "config/yaml.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 namespace stacksim::config {
 
 Node Node::load_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(path, 0, "", "is a directory, not a YAML file", "give the path of a .yaml file");
   std::ifstream in(path);
   if (!in) throw InputError(path, 0, "", "cannot open the file", "check the path exists and is readable");
   std::stringstream ss;
@@ -61,7 +65,9 @@ std::vector<std::string> Node::keys() const {
 
 void Node::require_map() const {
   if (!node_ || !node_.IsMap())
-    fail("", "expected a map of keys", "write it as 'key: value' lines indented under '" + path_ + "'");
+    fail("", node_ && !node_.IsNull() ? "expected a map of keys" : "is empty",
+         path_.empty() ? std::string("write the file as 'key: value' lines (see scenarios/ for examples)")
+                       : "write it as 'key: value' lines indented under '" + path_ + "'");
 }
 
 void Node::check_keys(const std::vector<std::string>& allowed) const {

@@ -2,6 +2,8 @@
 // that does not fit memory still runs and says so; run/validate JSON carries the contract fields.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -65,6 +67,9 @@ TEST(Cli, MalformedYamlNamesTheFileAndLine) {
   const std::string m = input_error("run", {s});
   EXPECT_NE(m.find("bad.yaml:"), std::string::npos) << m;
   EXPECT_NE(m.find("malformed YAML"), std::string::npos) << m;
+  EXPECT_NE(input_error("run", {write("empty.yaml", "")}).find("is empty"), std::string::npos);
+  const std::string dir = input_error("run", {std::filesystem::path(s).parent_path().string()});
+  EXPECT_NE(dir.find("is a directory"), std::string::npos) << dir;
 }
 
 TEST(Cli, UnknownKeysSuggestTheNearest) {
