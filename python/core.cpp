@@ -9,6 +9,7 @@
 #include "models/analysis/scenario.hpp"
 #include "models/analysis/training.hpp"
 #include "models/analysis/validation.hpp"
+#include "sim/engine.hpp"
 
 namespace py = pybind11;
 using namespace stacksim;
@@ -24,7 +25,11 @@ std::string run_yaml(const std::string& text, const std::string& origin, const s
     return analysis::collective_table_json(s, analysis::run_collective_benchmark(s.bench)).dump();
   analysis::RunOptions o;
   o.trace_path = trace;
-  return analysis::training_json(s, analysis::simulate_training(s.training, o)).dump();
+  try {
+    return analysis::training_json(s, analysis::simulate_training(s.training, o)).dump();
+  } catch (const sim::HorizonError& e) {  // out-of-range input too: a ScenarioError in Python
+    throw config::InputError(origin, 0, "", e.what(), "bring the scenario's rates and durations into a realistic range");
+  }
 }
 
 }  // namespace

@@ -54,6 +54,15 @@ def test_bad_input_raises_scenario_error():
         small().set("cluster.nodez", 2).run()
 
 
+def test_a_step_past_the_simulation_horizon_is_a_scenario_error():
+    # An hour of CPU per sample on one loader worker: the step would outlast the engine's horizon.
+    s = small().set("host.cpu_seconds_per_sample", 3600).set("host.loader_workers", 1)
+    s = s.set("parallelism.global_batch", 65536)
+    with pytest.raises(stacksim.ScenarioError) as e:
+        s.run()
+    assert "horizon" in str(e.value)
+
+
 def test_validate_collectives():
     report = stacksim.validate(os.path.join(ROOT, "validation", "cases.yaml"), kinds=["collective"])
     assert report["summary"]["n"] == 76
