@@ -15,11 +15,11 @@
 //
 // Complexity: start/finish O(log n) queue work + the re-solve of the touched component.
 #pragma once
-#include <stdexcept>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
