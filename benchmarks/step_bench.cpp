@@ -33,7 +33,7 @@ void BM_Llama3_8B_64xH100(benchmark::State& state) {
                {"model.layers=32", "model.hidden=4096", "model.heads=32", "model.kv_heads=8", "model.ffn_hidden=14336",
                 "parallelism.tp=2", "parallelism.pp=2", "parallelism.cp=1", "parallelism.dp=16", "parallelism.vp=1",
                 "model.seq_len=8192"},
-               RunOptions{.trace_path = {}, .layer_timing = false});
+               RunOptions::step_only());
 }
 
 }  // namespace

@@ -147,7 +147,7 @@ Comparison compare(const std::string& path, const std::vector<std::string>& base
   std::vector<TrainingResult> results(jobs.size());
   std::atomic<size_t> simulations{0};
   tbb::parallel_for(size_t(0), jobs.size(), [&](size_t i) {
-    results[i] = simulate_training(jobs[i].scenario.training, RunOptions{.trace_path = {}, .layer_timing = false});
+    results[i] = simulate_training(jobs[i].scenario.training, RunOptions::step_only());
     ++simulations;
   });
   Comparison c;

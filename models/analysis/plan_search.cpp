@@ -61,7 +61,7 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
     try {
       const Scenario s = load_scenario(path, sets);
       all[i].sets = plans[i];
-      all[i].result = simulate_training(s.training, RunOptions{.trace_path = {}, .layer_timing = false});
+      all[i].result = simulate_training(s.training, RunOptions::step_only());
       ok[i] = !all[i].result.oom;
     } catch (const config::InputError&) {
       // An invalid combination (e.g. the global batch does not divide): not a candidate.

@@ -172,7 +172,7 @@ SweepSummary run_sweep(const std::string& sweep_path, const std::string& csv_pat
       const Scenario s = load_scenario(scenario.string(), sets);
       if (s.kind != WorkloadKind::Training)
         throw config::InputError(scenario.string(), 0, "", "sweeps need a training scenario", "use one with model:");
-      const TrainingResult r = simulate_training(s.training, RunOptions{.trace_path = {}, .layer_timing = false});
+      const TrainingResult r = simulate_training(s.training, RunOptions::step_only());
       const auto num = [](double v) {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%.9g", v);

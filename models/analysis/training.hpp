@@ -24,6 +24,13 @@ struct RunOptions {
   // Steps of more micro-batches per rank are replayed at two shorter depths and extended
   // (workload::replay_step_bounded); a trace always replays them all.
   int max_replayed_micro_batches = 256;
+
+  // What sweeps, plan search and compare run: the step alone, without the one-layer timing.
+  static RunOptions step_only() {
+    RunOptions o;
+    o.layer_timing = false;
+    return o;
+  }
 };
 
 struct TrainingResult {
