@@ -140,7 +140,8 @@ TEST(Cli, OverrideErrorsNameTheOverrideAndSuggestTheWholeCorrectedOne) {
 TEST(Cli, BadValuesThroughSetGetTheSameErrorAsInAFile) {
   const std::string s = write("vals.yaml", kTraining);
   for (const std::string& bad : {std::string("host.loader_workers=-1"), std::string("host.storage_read_bandwidth=0 GB/s"),
-                                 std::string("cluster.nodes=0")}) {
+                                 std::string("cluster.nodes=0"), std::string("host.cpu_seconds_per_sample=1e6"),
+                                 std::string("cluster.fabric.oversubscription=1e9")}) {
     const std::string key = bad.substr(0, bad.find('=')), value = bad.substr(bad.find('=') + 1);
     // The same value written in the file.
     YAML::Node root = YAML::Load(kTraining);

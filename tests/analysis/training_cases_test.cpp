@@ -331,6 +331,15 @@ TEST(RunOptions, LayerTimingIsOptionalAndLeavesTheStepAlone) {
   EXPECT_TRUE(training_json(s, without)["layer_timing"].is_null());
 }
 
+TEST(TrainingCasePolicy, ANullFieldReadAsAValueSaysItIsNull) {
+  try {
+    get<int>(YAML::Load("gpus: null"), "gpus");
+    FAIL() << "expected a refusal";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "gpus is null");
+  }
+}
+
 TEST(TrainingCasePolicy, UnstatedHeadsAndGpuCountAreFilledFromTheirNeighbours) {
   YAML::Node c = training_case("H100-SXM5-80GB", "");
   c["model"]["heads"] = YAML::Node();

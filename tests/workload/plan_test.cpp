@@ -70,6 +70,14 @@ TEST(Plan, TensorParallelCommOverlapNeedsSequenceParallelism) {
   EXPECT_EQ(check(gpt(), "{tp: 8, dp: 1, global_batch: 1, sequence_parallel: true, tp_comm_overlap: true}", 8), "");
 }
 
+TEST(Plan, FfnWidthMustDivideByTp) {
+  ModelConfig m = gpt();
+  m.ffn_hidden = 1000;
+  const std::string e = check(m, "{tp: 16, dp: 1, global_batch: 1}", 16);
+  EXPECT_TRUE(has(e, "ffn_hidden (1000) is not divisible by tp (16)")) << e;
+  EXPECT_TRUE(has(e, "use tp in {1, 2, 4, 8}")) << e;
+}
+
 TEST(Plan, HybridShardingRules) {
   EXPECT_EQ(check(gpt(), "{dp: 8, zero: 3, shard_size: 4, global_batch: 8}", 8), "");
   const std::string div = check(gpt(), "{dp: 8, zero: 3, shard_size: 3, global_batch: 8}", 8);
