@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <regex>
 #include <stdexcept>
 
 #include "models/analysis/catalogs.hpp"
@@ -378,6 +379,12 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     mo["mlp"] = gated ? "swiglu" : "gelu";
     defaults.push_back(std::string("model.mlp: ") + (gated ? "swiglu (ffn_hidden < 3.75 h)" : "gelu (ffn_hidden >= 3.75 h)"));
   }
+  // The gated-MLP families (LLaMA, Mistral/Mixtral, Qwen, DeepSeek) all normalise with RMSNorm;
+  // GPT-style models with LayerNorm (the model default).
+  if (mo["mlp"].as<std::string>() == "swiglu") {
+    mo["norm"] = "rmsnorm";
+    defaults.push_back("model.norm: rmsnorm (gated-MLP families)");
+  }
   // Attention implementation: as stated, read literally (see flash_kernel); else the best fused
   // kernels (cuDNN) on Hopper and later, and Megatron's unfused attention on Volta/Ampere, the
   // stacks those generations shipped with.
@@ -536,9 +543,26 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
                          " (the notes' FSDP HYBRID_SHARD: shards inside a node)");
     }
   }
+  // Eager PyTorch modules (named in the notes): element-wise ops run op by op.
+  if (case_notes.find("eager PyTorch") != std::string::npos) {
+    pl["kernels"] = "eager";
+    defaults.push_back("parallelism.kernels: eager (the notes: eager PyTorch modules)");
+  }
   const YAML::Node meas = c["measured"];
   if (has(p, "recompute")) {
     pl["recompute"] = get<std::string>(p, "recompute");
+    // Checkpointing of every N-th layer only (torchtitan's selective layer AC): as many layers
+    // recomputed in full, the first of each model chunk (the cost is the same).
+    const std::regex every_nth("checkpointing of every ([0-9]+)(st|nd|rd|th) layer");
+    std::smatch hit;
+    if (pl["recompute"].as<std::string>() == "full" && std::regex_search(case_notes, hit, every_nth)) {
+      const int n = std::stoi(hit[1].str()), chunk = get<int>(m, "layers") / (pl["pp"].as<int>() * pl["vp"].as<int>());
+      if (n >= 1 && chunk / n >= 1) {
+        pl["recompute_layers"] = chunk / n;
+        defaults.push_back("parallelism.recompute_layers: " + std::to_string(chunk / n) +
+                           " per model chunk (the notes: checkpointing of every " + hit[1].str() + hit[2].str() + " layer)");
+      }
+    }
   } else if (has(meas, "hardware_tflops_per_gpu")) {
     // A published recompute-inclusive FLOP rate (the SC'21 count) says the run recomputed.
     pl["recompute"] = "full";

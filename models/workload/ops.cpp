@@ -41,6 +41,35 @@ Op memory(const std::string& name, OpClass cls, double bytes) {
   return o;
 }
 
+// Element-wise ops by kernel implementation (ParallelPlan::kernels). HBM bytes per element of
+// the 16-bit tensor (forward; the backward moves twice as much) and kernel launches:
+//   fused: norm 4 (read, write), rotary 4, SwiGLU 6 (gate and up read, one write), GELU 4.
+//   eager RMSNorm 36: up-cast to fp32 (2+4), square (4+4), mean (4), scale (4+4), down-cast (4+2),
+//     weight multiply (2+2); 8 launches with the epsilon add and rsqrt on the row statistics.
+//   eager rotary 20: up-cast (2+4), fp32 complex product (4+4), down-cast (4+2); 3 launches each
+//     for q and k.
+//   eager SwiGLU 10: SiLU (2+2), multiply (4+2); 2 launches. LayerNorm and GELU: one kernel either way.
+Op norm_op(const std::string& name, const ModelConfig& m, const ParallelPlan& p, double elements) {
+  const bool eager = p.kernels == Kernels::Eager && m.norm == Norm::RmsNorm;
+  Op o = memory(name, OpClass::Norm, (eager ? 36.0 : 4.0) * elements);
+  o.kernels = eager ? 8 : 1;
+  return o;
+}
+
+Op rotary_op(const ParallelPlan& p, double elements) {
+  const bool eager = p.kernels == Kernels::Eager;
+  Op o = memory("rotary embedding", OpClass::Elementwise, (eager ? 20.0 : 4.0) * elements);
+  o.kernels = eager ? 6 : 1;
+  return o;
+}
+
+Op activation_op(const std::string& name, bool gated, const ParallelPlan& p, double elements) {
+  const bool eager = gated && p.kernels == Kernels::Eager;
+  Op o = memory(name, OpClass::Elementwise, (gated ? (eager ? 10.0 : 6.0) : 4.0) * elements);
+  o.kernels = eager ? 2 : 1;
+  return o;
+}
+
 Op comm(const std::string& name, CommKind kind, CommGroup g, double bytes) {
   Op o;
   o.name = name;
@@ -118,6 +147,7 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
         b.name = f.name + " backward";
         b.bytes = 2.0 * f.bytes;
         b.flops = 2.0 * f.flops;
+        b.kernels = 2 * f.kernels;
         b.backward = true;
         out.push_back(b);
         break;
@@ -185,7 +215,7 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
   b.what = "(attention)";
   b.entry = b.exit = true;
   b.entry_bytes = b.exit_bytes = kAct * d.T * d.h;
-  b.pre.push_back(memory("input norm", OpClass::Norm, 4.0 * d.Tn * d.h));
+  b.pre.push_back(norm_op("input norm", m, p, static_cast<double>(d.Tn) * d.h));
   const int64_t heads = m.heads / d.t;
   const int64_t kv_heads = std::max<int64_t>(1, m.kv_heads / d.t);
   const int64_t q = heads * m.head_dim, k = kv_heads * m.head_dim, v = kv_heads * m.v_head_dim();
@@ -193,19 +223,18 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
     const MlaConfig& a = m.mla;
     if (a.q_lora_rank > 0) {
       b.inner.push_back(gemm("q down projection", d.T, a.q_lora_rank, d.h));
-      b.inner.push_back(memory("q latent norm", OpClass::Norm, 4.0 * d.T * a.q_lora_rank));
+      b.inner.push_back(norm_op("q latent norm", m, p, static_cast<double>(d.T) * a.q_lora_rank));
       b.inner.push_back(gemm("q up projection", d.T, q, a.q_lora_rank));
     } else {
       b.inner.push_back(gemm("q projection", d.T, q, d.h));
     }
     b.inner.push_back(gemm("kv down projection", d.T, a.kv_lora_rank + a.qk_rope_head_dim, d.h));
-    b.inner.push_back(memory("kv latent norm", OpClass::Norm, 4.0 * d.T * a.kv_lora_rank));
+    b.inner.push_back(norm_op("kv latent norm", m, p, static_cast<double>(d.T) * a.kv_lora_rank));
     b.inner.push_back(gemm("kv up projection", d.T, heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank));
-    b.inner.push_back(memory("rotary embedding", OpClass::Elementwise,
-                             4.0 * d.T * (heads + 1) * a.qk_rope_head_dim));
+    b.inner.push_back(rotary_op(p, static_cast<double>(d.T) * (heads + 1) * a.qk_rope_head_dim));
   } else {
     b.inner.push_back(gemm("qkv projection", d.T, q + k + v, d.h));
-    b.inner.push_back(memory("rotary embedding", OpClass::Elementwise, 4.0 * d.T * (q + k)));
+    b.inner.push_back(rotary_op(p, static_cast<double>(d.T) * (q + k)));
   }
   if (p.cp > 1)
     b.inner.push_back(comm("cp k/v exchange", CommKind::AllGather, CommGroup::CP,
@@ -236,17 +265,17 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
   return b;
 }
 
-Block dense_mlp_block(const ModelConfig& m, const Dims& d, bool with_norm, const std::string& what, int64_t ffn) {
+Block dense_mlp_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d, bool with_norm, const std::string& what, int64_t ffn) {
   Block b;
   b.what = what;
   b.entry = b.exit = true;
   b.entry_bytes = b.exit_bytes = kAct * d.T * d.h;
-  if (with_norm) b.pre.push_back(memory("post-attention norm", OpClass::Norm, 4.0 * d.Tn * d.h));
+  if (with_norm) b.pre.push_back(norm_op("post-attention norm", m, p, static_cast<double>(d.Tn) * d.h));
   const bool gated = m.mlp == Mlp::SwiGlu;
   const int64_t f = ffn / d.t;
   const std::string prefix = what == "(mlp)" ? "mlp" : "shared expert";
   b.inner.push_back(gemm(prefix + (gated ? " fc1 (gate+up)" : " fc1"), d.T, gated ? 2 * f : f, d.h));
-  b.inner.push_back(memory(prefix + (gated ? " swiglu" : " gelu"), OpClass::Elementwise, (gated ? 6.0 : 4.0) * d.T * f));
+  b.inner.push_back(activation_op(prefix + (gated ? " swiglu" : " gelu"), gated, p, static_cast<double>(d.T) * f));
   b.inner.push_back(gemm(prefix + " fc2", d.T, d.h, f));
   return b;
 }
@@ -261,7 +290,7 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
   b.entry = b.exit = true;
   b.regather_for_wgrad = false;
   b.entry_bytes = b.exit_bytes = kAct * d.T * d.h * e.top_k;
-  b.pre.push_back(memory("post-attention norm", OpClass::Norm, 4.0 * d.Tn * d.h));
+  b.pre.push_back(norm_op("post-attention norm", m, p, static_cast<double>(d.Tn) * d.h));
   b.pre.push_back(gemm("router", d.Tn, e.experts, d.h));
   b.pre.push_back(memory("top-k routing + permute", OpClass::Elementwise, 4.0 * d.Tn * d.h * e.top_k));
   const double dispatch_bytes = kAct * d.Tn * d.h * e.top_k;
@@ -272,14 +301,14 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
   const int64_t f = e.expert_ffn_hidden / d.t;
   const int64_t m_each = std::max<int64_t>(1, static_cast<int64_t>(d.T * e.top_k * e.load_factor() / local));
   b.inner.push_back(gemm(gated ? "expert fc1 (gate+up)" : "expert fc1", m_each, gated ? 2 * f : f, d.h, local));
-  b.inner.push_back(memory(gated ? "expert swiglu" : "expert gelu", OpClass::Elementwise,
-                           (gated ? 6.0 : 4.0) * static_cast<double>(m_each) * local * f));
+  b.inner.push_back(activation_op(gated ? "expert swiglu" : "expert gelu", gated, p,
+                                  static_cast<double>(m_each) * local * f));
   b.inner.push_back(gemm("expert fc2", m_each, d.h, f, local));
   if (p.ep > 1) b.post.push_back(comm("ep all-to-all combine", CommKind::AllToAll, CommGroup::EP, dispatch_bytes));
   b.post.push_back(memory("unpermute + weighted sum", OpClass::Elementwise, (2.0 * e.top_k + 2.0) * d.Tn * d.h));
   std::vector<Block> blocks{b};
   if (e.shared_experts > 0)
-    blocks.push_back(dense_mlp_block(m, d, false, "(shared experts)", e.expert_ffn_hidden * e.shared_experts));
+    blocks.push_back(dense_mlp_block(m, p, d, false, "(shared experts)", e.expert_ffn_hidden * e.shared_experts));
   blocks.back().post.push_back(dropout_residual(d));
   return blocks;
 }
@@ -291,7 +320,7 @@ std::vector<Block> layer_blocks(const ModelConfig& m, const ParallelPlan& p, int
     const std::vector<Block> moe = moe_blocks(m, p, d);
     blocks.insert(blocks.end(), moe.begin(), moe.end());
   } else {
-    blocks.push_back(dense_mlp_block(m, d, true, "(mlp)", m.ffn_hidden));
+    blocks.push_back(dense_mlp_block(m, p, d, true, "(mlp)", m.ffn_hidden));
     blocks.back().post.push_back(dropout_residual(d));
   }
   return blocks;
@@ -313,7 +342,7 @@ Block head_block(const ModelConfig& m, const ParallelPlan& p) {
   b.what = "(logits)";
   b.entry = true;
   b.entry_bytes = kAct * d.T * d.h;
-  b.pre.push_back(memory("final norm", OpClass::Norm, 4.0 * d.Tn * d.h));
+  b.pre.push_back(norm_op("final norm", m, p, static_cast<double>(d.Tn) * d.h));
   // Megatron-Core's output layer is its own ColumnParallelLinear, not a Transformer Engine
   // layer: it runs in 16 bit under an FP8 recipe (so does MPT's tied head, a plain F.linear).
   Op logits = gemm("logits", d.T, (m.vocab + d.t - 1) / d.t, d.h);  // Megatron pads the vocabulary

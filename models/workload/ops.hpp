@@ -70,6 +70,7 @@ struct Op {
   int64_t m = 0, n = 0, k = 0, batch = 1;  // GEMM: C[m,n] = A[m,k] B[k,n], `batch` of them
   AttentionShape attention;
   double bytes = 0;       // MemoryBound: HBM bytes read + written
+  int kernels = 1;        // MemoryBound: kernel launches the op takes (eager element-wise chains)
   double flops = 0;       // model FLOPs of the op (see the header comment)
   CommKind comm = CommKind::AllReduce;
   CommGroup group = CommGroup::TP;

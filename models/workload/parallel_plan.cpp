@@ -44,7 +44,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "shard_size", "dp_bucket_size",
+                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "kernels", "shard_size", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers"});
   ParallelPlan p;
   auto positive_int = [&](const char* key, int fallback) {
@@ -110,6 +110,10 @@ ParallelPlan parse_plan(const config::Node& n) {
   p.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
   p.overlap_p2p_comm = n.bool_or("overlap_p2p_comm", false);
   p.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
+  const std::string kn = n.string_or("kernels", "fused");
+  if (kn == "fused") p.kernels = Kernels::Fused;
+  else if (kn == "eager") p.kernels = Kernels::Eager;
+  else n.fail("kernels", "unknown kernel implementation '" + kn + "'", "use fused (Megatron/TE, torch.compile) or eager (PyTorch op by op)");
   p.shard_size = n.has("shard_size") ? positive_int("shard_size", 0) : 0;
   p.dp_bucket_bytes = 2.0 * std::max(40e6, 1e6 * p.dp);
   if (n.has("dp_bucket_size"))

@@ -26,6 +26,7 @@
 //     grad_reduce_fp32: false        # gradients kept and reduced in fp32 (below)
 //     overlap_p2p_comm: false        # interleaved schedule: pipeline sends asynchronous (below)
 //     tp_comm_overlap: false         # SP collectives pipelined with their GEMMs (below)
+//     kernels: fused                 # fused | eager: the element-wise kernels' implementation (below)
 //     first_stage_layers: 7  # optional uneven split (Llama 3 405B: 7 + 14x8 + 7)
 //     last_stage_layers: 7
 //
@@ -54,6 +55,12 @@
 // reduce-scatter into chunks pipelined with the QKV/fc1 and output-projection/fc2 GEMMs, and the
 // backward's output-gradient all-gather with the dgrad GEMM; false (Megatron-Core's default) =
 // those collectives in sequence with their GEMMs. Needs sequence_parallel.
+// kernels: fused (Megatron-Core, Transformer Engine, NeMo, torch.compile'd models): one kernel per
+// norm, rotary embedding, activation. eager: the PyTorch reference modules run op by op (HF
+// transformers' and torchtitan's Llama without torch.compile): RMSNorm as an fp32 up-cast, square,
+// mean, rsqrt, scale, down-cast and weight multiply; rotary embedding through fp32 complex
+// products; SwiGLU as SiLU then a multiply. Each step reads and writes HBM (ops.cpp). LayerNorm and
+// GELU are single PyTorch kernels either way.
 #pragma once
 #include "config/yaml.hpp"
 #include "models/workload/model_config.hpp"
@@ -63,6 +70,7 @@ namespace stacksim::workload {
 enum class Precision { FP32, TF32, FP16, BF16, FP8 };
 enum class Recompute { None, Selective, Full };
 enum class Schedule { OneFOneB, GPipe };  // 1F1B is interleaved when vp > 1
+enum class Kernels { Fused, Eager };
 
 const char* precision_name(Precision p);
 const char* recompute_name(Recompute r);
@@ -83,6 +91,7 @@ struct ParallelPlan {
   bool grad_reduce_fp32 = false;
   bool overlap_p2p_comm = false;
   bool tp_comm_overlap = false;
+  Kernels kernels = Kernels::Fused;
   int shard_size = 0;  // ZeRO/FSDP shard group size over the dp*cp ranks; 0 = all of them
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;

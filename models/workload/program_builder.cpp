@@ -97,7 +97,8 @@ class Coster {
         break;
       }
       case OpKind::MemoryBound:
-        c.seconds = gpu_.memory_bound(op.bytes, op.flops).seconds;
+        // An eager chain launches one kernel per step; each pays the launch floor.
+        c.seconds = gpu_.memory_bound(op.bytes, op.flops).seconds + (op.kernels - 1) * gpu_.kernel_overhead_s();
         break;
       case OpKind::Comm:
         break;

@@ -378,3 +378,29 @@ TEST(TrainingCasePolicy, HybridShardInTheNotesShardsInsideANode) {
   c["notes"] = "optimizer sharding: PyTorch FSDP FULL_SHARD.";
   EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["shard_size"]);
 }
+
+TEST(TrainingCasePolicy, GatedMlpFamiliesNormaliseWithRmsNorm) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  std::vector<std::string> defaults;
+  EXPECT_FALSE(training_case_scenario(c, defaults)["model"]["norm"]);  // GELU: LayerNorm, the default
+  c["model"]["mlp"] = "swiglu";
+  EXPECT_EQ(training_case_scenario(c, defaults)["model"]["norm"].as<std::string>(), "rmsnorm");
+}
+
+TEST(TrainingCasePolicy, EagerModulesAndEveryNthLayerCheckpointingAreReadFromTheNotes) {
+  YAML::Node c = training_case("A100-SXM4-80GB", "");
+  c["parallelism"]["recompute"] = "full";
+  std::vector<std::string> defaults;
+  YAML::Node built = training_case_scenario(c, defaults);
+  EXPECT_FALSE(built["parallelism"]["kernels"]);
+  EXPECT_FALSE(built["parallelism"]["recompute_layers"]);
+  c["notes"] = "The model runs as eager PyTorch modules. Activation checkpointing of every 2nd layer.";
+  built = training_case_scenario(c, defaults);
+  const Scenario s = scenario_from_yaml(built, "case t");
+  EXPECT_EQ(s.training.plan.kernels, stacksim::workload::Kernels::Eager);
+  EXPECT_EQ(s.training.plan.recompute, stacksim::workload::Recompute::Full);
+  EXPECT_EQ(s.training.plan.recompute_layers, 2);  // half of the 4 layers
+  // Without full recomputation stated the note does not add any.
+  c["parallelism"]["recompute"] = "none";
+  EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["recompute_layers"]);
+}

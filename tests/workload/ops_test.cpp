@@ -200,6 +200,40 @@ TEST(LayerOps, GqaAndSwiGluShapes) {
     }
 }
 
+TEST(LayerOps, EagerElementwiseKernelsMoveMoreBytesThanFusedOnes) {
+  ModelConfig m = gpt(4096, 32);
+  m.kv_heads = 8;
+  m.mlp = Mlp::SwiGlu;
+  m.ffn_hidden = 14336;
+  m.norm = Norm::RmsNorm;
+  ParallelPlan fused = plan(1, false, 2), eager = fused;
+  eager.kernels = Kernels::Eager;
+  auto bytes_of = [](const std::vector<Op>& ops, const std::string& name) {
+    return sum(ops, [&](const Op& o) { return o.name == name; }, [](const Op& o) { return o.bytes; });
+  };
+  auto kernels_of = [](const std::vector<Op>& ops, const std::string& name) {
+    return sum(ops, [&](const Op& o) { return o.name == name; }, [](const Op& o) { return 1.0 * o.kernels; });
+  };
+  const double T = 2.0 * 2048, h = 4096, qk = (32 + 8) * 128.0, f = 14336;
+  const auto f_ops = layer_forward_ops(m, fused, 0), e_ops = layer_forward_ops(m, eager, 0);
+  EXPECT_DOUBLE_EQ(bytes_of(f_ops, "input norm"), 4 * T * h);
+  EXPECT_DOUBLE_EQ(bytes_of(e_ops, "input norm"), 36 * T * h);  // fp32 up-cast chain
+  EXPECT_DOUBLE_EQ(kernels_of(e_ops, "input norm"), 8);
+  EXPECT_DOUBLE_EQ(bytes_of(f_ops, "rotary embedding"), 4 * T * qk);
+  EXPECT_DOUBLE_EQ(bytes_of(e_ops, "rotary embedding"), 20 * T * qk);
+  EXPECT_DOUBLE_EQ(bytes_of(f_ops, "mlp swiglu"), 6 * T * f);
+  EXPECT_DOUBLE_EQ(bytes_of(e_ops, "mlp swiglu"), 10 * T * f);
+  // The backward of each moves twice the bytes in twice the launches.
+  const auto e_bwd = layer_backward_ops(m, eager, 0);
+  EXPECT_DOUBLE_EQ(bytes_of(e_bwd, "input norm backward"), 72 * T * h);
+  EXPECT_DOUBLE_EQ(kernels_of(e_bwd, "input norm backward"), 16);
+  // LayerNorm and GELU are one PyTorch kernel either way; the GEMMs do not change.
+  ModelConfig g = gpt(4096, 32);
+  EXPECT_DOUBLE_EQ(bytes_of(layer_forward_ops(g, eager, 0), "input norm"), 4 * T * h);
+  EXPECT_DOUBLE_EQ(bytes_of(layer_forward_ops(g, eager, 0), "mlp gelu"), bytes_of(layer_forward_ops(g, fused, 0), "mlp gelu"));
+  EXPECT_DOUBLE_EQ(flops_of(e_ops, OpKind::Gemm), flops_of(f_ops, OpKind::Gemm));
+}
+
 TEST(LayerOps, Recomputation) {
   const ModelConfig m = gpt();
   ParallelPlan p = plan(8);

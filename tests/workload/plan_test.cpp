@@ -52,6 +52,7 @@ TEST(Plan, ParseAndDefaults) {
   EXPECT_EQ(p.recompute, Recompute::Selective);
   EXPECT_EQ(p.precision, Precision::BF16);
   EXPECT_TRUE(p.overlap_grad_reduce);
+  EXPECT_EQ(p.kernels, Kernels::Fused);
   // Megatron-Core's bucket: max(40M, 1M * dp) parameters of 16-bit gradients.
   EXPECT_DOUBLE_EQ(p.dp_bucket_bytes, 2.0 * 40e6);
   EXPECT_EQ(check(gpt(), "{tp: 8, pp: 8, dp: 16, vp: 3, sequence_parallel: true, global_batch: 1536}", 1024), "");
@@ -159,6 +160,8 @@ TEST(Plan, BadValuesAreInputErrors) {
   EXPECT_TRUE(has(check(gpt(), "{schedule: interleaved, global_batch: 1}", 1), "vp >= 2"));
   EXPECT_TRUE(has(check(gpt(), "{tp: 1}", 1), "global_batch"));
   EXPECT_TRUE(has(check(gpt(), "{tpp: 1, global_batch: 1}", 1), "tp"));
+  const std::string kernels = check(gpt(), "{kernels: compiled, global_batch: 1}", 1);
+  EXPECT_TRUE(has(kernels, "'parallelism.kernels'") && has(kernels, "fused") && has(kernels, "eager")) << kernels;
 }
 
 TEST(Plan, RecomputeLayersRules) {
