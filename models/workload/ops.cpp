@@ -44,6 +44,7 @@ Op memory(const std::string& name, OpClass cls, double bytes) {
 // Element-wise ops by kernel implementation (ParallelPlan::kernels). HBM bytes per element of
 // the 16-bit tensor (forward; the backward moves twice as much) and kernel launches:
 //   fused: norm 4 (read, write), rotary 4, SwiGLU 6 (gate and up read, one write), GELU 4.
+//   (The backward of each: twice the bytes, one gradient kernel per forward launch.)
 //   eager RMSNorm 36: up-cast to fp32 (2+4), square (4+4), mean (4), scale (4+4), down-cast (4+2),
 //     weight multiply (2+2); 8 launches with the epsilon add and rsqrt on the row statistics.
 //   eager rotary 20: up-cast (2+4), fp32 complex product (4+4), down-cast (4+2); 3 launches each
@@ -147,7 +148,6 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
         b.name = f.name + " backward";
         b.bytes = 2.0 * f.bytes;
         b.flops = 2.0 * f.flops;
-        b.kernels = 2 * f.kernels;
         b.backward = true;
         out.push_back(b);
         break;
