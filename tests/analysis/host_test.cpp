@@ -83,7 +83,7 @@ TEST(HostPipeline, EngineEqualsTheClosedFormForALoaderWithPrefetch) {
       const HostPipelineResult r = simulate_host_pipeline(h, c, 32, gpu_s);
       EXPECT_NEAR(r.step_s, closed, 1e-9) << workers << " workers, GPU step " << gpu_s;
       EXPECT_NEAR(r.data_wait_s, closed - gpu_s, 1e-9);
-      if (closed == gpu_s) EXPECT_EQ(r.data_wait_s, 0.0);  // no sub-picosecond residue
+      if (closed == gpu_s) { EXPECT_EQ(r.data_wait_s, 0.0); }  // no sub-picosecond residue
     }
   }
 }
@@ -141,7 +141,7 @@ TEST(DataLoaderCases, PredictedFromTheSiblingRunsCpuCostWithTheLoaderAsBottlenec
   const std::vector<CaseOutcome> out = validate_file(path, {{"dataloader"}, {}, {}});
   ASSERT_EQ(out.size(), 2u);
   std::map<std::string, YAML::Node> cases;
-  for (const YAML::Node c : YAML::LoadFile(path)["cases"])
+  for (const YAML::Node& c : YAML::LoadFile(path)["cases"])
     if (c["kind"].as<std::string>() == "dataloader") cases.emplace(c["id"].as<std::string>(), c);
   const double logical_cpus = 2 * 64 * 2;  // 2x EPYC 7742: 64 cores, 2 threads each
   for (const CaseOutcome& o : out) {

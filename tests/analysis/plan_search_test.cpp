@@ -22,7 +22,7 @@ TEST(PlanSearch, FastestFittingPlansFirstAndBetterThanNaive) {
   EXPECT_GT(evaluated, plans.size());
   for (size_t i = 0; i < plans.size(); ++i) {
     EXPECT_FALSE(plans[i].result.oom);
-    if (i) EXPECT_LE(plans[i - 1].result.step_time_s, plans[i].result.step_time_s);
+    if (i) { EXPECT_LE(plans[i - 1].result.step_time_s, plans[i].result.step_time_s); }
   }
   const Scenario naive = load_scenario(path, {});
   EXPECT_LE(plans[0].result.step_time_s, simulate_training(naive.training, RunOptions{}).step_time_s);

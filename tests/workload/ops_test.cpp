@@ -309,7 +309,7 @@ TEST(LayerOps, MoeExpertsAndAllToAll) {
   EXPECT_EQ(expert_comm(bwd_tp, CommKind::AllGather), 1);
   EXPECT_EQ(expert_comm(bwd_tp, CommKind::ReduceScatter), 1);
   for (const Op& o : fwd_tp)
-    if (o.name == "tp all-gather (experts)") EXPECT_DOUBLE_EQ(o.comm_bytes, 2048.0 * 2 * 4096 * 2);
+    if (o.name == "tp all-gather (experts)") { EXPECT_DOUBLE_EQ(o.comm_bytes, 2048.0 * 2 * 4096 * 2); }
   // The busiest rank's imbalance scales its expert work.
   m.moe.imbalance = 1.25;
   p.tp = 1;
