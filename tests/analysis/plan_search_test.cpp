@@ -2,6 +2,7 @@
 // naive plan (pure data parallelism with full recomputation) of the same job.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "models/analysis/plan_search.hpp"
@@ -26,4 +27,26 @@ TEST(PlanSearch, FastestFittingPlansFirstAndBetterThanNaive) {
   }
   const Scenario naive = load_scenario(path, {});
   EXPECT_LE(plans[0].result.step_time_s, simulate_training(naive.training, RunOptions{}).step_time_s);
+}
+
+TEST(PlanSearch, TriesInterleavedPipelinesAndFsdp) {
+  const std::string path = test_tmp("plan_kinds.yaml");
+  std::ofstream(path) << "cluster: {node: dgx-h100, nodes: 2}\n"
+                         "model: {layers: 8, hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, vocab: 32000,"
+                         " seq_len: 4096, mlp: swiglu}\n"
+                         "parallelism: {tp: 1, pp: 1, dp: 16, micro_batch: 1, global_batch: 64, recompute: full}\n";
+  const auto plans = search_plans(path, {}, 100000);
+  auto has_set = [](const PlanCandidate& c, const std::string& set) {
+    return std::find(c.sets.begin(), c.sets.end(), set) != c.sets.end();
+  };
+  bool interleaved = false, fsdp = false;
+  for (const PlanCandidate& c : plans) {
+    interleaved |= has_set(c, "parallelism.vp=2") || has_set(c, "parallelism.vp=4");
+    if (has_set(c, "parallelism.zero=3")) {
+      fsdp = true;
+      EXPECT_TRUE(has_set(c, "parallelism.pp=1"));  // FSDP candidates have no pipeline
+    }
+  }
+  EXPECT_TRUE(interleaved);
+  EXPECT_TRUE(fsdp);
 }
