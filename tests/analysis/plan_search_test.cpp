@@ -11,12 +11,20 @@
 
 using namespace stacksim::analysis;
 
-TEST(PlanSearch, FastestFittingPlansFirstAndBetterThanNaive) {
-  const std::string path = test_tmp("plan.yaml");
+namespace {
+// A Llama-style 8-layer job on two DGX H100 nodes, naively planned (pure DP, full recomputation).
+std::string write_job(const std::string& name) {
+  const std::string path = test_tmp(name);
   std::ofstream(path) << "cluster: {node: dgx-h100, nodes: 2}\n"
                          "model: {layers: 8, hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, vocab: 32000,"
                          " seq_len: 4096, mlp: swiglu}\n"
                          "parallelism: {tp: 1, pp: 1, dp: 16, micro_batch: 1, global_batch: 64, recompute: full}\n";
+  return path;
+}
+}  // namespace
+
+TEST(PlanSearch, FastestFittingPlansFirstAndBetterThanNaive) {
+  const std::string path = write_job("plan.yaml");
   size_t evaluated = 0;
   const auto plans = search_plans(path, {}, 3, &evaluated);
   ASSERT_FALSE(plans.empty());
@@ -30,11 +38,7 @@ TEST(PlanSearch, FastestFittingPlansFirstAndBetterThanNaive) {
 }
 
 TEST(PlanSearch, TriesInterleavedPipelinesAndFsdp) {
-  const std::string path = test_tmp("plan_kinds.yaml");
-  std::ofstream(path) << "cluster: {node: dgx-h100, nodes: 2}\n"
-                         "model: {layers: 8, hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, vocab: 32000,"
-                         " seq_len: 4096, mlp: swiglu}\n"
-                         "parallelism: {tp: 1, pp: 1, dp: 16, micro_batch: 1, global_batch: 64, recompute: full}\n";
+  const std::string path = write_job("plan_kinds.yaml");
   const auto plans = search_plans(path, {}, 100000);
   auto has_set = [](const PlanCandidate& c, const std::string& set) {
     return std::find(c.sets.begin(), c.sets.end(), set) != c.sets.end();
