@@ -276,6 +276,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   const YAML::Node hw = c["hardware"], m = c["model"], p = c["parallelism"];
   if (!has(hw, "gpu")) throw std::runtime_error("hardware.gpu is null");
   const std::string gpu = get<std::string>(hw, "gpu");
+  const bool old_gen = volta_ampere_era(gpu);
   // GPUs not stated but every parallel degree is: their product.
   int gpus = 0;
   if (has(hw, "num_gpus")) {
@@ -416,7 +417,6 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     defaults.push_back("model.attention: flash (an unversioned FlashAttention on a GPU the original kernels do not "
                        "run on: the generation's fused kernels)");
   } else {
-    const bool old_gen = volta_ampere_era(gpu);
     mo["attention"] = old_gen ? "unfused" : "flash";
     defaults.push_back(std::string("model.attention: ") + (old_gen ? "unfused (Volta/Ampere-era Megatron)" : "flash (Hopper and later)"));
   }
@@ -465,7 +465,6 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   }
   pl["tp"] = tp; pl["pp"] = pp; pl["dp"] = dp; pl["cp"] = cp; pl["ep"] = ep;
   if (!has(p, "cp")) defaults.push_back("parallelism.cp: 1");
-  const bool old_gen = volta_ampere_era(gpu);
   if (has(p, "sequence_parallel")) {
     pl["sequence_parallel"] = get<bool>(p, "sequence_parallel");
   } else {
@@ -553,7 +552,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     pl["recompute"] = get<std::string>(p, "recompute");
     // Checkpointing of every N-th layer only (torchtitan's selective layer AC): as many layers
     // recomputed in full, the first of each model chunk (the cost is the same).
-    const std::regex every_nth("checkpointing of every ([0-9]+)(st|nd|rd|th) layer");
+    static const std::regex every_nth("checkpointing of every ([0-9]+)(st|nd|rd|th) layer");
     std::smatch hit;
     if (pl["recompute"].as<std::string>() == "full" && std::regex_search(case_notes, hit, every_nth)) {
       const int n = std::stoi(hit[1].str()), chunk = get<int>(m, "layers") / (pl["pp"].as<int>() * pl["vp"].as<int>());

@@ -35,9 +35,7 @@ struct Stats {
   void add(double e) { ++n; sum_abs += std::fabs(e); max_abs = std::max(max_abs, std::fabs(e)); }
 };
 
-}  // namespace
 
-namespace {
 // nvbandwidth's copy tests: host <-> device over PCIe, device <-> device over NVLink.
 bool is_copy_case(const YAML::Node& c) {
   const YAML::Node name = c["op"] ? c["op"]["name"] : YAML::Node();

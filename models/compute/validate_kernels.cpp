@@ -59,7 +59,7 @@ KernelCaseResult predict_kernel_case(const YAML::Node& c, const hw::GpuCatalog& 
       r.error = "op.name is null";
       return r;
     } else {
-      r.error = "host/peer copy (" + r.op + ") crosses PCIe or NVLink: not modelled by the kernel model";
+      r.error = "op '" + r.op + "' is neither a GEMM nor a STREAM kernel: not modelled by the kernel model";
       return r;
     }
   } catch (const std::exception& e) {
