@@ -214,9 +214,11 @@ void print_training(const Scenario& s, const TrainingResult& r, bool verbose, st
   out << "scenario " << s.name << ": " << r.num_gpus << " GPUs (" << s.training.gpu << ", " << s.training.cluster.node.name
       << " x " << s.training.cluster.nodes << ")\n";
   const auto& p = s.training.plan;
-  std::snprintf(line, sizeof line, "plan: tp %d pp %d dp %d cp %d ep %d vp %d, micro-batch %d, global batch %d, %s, recompute %s, zero %d\n",
-                p.tp, p.pp, p.dp, p.cp, p.ep, p.vp, p.micro_batch, p.global_batch, workload::precision_name(p.precision),
-                r.recompute.c_str(), p.zero);
+  std::string etp;
+  if (p.experts_folded()) etp.append(" etp ").append(std::to_string(p.expert_tp()));
+  std::snprintf(line, sizeof line, "plan: tp %d pp %d dp %d cp %d ep %d%s vp %d, micro-batch %d, global batch %d, %s, recompute %s, zero %d\n",
+                p.tp, p.pp, p.dp, p.cp, p.ep, etp.c_str(), p.vp, p.micro_batch, p.global_batch,
+                workload::precision_name(p.precision), r.recompute.c_str(), p.zero);
   out << line;
   std::snprintf(line, sizeof line, "step time        %s\n", sim::format_seconds(r.step_time_s).c_str()); out << line;
   std::snprintf(line, sizeof line, "tokens/s         %.4g (%.4g per GPU)\n", r.tokens_per_s, r.tokens_per_s_per_gpu); out << line;

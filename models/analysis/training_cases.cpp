@@ -465,6 +465,11 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   }
   pl["tp"] = tp; pl["pp"] = pp; pl["dp"] = dp; pl["cp"] = cp; pl["ep"] = ep;
   if (!has(p, "cp")) defaults.push_back("parallelism.cp: 1");
+  // An ep larger than dp*cp allows only MoE parallel folding with whole experts.
+  if (ep > 1 && tp > 1 && (dp * cp) % ep != 0 && (tp * dp * cp) % ep == 0) {
+    pl["etp"] = 1;
+    defaults.push_back("parallelism.etp: 1 (ep does not divide dp*cp; MoE parallel folding with whole experts)");
+  }
   if (has(p, "sequence_parallel")) {
     pl["sequence_parallel"] = get<bool>(p, "sequence_parallel");
   } else {

@@ -9,13 +9,14 @@ LayerTiming time_layer(const StepProgram& program, int layer, const topo::Cluste
   if (layer < 0 || layer >= static_cast<int>(program.layers.size()))
     throw std::invalid_argument("time_layer: no layer " + std::to_string(layer));
   // One stage, one micro-batch, and just enough data-parallel ranks to form the expert groups
-  // that hold the first replica (expert parallelism is carved out of cp x dp, cp fastest);
+  // that hold the first replica (see expert_span);
   // nothing to reduce or update.
   StepProgram one;
   one.tp = program.tp;
   one.cp = program.cp;
   one.ep = program.ep;
-  one.dp = (expert_span(program) + program.cp - 1) / program.cp;
+  one.experts_folded = program.experts_folded;
+  one.dp = expert_replicas(program);
   one.pp = one.vp = 1;
   one.micro_batches = 1;
   one.zero = 0;

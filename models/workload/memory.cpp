@@ -20,19 +20,28 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelPlan& p, i
   const double v = static_cast<double>(m.kv_heads) * m.v_head_dim(), o = static_cast<double>(m.attn_out_width());
   double split = 2.0 * sb * (q + k + v + o);
   const double per_ffn_element = m.mlp == Mlp::SwiGlu ? 6.0 : 4.0;
-  double unsplit = 0;     // MoE: the gathered routed tokens, replicated on every TP rank
-  double fc2_inputs = 0;  // elements entering the MLPs' second GEMM
+  double unsplit = 0;     // MoE: the routed tokens this rank holds whole (not split over tp)
+  double fc2_inputs = 0;  // elements entering the MLPs' second GEMM, split over tp
+  double fc2_whole = 0;   // ... held whole: whole experts (etp 1) on this rank's own routed tokens
   if (m.is_moe_layer(layer)) {
     const double routed = sb * m.moe.top_k * m.moe.load_factor();
-    unsplit += 2.0 * routed * h;
-    fc2_inputs = (routed + sb * m.moe.shared_experts) * m.moe.expert_ffn_hidden;
+    if (p.experts_folded()) {
+      unsplit += 2.0 * routed / sp_split * h;
+      fc2_whole = routed / sp_split * m.moe.expert_ffn_hidden;
+      fc2_inputs = sb * m.moe.shared_experts * m.moe.expert_ffn_hidden;
+    } else {  // experts split over tp see the routed tokens of all tp ranks
+      unsplit += 2.0 * routed * h;
+      fc2_inputs = (routed + sb * m.moe.shared_experts) * m.moe.expert_ffn_hidden;
+    }
   } else {
     fc2_inputs = sb * m.ffn_hidden;
   }
   split += per_ffn_element * fc2_inputs;
+  unsplit += per_ffn_element * fc2_whole;
   if (p.precision == Precision::FP8) {  // linear-layer inputs kept as their FP8 copies
     replicated -= 2.0 * sb * h;
     split -= sb * o + fc2_inputs;
+    unsplit -= fc2_whole;
   }
   double scores = 0;
   if (m.attention == AttentionImpl::Unfused && rc == Recompute::None) scores = 5.0 * m.heads * s * m.seq_len * b;

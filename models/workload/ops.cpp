@@ -287,7 +287,10 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
   const bool gated = m.mlp == Mlp::SwiGlu;
   Block b;
   b.what = "(experts)";
-  b.entry = b.exit = true;
+  // Experts split over tp gather the tp ranks' routed tokens at entry and reduce-scatter them at
+  // exit; whole experts (etp 1, parallel folding) take this rank's own sequence-parallel tokens.
+  const bool folded = p.experts_folded();
+  b.entry = b.exit = !folded;
   b.regather_for_wgrad = false;
   b.entry_bytes = b.exit_bytes = kAct * d.T * d.h * e.top_k;
   b.pre.push_back(norm_op("post-attention norm", m, p, static_cast<double>(d.Tn) * d.h));
@@ -298,8 +301,9 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
   // This rank's E/ep experts receive, on average, the EP group's ep * T * top_k token copies
   // spread over E experts: T * top_k, times the busiest rank's load factor.
   const int local = std::max(1, e.experts / p.ep);
-  const int64_t f = e.expert_ffn_hidden / d.t;
-  const int64_t m_each = std::max<int64_t>(1, static_cast<int64_t>(d.T * e.top_k * e.load_factor() / local));
+  const int64_t f = e.expert_ffn_hidden / p.expert_tp();
+  const int64_t tokens = folded ? d.Tn : d.T;
+  const int64_t m_each = std::max<int64_t>(1, static_cast<int64_t>(tokens * e.top_k * e.load_factor() / local));
   b.inner.push_back(gemm(gated ? "expert fc1 (gate+up)" : "expert fc1", m_each, gated ? 2 * f : f, d.h, local));
   b.inner.push_back(activation_op(gated ? "expert swiglu" : "expert gelu", gated, p,
                                   static_cast<double>(m_each) * local * f));
@@ -419,7 +423,7 @@ std::vector<Op> head_backward_ops(const ModelConfig& m, const ParallelPlan& p) {
 
 double layer_expert_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int layer) {
   if (!m.is_moe_layer(layer)) return 0;
-  return m.expert_params() * (static_cast<double>(m.moe.experts) / p.ep) / p.tp;
+  return m.expert_params() * (static_cast<double>(m.moe.experts) / p.ep) / p.expert_tp();
 }
 
 double layer_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int layer) {
@@ -506,7 +510,8 @@ Recompute layer_recompute(const ModelConfig& m, const ParallelPlan& p, int layer
 }
 
 int dense_shard_ranks(const ParallelPlan& p) { return p.shard_size > 0 ? p.shard_size : p.dp * p.cp; }
-int expert_shard_ranks(const ParallelPlan& p) { return std::max(1, p.dp * p.cp / p.ep); }
+// The expert data-parallel group: tp*cp*dp ranks over etp*ep (= dp*cp/ep when etp = tp).
+int expert_shard_ranks(const ParallelPlan& p) { return std::max(1, p.dp * p.cp * (p.tp / p.expert_tp()) / p.ep); }
 
 double pipeline_p2p_bytes(const ModelConfig& m, const ParallelPlan& p) {
   const Dims d = dims(m, p);

@@ -42,7 +42,7 @@ const char* recompute_name(Recompute r) {
 
 ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
-  n.check_keys({"tp", "pp", "dp", "cp", "ep", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
+  n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
                 "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "kernels", "shard_size", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers"});
@@ -58,6 +58,11 @@ ParallelPlan parse_plan(const config::Node& n) {
   p.dp = positive_int("dp", 1);
   p.cp = positive_int("cp", 1);
   p.ep = positive_int("ep", 1);
+  if (n.has("etp")) p.etp = positive_int("etp", p.tp);
+  if (p.expert_tp() != p.tp && p.etp != 1)
+    n.fail("etp", "expert tensor parallelism " + str(p.etp) + " is neither tp (" + str(p.tp) +
+                      ") nor 1; only those two expert layouts are modelled",
+           "use etp: " + str(p.tp) + " (experts split like the dense layers) or etp: 1 (whole experts, MoE parallel folding)");
   p.vp = positive_int("vp", 1);
   p.micro_batch = positive_int("micro_batch", 1);
   if (!n.has("global_batch")) n.fail("global_batch", "missing", "add global_batch: <sequences per optimizer step>");
@@ -218,20 +223,29 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
     n.fail("cp", "seq_len (" + str(m.seq_len) + ") is not divisible by 2*cp = " + str(2 * p.cp) +
                      " (context parallelism splits the sequence into 2*cp chunks)",
            "use a cp with 2*cp dividing seq_len");
-  // Expert parallelism: each EP group is ep ranks of the same (tp, pp) coordinate along the
-  // combined context- and data-parallel dimension, so ep must divide cp*dp (Megatron-Core's expert
-  // layout since MoE parallel folding, with expert tensor parallelism = tp), and whole experts
-  // live on each EP rank.
+  // Expert parallelism (Megatron-Core's MoE parallel folding: the expert layers' etp x ep x edp
+  // reuse the tp x cp x dp ranks of the dense layers). With etp = tp each EP group is ep ranks of
+  // the same tp coordinate along cp*dp, so ep must divide cp*dp; with etp = 1 (whole experts) the
+  // group runs along tp, then cp, then dp, so ep must divide tp*cp*dp. Whole experts on each EP rank.
+  if (p.experts_folded() && !m.is_moe()) n.fail("etp", "expert tensor parallelism needs an MoE model", "drop etp");
+  if (p.experts_folded() && !p.sequence_parallel)
+    n.fail("etp", "etp: 1 with tp > 1 routes each tp rank's own sequence-parallel tokens, but sequence_parallel is false",
+           "set sequence_parallel: true (Megatron-Core requires it for MoE with tp > 1), or etp: " + str(p.tp));
   if (p.ep > 1) {
     if (!m.is_moe()) n.fail("ep", "expert parallelism (ep = " + str(p.ep) + ") needs an MoE model", "set ep: 1");
-    const int ep_span = p.dp * p.cp;
+    const int ep_span = p.dp * p.cp * (p.experts_folded() ? p.tp : 1);
+    const std::string span_name = p.experts_folded() ? "tp*cp*dp" : "dp*cp";
+    const std::string span_parts = p.experts_folded() ? str(p.tp) + "*" + str(p.cp) + "*" + str(p.dp)
+                                                      : str(p.dp) + "*" + str(p.cp);
     const std::string fix = "use ep in {" + divisors(std::gcd(m.moe.experts, ep_span), 1024) +
-                            "} (dividing both experts and dp*cp)";
+                            "} (dividing both experts and " + span_name + ")" +
+                            (p.experts_folded() || p.tp == 1 ? "" : ", or etp: 1 to carve ep out of tp*cp*dp");
     if (m.moe.experts % p.ep != 0)
       n.fail("ep", "experts (" + str(m.moe.experts) + ") are not divisible by ep (" + str(p.ep) + ")", fix);
     if (ep_span % p.ep != 0)
-      n.fail("ep", "ep (" + str(p.ep) + ") must divide dp*cp (" + str(p.dp) + "*" + str(p.cp) +
-                       "): expert parallelism is carved out of data and context parallelism", fix);
+      n.fail("ep", "ep (" + str(p.ep) + ") must divide " + span_name + " (" + span_parts +
+                       "): expert parallelism is carved out of " +
+                       (p.experts_folded() ? "tensor, context and data" : "data and context") + " parallelism", fix);
   }
 }
 

@@ -6,6 +6,8 @@
 //     dp: 4                  # data parallel
 //     cp: 1                  # context parallel (load-balanced ring attention, 2*cp sequence chunks)
 //     ep: 1                  # expert parallel, carved out of dp (see check_plan)
+//     etp: 4                 # expert tensor parallel: tp (default) or 1 (MoE parallel folding:
+//                            # whole experts, ep carved out of tp*cp*dp; see check_plan)
 //     vp: 1                  # virtual stages per pipeline rank (interleaved 1F1B when > 1)
 //     sequence_parallel: true  # ignored when tp == 1 (there is nothing to split)
 //     micro_batch: 1         # sequences per micro-batch (per model replica)
@@ -77,6 +79,7 @@ const char* recompute_name(Recompute r);
 
 struct ParallelPlan {
   int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, vp = 1;
+  int etp = 0;  // expert tensor parallel size: 0 = tp, or 1 with tp > 1 (MoE parallel folding)
   bool sequence_parallel = false;
   int micro_batch = 1;
   int global_batch = 1;
@@ -104,6 +107,10 @@ struct ParallelPlan {
   int num_micro_batches() const { return global_batch / (micro_batch * dp); }
   bool sp() const { return sequence_parallel && tp > 1; }
   bool interleaved() const { return vp > 1; }
+  // MoE parallel folding (Megatron-Core): experts are not split over tp; the tp ranks' own
+  // (sequence-parallel) tokens go to experts of an ep group spanning tp, cp and dp.
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  bool experts_folded() const { return expert_tp() < tp; }
 };
 
 ParallelPlan parse_plan(const config::Node& parallelism);

@@ -139,6 +139,7 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
   const Coster coster(model, plan, gpu);
   StepProgram p;
   p.pp = plan.pp; p.vp = plan.vp; p.tp = plan.tp; p.cp = plan.cp; p.dp = plan.dp; p.ep = plan.ep;
+  p.experts_folded = plan.experts_folded();
   p.micro_batches = plan.num_micro_batches();
   p.schedule = plan.schedule == Schedule::GPipe ? 0 : 1;
   p.zero = plan.zero;

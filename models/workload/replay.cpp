@@ -159,7 +159,17 @@ class StepBuilder {
         }
         break;
       case Group::EP:
-        // Expert parallelism is carved out of context x data parallelism (expert_span).
+        // Expert parallelism is carved out of context x data parallelism (expert_span), or of
+        // tensor x context x data parallelism with whole experts.
+        if (p_.experts_folded) {
+          for (int first = 0; first < expert_span(p_); first += p_.ep) {
+            std::vector<int> r;
+            for (int e = first; e < first + p_.ep; ++e)
+              r.push_back(global_rank(p_, e % p_.tp, (e / p_.tp) % p_.cp, e / (p_.tp * p_.cp), s));
+            out.push_back(r);
+          }
+          break;
+        }
         for (int t = 0; t < p_.tp; ++t)
           for (int first = 0; first < expert_span(p_); first += p_.ep) {
             std::vector<int> r;
@@ -593,7 +603,14 @@ int global_rank(const StepProgram& p, int tp_i, int cp_i, int dp_i, int pp_i) {
   return tp_i + p.tp * (cp_i + p.cp * (dp_i + p.dp * pp_i));
 }
 
-int expert_span(const StepProgram& p) { return (p.cp + p.ep - 1) / p.ep * p.ep; }
+namespace {
+int expert_index_width(const StepProgram& p) { return p.experts_folded ? p.tp * p.cp : p.cp; }
+}  // namespace
+
+int expert_span(const StepProgram& p) { return (expert_index_width(p) + p.ep - 1) / p.ep * p.ep; }
+int expert_replicas(const StepProgram& p) {
+  return (expert_span(p) + expert_index_width(p) - 1) / expert_index_width(p);
+}
 
 ReplayResult replay_step_bounded(const StepProgram& program, const topo::Cluster& cluster,
                                  const coll::CommTuning& tuning, const ReplayOptions& options,

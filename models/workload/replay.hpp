@@ -63,6 +63,7 @@ struct LayerProgram {
 
 struct StepProgram {
   int pp = 1, vp = 1, tp = 1, cp = 1, dp = 1, ep = 1;
+  bool experts_folded = false;  // ep groups run along tp, then cp, then dp (etp 1)
   int micro_batches = 1;
   int schedule = 1;                // ScheduleKind as int (0 GPipe, 1 1F1B, 2 interleaved)
   int zero = 0;                    // 0..3
@@ -103,9 +104,12 @@ int global_rank(const StepProgram& p, int tp_i, int cp_i, int dp_i, int pp_i);
 
 // Expert groups are ep consecutive ranks along the combined cp x dp index (cp fastest: Megatron-
 // Core's expert rank layout since MoE parallel folding, v0.10, with expert TP = tp; before it EP
-// came out of dp alone, the same groups when cp = 1). The replay simulates the groups that hold data-parallel replica 0:
-// indices [0, expert_span(p)), i.e. ceil(cp / ep) whole groups.
+// came out of dp alone, the same groups when cp = 1); with whole experts (etp 1) along the
+// combined tp x cp x dp index, tp fastest. The replay simulates the groups that hold data-parallel
+// replica 0: indices [0, expert_span(p)), i.e. ceil(cp / ep) (folded: ceil(tp*cp / ep)) whole groups,
+// which span expert_replicas(p) data-parallel replicas.
 int expert_span(const StepProgram& p);
+int expert_replicas(const StepProgram& p);
 
 ReplayResult replay_step(const StepProgram& program, const topo::Cluster& cluster,
                          const coll::CommTuning& tuning, const ReplayOptions& options);

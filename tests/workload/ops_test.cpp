@@ -310,9 +310,24 @@ TEST(LayerOps, MoeExpertsAndAllToAll) {
   EXPECT_EQ(expert_comm(bwd_tp, CommKind::ReduceScatter), 1);
   for (const Op& o : fwd_tp)
     if (o.name == "tp all-gather (experts)") { EXPECT_DOUBLE_EQ(o.comm_bytes, 2048.0 * 2 * 4096 * 2); }
+  // Parallel folding (etp 1): whole experts on this rank's own sequence-parallel tokens, no TP
+  // collectives around them; the tp ranks together do the same expert work as one rank of the
+  // unfolded plan, and each holds E/ep whole experts.
+  p.etp = 1;
+  const auto fwd_folded = layer_forward_ops(m, p, 0);
+  EXPECT_EQ(expert_comm(fwd_folded, CommKind::AllGather), 0);
+  EXPECT_EQ(expert_comm(layer_backward_ops(m, p, 0), CommKind::ReduceScatter), 0);
+  const double folded = sum(fwd_folded, [](const Op& o) { return o.name.rfind("expert fc", 0) == 0; },
+                            [](const Op& o) { return o.flops; });
+  EXPECT_DOUBLE_EQ(folded * p.tp, experts);
+  EXPECT_DOUBLE_EQ(comm_bytes(fwd_folded, CommKind::AllToAll, CommGroup::EP), 2 * 1024.0 * 2 * 4096 * 2);
+  EXPECT_DOUBLE_EQ(layer_expert_params_per_rank(m, p, 0), m.expert_params() * 8 / p.ep);
+  p.etp = 0;  // = tp
+  EXPECT_DOUBLE_EQ(layer_expert_params_per_rank(m, p, 0), m.expert_params() * 8 / p.ep / p.tp);
   // The busiest rank's imbalance scales its expert work.
   m.moe.imbalance = 1.25;
   p.tp = 1;
+  p.etp = 0;
   const double busier = sum(layer_forward_ops(m, p, 0), [](const Op& o) { return o.name.rfind("expert fc", 0) == 0; },
                             [](const Op& o) { return o.flops; });
   EXPECT_NEAR(busier / experts, 1.25, 1e-9);

@@ -151,6 +151,16 @@ TEST(Plan, ExpertParallelRules) {
   // Context-parallel ranks join the expert groups (Megatron-Core: NeMo's Mixtral 8x22B runs
   // cp 8 x dp 4 with ep 8).
   EXPECT_EQ(check(moe, "{dp: 4, cp: 2, ep: 8, global_batch: 4}", 8), "");
+  // An ep beyond dp*cp points at parallel folding, which carves it out of tp*cp*dp.
+  const std::string beyond = check(moe, "{tp: 2, dp: 4, ep: 8, sequence_parallel: true, global_batch: 8}", 8);
+  EXPECT_TRUE(has(beyond, "or etp: 1 to carve ep out of tp*cp*dp")) << beyond;
+  EXPECT_EQ(check(moe, "{tp: 2, dp: 4, ep: 8, etp: 1, sequence_parallel: true, global_batch: 8}", 8), "");
+  const std::string folded_too_big = check(moe, "{tp: 2, dp: 2, ep: 8, etp: 1, sequence_parallel: true, global_batch: 8}", 4);
+  EXPECT_TRUE(has(folded_too_big, "must divide tp*cp*dp (2*1*2)")) << folded_too_big;
+  const std::string no_sp = check(moe, "{tp: 2, dp: 4, ep: 8, etp: 1, global_batch: 8}", 8);
+  EXPECT_TRUE(has(no_sp, "set sequence_parallel: true")) << no_sp;
+  const std::string odd = check(moe, "{tp: 4, dp: 2, ep: 2, etp: 2, sequence_parallel: true, global_batch: 8}", 8);
+  EXPECT_TRUE(has(odd, "neither tp (4) nor 1")) << odd;
 }
 
 TEST(Plan, BadValuesAreInputErrors) {

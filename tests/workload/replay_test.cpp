@@ -191,6 +191,29 @@ TEST(Replay, ExpertGroupsSpanContextParallelRanks) {
   EXPECT_NEAR(t.forward_s, bytes / 2 / link_Bps, 0.05 * bytes / 2 / link_Bps);
 }
 
+TEST(Replay, FoldedExpertGroupsSpanTensorParallelRanks) {
+  // With whole experts (etp 1) the expert group runs along tp first: tp 2, dp 1, ep 2 puts the
+  // two tensor-parallel ranks in one group, and its all-to-all crosses the link between them.
+  const double link_Bps = 100e9, bytes = 1e9;
+  StepProgram p;
+  p.tp = 2;
+  p.ep = 2;
+  p.experts_folded = true;
+  LayerProgram layer;
+  layer.forward = {collective(Group::EP, coll::CollectiveOp::AllToAll, bytes)};
+  layer.backward = {compute(1e-6)};
+  p.layers.push_back(layer);
+  const ReplayResult r = replay_step(p, ideal_cluster(2, link_Bps), coll::CommTuning{}, {});
+  EXPECT_NEAR(r.breakdown_s[kCatEpComm], bytes / 2 / link_Bps, 0.05 * bytes / 2 / link_Bps);
+  EXPECT_EQ(expert_replicas(p), 1);
+  // Unfolded, the same plan has ep 2 along dp: two replicas, and time_layer forms them.
+  p.experts_folded = false;
+  p.dp = 2;
+  EXPECT_EQ(expert_replicas(p), 2);
+  const LayerTiming t = time_layer(p, 0, ideal_cluster(4, link_Bps), coll::CommTuning{});
+  EXPECT_GT(t.forward_s, 0.0);
+}
+
 TEST(Replay, TheBreakdownIsTheBusiestStages) {
   // Two stages, the second three times slower: it paces the pipeline and its only idle time is
   // waiting for the first forward (t_f) and for the first stage's last backward (2 t_f).
