@@ -404,3 +404,23 @@ TEST(TrainingCasePolicy, EagerModulesAndEveryNthLayerCheckpointingAreReadFromThe
   c["parallelism"]["recompute"] = "none";
   EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["recompute_layers"]);
 }
+
+TEST(TrainingCasePolicy, AnExpertGroupBeyondDataParallelFoldsOverTensorParallelRanks) {
+  // Megatron-Bridge's Qwen3-235B on DGX-H100 runs tp 2 with ep 32 over dp 16: only whole experts
+  // (etp 1, parallel folding) let ep span tp*dp; an ep within dp*cp keeps experts split over tp.
+  YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");
+  c["model"]["moe"]["experts"] = 8;
+  c["model"]["moe"]["top_k"] = 2;
+  c["parallelism"]["tp"] = 2;
+  c["parallelism"]["dp"] = 4;
+  c["parallelism"]["global_batch"] = 4;
+  c["parallelism"]["zero"] = 1;
+  std::vector<std::string> defaults;
+  c["parallelism"]["ep"] = 8;
+  const Scenario folded = scenario_from_yaml(training_case_scenario(c, defaults), "case t");
+  EXPECT_TRUE(folded.training.plan.experts_folded());
+  c["parallelism"]["ep"] = 4;
+  const Scenario split = scenario_from_yaml(training_case_scenario(c, defaults), "case t");
+  EXPECT_FALSE(split.training.plan.experts_folded());
+  EXPECT_EQ(split.training.plan.expert_tp(), 2);
+}
