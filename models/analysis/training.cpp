@@ -182,7 +182,7 @@ nlohmann::json training_json(const Scenario& s, const TrainingResult& r) {
       {"tflops_per_gpu", r.model_tflops_per_gpu},
       {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
       {"sc21_tflops_per_gpu", r.sc21_tflops_per_gpu},
-      {"flops_convention", "model FLOPs: 6 x GEMM params x tokens + 12 x layers x seq x q_width x tokens (no recompute)"},
+      {"flops_convention", "model FLOPs: 6 x GEMM params x tokens + 12 x layers x seq (a sliding window: its keys) x q_width x tokens (no recompute)"},
       {"peak_tflops", r.peak_tflops},
       {"mfu", r.mfu},
       {"hfu", r.hfu},

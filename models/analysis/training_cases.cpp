@@ -406,6 +406,22 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     mo["mla"] = mla;
     defaults.push_back("model.mla: ranks from the attention text; qk_nope_head_dim = v_head_dim = 128 (DeepSeek-V2/V3)");
   }
+  // A head dimension other than hidden / heads (GPT-OSS: 64 heads of 64 on hidden 2880), and a
+  // sliding window with the layers that skip it, stated in words.
+  if (att.find("MLA") == std::string::npos) {
+    if (const long long hd = number_after(att, "head dim"); hd > 0) {
+      mo["head_dim"] = hd;
+      defaults.push_back("model.head_dim: " + std::to_string(hd) + " (from the attention text)");
+    }
+  }
+  if (const long long window = number_after(att, "sliding window"); window > 0) {
+    mo["sliding_window"] = window;
+    static const std::regex every_nth_full("every ([0-9]+)(st|nd|rd|th) layer (uses )?full");
+    std::smatch hit;
+    const std::string low = lowercase(att);
+    if (std::regex_search(low, hit, every_nth_full)) mo["full_attention_every"] = std::stoi(hit[1].str());
+    else if (low.find("alternate layers") != std::string::npos) mo["full_attention_every"] = 2;
+  }
   const hw::GpuCatalog& gpu_profiles = Catalogs::bundled().gpus;
   const bool runs_flash1 = gpu_profiles.has(gpu) && gpu_profiles.get(gpu).flash1_forward_efficiency > 0;
   if (const std::string kernel = flash_kernel(att); !kernel.empty() && (kernel != "flash1" || runs_flash1)) {

@@ -115,9 +115,21 @@ KernelCost GpuModel::gemm(int64_t m, int64_t n, int64_t k, DType dtype, int64_t 
 namespace {
 // Inner-loop iterations of one flash-attention block: the key blocks it visits (the mirror-image
 // count in backward), half of them on average under a causal mask.
-double key_blocks_per_query_block(int64_t skv, bool causal) {
+double key_blocks_per_query_block(int64_t skv, bool causal, int64_t window) {
   const double n = std::ceil(static_cast<double>(skv) / GpuModel::kAttentionBlockKV);
-  return causal ? std::max(1.0, 0.5 * (n + 1)) : n;
+  const double visited = causal ? std::max(1.0, 0.5 * (n + 1)) : n;
+  if (window <= 0 || window >= skv) return visited;
+  return std::min(visited, std::ceil(static_cast<double>(window) / GpuModel::kAttentionBlockKV) + 1.0);
+}
+
+// The share of the sq x skv score matrix computed: half under a causal mask; with a sliding
+// window of w < skv keys, the mean over positions i of min(i + 1, w), over skv (causal), or
+// min(2w + 1, skv) / skv (bidirectional).
+double attended_fraction(int64_t skv, bool causal, int64_t window) {
+  if (window <= 0 || window >= skv) return causal ? 0.5 : 1.0;
+  const double s = static_cast<double>(skv), w = static_cast<double>(window);
+  if (!causal) return std::min(2.0 * w + 1.0, s) / s;
+  return (w * (w + 1.0) / 2.0 + (s - w) * w) / (s * s);
 }
 }  // namespace
 
@@ -156,32 +168,32 @@ double GpuModel::attention_efficiency(AttentionKernel k, bool backward) const {
 }
 
 KernelCost GpuModel::attention_forward(int64_t b, int64_t h, int64_t kvh, int64_t sq, int64_t skv, int64_t d,
-                                       bool causal, DType dtype, AttentionKernel kernel) const {
+                                       bool causal, DType dtype, AttentionKernel kernel, int64_t window) const {
   if (b <= 0 || h <= 0 || kvh <= 0 || sq <= 0 || skv <= 0 || d <= 0)
     throw std::invalid_argument("attention: non-positive shape");
   // FP8 training keeps attention in 16 bit (Transformer Engine default).
   const DType run = dtype == DType::FP8 ? DType::BF16 : dtype;
   const double bd = b, hd = h, kvd = kvh, sqd = sq, skvd = skv, dd = d;
-  const double flops = 4.0 * bd * hd * sqd * skvd * dd * (causal ? 0.5 : 1.0);
+  const double flops = 4.0 * bd * hd * sqd * skvd * dd * attended_fraction(skv, causal, window);
   const double bytes = (2.0 * bd * hd * sqd * dd + 2.0 * bd * kvd * skvd * dd) * bytes_per_element(run);
   const int64_t blocks = b * h * ((sq + kAttentionBlockQ - 1) / kAttentionBlockQ);
-  return attention(flops, bytes, blocks, key_blocks_per_query_block(skv, causal),
+  return attention(flops, bytes, blocks, key_blocks_per_query_block(skv, causal, window),
                    attention_efficiency(kernel, false),
                    run);
 }
 
 KernelCost GpuModel::attention_backward(int64_t b, int64_t h, int64_t kvh, int64_t sq, int64_t skv, int64_t d,
-                                        bool causal, DType dtype, AttentionKernel kernel) const {
+                                        bool causal, DType dtype, AttentionKernel kernel, int64_t window) const {
   if (b <= 0 || h <= 0 || kvh <= 0 || sq <= 0 || skv <= 0 || d <= 0)
     throw std::invalid_argument("attention: non-positive shape");
   const DType run = dtype == DType::FP8 ? DType::BF16 : dtype;
   const double bd = b, hd = h, kvd = kvh, sqd = sq, skvd = skv, dd = d;
   // dQ, dK, dV and the recomputed scores: 2.5x the forward FLOPs (FlashAttention-2, section 3.2).
-  const double flops = 2.5 * 4.0 * bd * hd * sqd * skvd * dd * (causal ? 0.5 : 1.0);
+  const double flops = 2.5 * 4.0 * bd * hd * sqd * skvd * dd * attended_fraction(skv, causal, window);
   // Reads Q, O, dO and writes dQ per query head; reads K, V and writes dK, dV per KV head.
   const double bytes = (4.0 * bd * hd * sqd * dd + 4.0 * bd * kvd * skvd * dd) * bytes_per_element(run);
   const int64_t blocks = b * h * ((skv + kAttentionBlockQ - 1) / kAttentionBlockQ);
-  return attention(flops, bytes, blocks, key_blocks_per_query_block(skv, causal),
+  return attention(flops, bytes, blocks, key_blocks_per_query_block(skv, causal, window),
                    attention_efficiency(kernel, true),
                    run);
 }

@@ -26,7 +26,9 @@
 // over sequence length at 16k tokens per batch (FlashAttention-2 paper, H100, head dim 128,
 // forward: 191 TFLOP/s at 512 rising to 335 at 16k; FlashAttention-3 paper: 292 to 616) fit
 // 3.2 and 4.8 iterations; 4 is used for every kernel. HBM traffic: Q, O (and dO, dQ) per query
-// head, K, V (and dK, dV) per KV head.
+// head, K, V (and dK, dV) per KV head. A sliding window of w keys (w < skv; FlashAttention-2's
+// window_size, cuDNN's sliding window) leaves each causal query min(position + 1, w) keys: the
+// FLOPs shrink by that average over skv, and each query block visits ceil(w/128) + 1 key blocks.
 //
 // Memory-bound kernels (element-wise, norms, softmax, optimizer): bytes over the achievable HBM
 // rate, combined with any FLOPs at the fp32 vector rate the same way as above.
@@ -60,10 +62,10 @@ class GpuModel {
   KernelCost gemm(int64_t m, int64_t n, int64_t k, DType dtype, int64_t batch = 1) const;
   KernelCost attention_forward(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q, int64_t seq_kv,
                                int64_t head_dim, bool causal, DType dtype,
-                               AttentionKernel kernel = AttentionKernel::Fused) const;
+                               AttentionKernel kernel = AttentionKernel::Fused, int64_t window = 0) const;
   KernelCost attention_backward(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq_q, int64_t seq_kv,
                                 int64_t head_dim, bool causal, DType dtype,
-                                AttentionKernel kernel = AttentionKernel::Fused) const;
+                                AttentionKernel kernel = AttentionKernel::Fused, int64_t window = 0) const;
   KernelCost memory_bound(double bytes, double flops = 0) const;
   double kernel_overhead_s() const { return spec_.kernel_overhead_s; }
   double hbm_rate_Bps() const { return spec_.hbm_Bps * spec_.hbm_efficiency; }

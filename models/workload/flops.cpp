@@ -4,9 +4,16 @@
 
 namespace stacksim::workload {
 
-double attention_core_forward_flops_per_token(const ModelConfig& m, AttentionCount count) {
-  const double full = 2.0 * static_cast<double>(m.seq_len) * m.heads * (m.head_dim + m.v_head_dim());
-  return count == AttentionCount::CausalHalf ? 0.5 * full : full;
+double attention_core_forward_flops_per_token(const ModelConfig& m, int layer, AttentionCount count) {
+  const double per_key = 2.0 * m.heads * (m.head_dim + m.v_head_dim());
+  const double s = static_cast<double>(m.seq_len);
+  const int64_t window = m.attention_window(layer);
+  if (window <= 0 || window >= m.seq_len) {
+    const double full = per_key * s;
+    return count == AttentionCount::CausalHalf ? 0.5 * full : full;
+  }
+  const double w = static_cast<double>(window);
+  return per_key * (count == AttentionCount::CausalHalf ? (w * (w + 1.0) / 2.0 + (s - w) * w) / s : w);
 }
 
 double logits_forward_flops_per_token(const ModelConfig& m) { return 2.0 * static_cast<double>(m.vocab) * m.hidden; }
@@ -17,7 +24,7 @@ double layer_forward_flops_per_token(const ModelConfig& m, int layer, AttentionC
     weights += m.expert_params() * (m.moe.top_k + m.moe.shared_experts);
   else
     weights += m.dense_mlp_params();
-  return 2.0 * weights + attention_core_forward_flops_per_token(m, count);
+  return 2.0 * weights + attention_core_forward_flops_per_token(m, layer, count);
 }
 
 double model_flops_per_step(const ModelConfig& m, int64_t global_batch, AttentionCount count) {
@@ -34,7 +41,7 @@ double hardware_flops_per_step(const ModelConfig& m, const ParallelPlan& p) {
   for (int l = 0; l < m.layers; ++l) {
     const Recompute rc = layer_recompute(m, p, l);
     if (rc == Recompute::Full) recomputed_per_token += layer_forward_flops_per_token(m, l);
-    if (rc == Recompute::Selective) recomputed_per_token += attention_core_forward_flops_per_token(m);
+    if (rc == Recompute::Selective) recomputed_per_token += attention_core_forward_flops_per_token(m, l);
   }
   return model_flops_per_step(m, p) + recomputed_per_token * tokens;
 }

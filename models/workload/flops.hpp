@@ -28,8 +28,9 @@ enum class AttentionCount { Full, CausalHalf };
 
 // Forward FLOPs of one token through layer `layer` (GEMMs + attention core at sequence seq_len).
 double layer_forward_flops_per_token(const ModelConfig& m, int layer, AttentionCount count = AttentionCount::Full);
-// Forward FLOPs of the attention core alone, per token and layer.
-double attention_core_forward_flops_per_token(const ModelConfig& m, AttentionCount count = AttentionCount::Full);
+// Forward FLOPs of the attention core alone, per token, in `layer`. A sliding window of w < s keys
+// counts w keys per query (Full) or the causal mean of min(position + 1, w) (CausalHalf).
+double attention_core_forward_flops_per_token(const ModelConfig& m, int layer, AttentionCount count = AttentionCount::Full);
 // Forward FLOPs of the logits GEMM per token.
 double logits_forward_flops_per_token(const ModelConfig& m);
 

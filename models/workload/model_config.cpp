@@ -38,6 +38,14 @@ void validate(const ModelConfig& m, const Fail& fail) {
   at_most("ffn_hidden", m.ffn_hidden, 1 << 24);
   at_most("vocab", m.vocab, 100'000'000);
   at_most("seq_len", m.seq_len, 100'000'000);
+  if (m.sliding_window < 0) fail("sliding_window", "must be >= 0", "give the window in tokens, or 0 for none");
+  if (m.full_attention_every < 0) fail("full_attention_every", "must be >= 0", "use N for every Nth layer, or 0");
+  if (m.full_attention_every > 0 && m.sliding_window == 0)
+    fail("full_attention_every", "says which layers skip the sliding window, but sliding_window is not set",
+         "add sliding_window: <tokens>, or drop full_attention_every");
+  if (m.sliding_window > 0 && m.attention == AttentionImpl::Unfused)
+    fail("sliding_window", "unfused attention computes the whole score matrix; a window needs a fused kernel",
+         "use attention: flash (or flash2), or drop sliding_window");
   if (m.heads % m.kv_heads != 0)
     fail("kv_heads", "heads (" + std::to_string(m.heads) + ") must be a multiple of kv_heads (" +
                          std::to_string(m.kv_heads) + ")",
@@ -155,7 +163,8 @@ ModelConfig parse_model(const config::Node& n) {
 ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
   n.require_map();
   n.check_keys({"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "seq_len", "mlp",
-                "norm", "tied_embeddings", "qkv_bias", "attention", "attention_kind", "mla", "moe", "hf_config"});
+                "norm", "tied_embeddings", "qkv_bias", "attention", "attention_kind", "sliding_window",
+                "full_attention_every", "mla", "moe", "hf_config"});
   ModelConfig m;
   if (n.has("hf_config")) {
     std::filesystem::path p = n.required_string("hf_config");
@@ -213,6 +222,8 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
       n.fail("attention_kind", "unknown attention kind '" + s + "'", "use mha, gqa or mla");
     if (s != "mla" && m.is_mla()) n.fail("attention_kind", s + " contradicts the mla: section", "use attention_kind: mla");
   }
+  m.sliding_window = int_or("sliding_window", m.sliding_window);
+  m.full_attention_every = static_cast<int>(int_or("full_attention_every", m.full_attention_every));
   if (n.has("attention")) {
     const std::string s = n.required_string("attention");
     if (s == "flash") m.attention = AttentionImpl::Flash;
@@ -307,6 +318,28 @@ ModelConfig parse_hf_config(const std::string& path) {
     m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
     m.kv_heads = m.heads;
     m.qkv_bias = false;
+  }
+  // Sliding windows: Mistral's "sliding_window" (every layer), unless "use_sliding_window" is
+  // false (Qwen2/3 ship a window they do not use); which layers skip it from "layer_types"
+  // (GPT-OSS, Gemma 3 in recent transformers) or Gemma 3's "sliding_window_pattern".
+  if (j.contains("sliding_window") && j["sliding_window"].is_number() && j.value("use_sliding_window", true)) {
+    m.sliding_window = j["sliding_window"].get<int64_t>();
+    if (j.contains("sliding_window_pattern") && j["sliding_window_pattern"].is_number())
+      m.full_attention_every = j["sliding_window_pattern"].get<int>();
+    if (j.contains("layer_types") && j["layer_types"].is_array()) {
+      const auto& types = j["layer_types"];
+      int first_full = 0;  // 1-based position of the first full-attention layer
+      for (size_t i = 0; i < types.size() && !first_full; ++i)
+        if (types[i] == "full_attention") first_full = static_cast<int>(i) + 1;
+      for (size_t i = 0; i < types.size(); ++i) {
+        const bool full = first_full > 0 && (i + 1) % first_full == 0;
+        if (types[i] != (full ? "full_attention" : "sliding_attention"))
+          throw config::InputError(path, 0, "layer_types",
+                                   "layer " + std::to_string(i) + " breaks the every-Nth-layer-full pattern stacksim models",
+                                   "describe the model in the scenario YAML with sliding_window and full_attention_every");
+      }
+      m.full_attention_every = first_full;
+    }
   }
   const int64_t experts = get({"num_local_experts", "n_routed_experts", "num_experts"}, 0, false);
   if (experts > 0) {

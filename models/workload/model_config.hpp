@@ -84,6 +84,12 @@ struct ModelConfig {
   AttentionImpl attention = AttentionImpl::Flash;
   bool tied_embeddings = false;
   bool qkv_bias = false;
+  // Sliding-window attention (Mistral, Gemma 2/3, GPT-OSS): each query attends at most the last
+  // sliding_window keys (0 = the whole causal context); with full_attention_every N, every Nth
+  // layer (layers N, 2N, ... counting from 1: Megatron's window_attn_skip_freq, HF's layer_types)
+  // attends the whole context instead.
+  int64_t sliding_window = 0;
+  int full_attention_every = 0;
   MlaConfig mla;
   MoeConfig moe;
 
@@ -92,6 +98,11 @@ struct ModelConfig {
     return is_moe() && layer >= moe.first_dense_layers && layer % moe.layer_freq == 0;
   }
   bool is_mla() const { return attention_kind == AttentionKind::Mla; }
+  // Keys a query of `layer` may attend back to (0 = no limit).
+  int64_t attention_window(int layer) const {
+    if (sliding_window <= 0 || (full_attention_every > 0 && (layer + 1) % full_attention_every == 0)) return 0;
+    return sliding_window;
+  }
   int64_t v_head_dim() const { return is_mla() ? mla.v_head_dim : head_dim; }
   int64_t q_width() const { return heads * head_dim; }      // Q (and MLA's per-head K) width
   int64_t kv_width() const { return kv_heads * head_dim; }  // K width (= V width unless MLA)

@@ -210,7 +210,7 @@ void emit_backward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) 
 
 Op dropout_residual(const Dims& d) { return memory("dropout + residual", OpClass::Elementwise, 7.0 * d.Tn * d.h); }
 
-Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d) {
+Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d, int layer) {
   Block b;
   b.what = "(attention)";
   b.entry = b.exit = true;
@@ -239,7 +239,9 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
   if (p.cp > 1)
     b.inner.push_back(comm("cp k/v exchange", CommKind::AllGather, CommGroup::CP,
                            kAct * static_cast<double>(p.micro_batch) * m.seq_len * (k + v)));
-  const AttentionShape sh{p.micro_batch, heads, kv_heads, m.seq_len / p.cp, m.seq_len, m.head_dim, m.v_head_dim(), true};
+  // (Unfused attention with a window is refused by the model check.)
+  const AttentionShape sh{p.micro_batch,  heads, kv_heads, m.seq_len / p.cp, m.seq_len, m.head_dim,
+                          m.v_head_dim(), true,  m.attention_window(layer)};
   if (m.attention == AttentionImpl::Unfused) {
     // Megatron's unfused core attention on b*(a/t) heads: scores over the full s x s (masked, not
     // skipped), softmax and dropout as memory-bound passes over the 16-bit scores (+ a 1-byte mask).
@@ -257,7 +259,9 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
     a.kind = OpKind::Attention;
     a.cls = OpClass::Attention;
     a.attention = sh;
-    a.flops = 2.0 * sh.batch * sh.heads * sh.seq_q * sh.seq_kv * (sh.head_dim + sh.v_head_dim);
+    // Model FLOPs count every key a query may attend (the whole context, or its window).
+    const int64_t keys = sh.window > 0 ? std::min(sh.window, sh.seq_kv) : sh.seq_kv;
+    a.flops = 2.0 * sh.batch * sh.heads * sh.seq_q * keys * (sh.head_dim + sh.v_head_dim);
     b.inner.push_back(a);
   }
   b.inner.push_back(gemm("attention output projection", d.T, d.h, heads * m.v_head_dim()));
@@ -319,7 +323,7 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
 
 std::vector<Block> layer_blocks(const ModelConfig& m, const ParallelPlan& p, int layer) {
   const Dims d = dims(m, p);
-  std::vector<Block> blocks{attention_block(m, p, d)};
+  std::vector<Block> blocks{attention_block(m, p, d, layer)};
   if (m.is_moe_layer(layer)) {
     const std::vector<Block> moe = moe_blocks(m, p, d);
     blocks.insert(blocks.end(), moe.begin(), moe.end());

@@ -59,6 +59,7 @@ struct AttentionShape {
   int64_t head_dim = 0;    // Q.K dimension per head
   int64_t v_head_dim = 0;  // V (and output) dimension per head; differs from head_dim only for MLA
   bool causal = true;
+  int64_t window = 0;  // sliding window in keys (0 = none)
 };
 
 struct Op {

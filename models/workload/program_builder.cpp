@@ -91,9 +91,9 @@ class Coster {
       case OpKind::Attention: {
         const auto& a = op.attention;
         c.seconds = op.backward ? gpu_.attention_backward(a.batch, a.heads, a.kv_heads, a.seq_q, a.seq_kv,
-                                                          a.head_dim, a.causal, other_, kernel_).seconds
+                                                          a.head_dim, a.causal, other_, kernel_, a.window).seconds
                                 : gpu_.attention_forward(a.batch, a.heads, a.kv_heads, a.seq_q, a.seq_kv,
-                                                         a.head_dim, a.causal, other_, kernel_).seconds;
+                                                         a.head_dim, a.causal, other_, kernel_, a.window).seconds;
         break;
       }
       case OpKind::MemoryBound:

@@ -424,3 +424,20 @@ TEST(TrainingCasePolicy, AnExpertGroupBeyondDataParallelFoldsOverTensorParallelR
   EXPECT_FALSE(split.training.plan.experts_folded());
   EXPECT_EQ(split.training.plan.expert_tp(), 2);
 }
+
+TEST(TrainingCasePolicy, HeadDimAndSlidingWindowAreReadFromTheAttentionText) {
+  YAML::Node c = training_case("H100-SXM5-80GB",
+                               "GQA, head dim 64; sliding window of 128 tokens on alternate layers "
+                               "(every 2nd layer full attention)");
+  c["model"]["hidden"] = 1024;
+  c["model"]["heads"] = 32;  // 32 x 64 = 2048 wide queries on hidden 1024
+  c["model"]["kv_heads"] = 8;
+  std::vector<std::string> defaults;
+  const Scenario s = scenario_from_yaml(training_case_scenario(c, defaults), "case t");
+  EXPECT_EQ(s.training.model.head_dim, 64);
+  EXPECT_EQ(s.training.model.attention_window(0), 128);
+  EXPECT_EQ(s.training.model.attention_window(1), 0);
+  // MLA's "RoPE head dim" is not a head dimension.
+  EXPECT_FALSE(training_case_scenario(training_case("H100-SXM5-80GB", "MLA: kv compression 512, decoupled RoPE head dim 64"),
+                                      defaults)["model"]["head_dim"]);
+}

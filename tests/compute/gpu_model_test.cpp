@@ -92,6 +92,23 @@ TEST(GpuModel, CausalAttentionHasHalfTheFlops) {
   EXPECT_LT(causal.seconds, full.seconds);
 }
 
+TEST(GpuModel, ASlidingWindowComputesOnlyTheKeysInIt) {
+  // Causal with a window of w keys: query i attends min(i + 1, w) keys; over s queries that is
+  // w(w+1)/2 + (s - w) w of the s^2 score entries.
+  const GpuModel m(gpus().get("H100-SXM5-80GB"));
+  const int64_t s = 8192, w = 128;
+  const auto causal = m.attention_forward(1, 64, 8, s, s, 64, true, DType::BF16);
+  const auto windowed = m.attention_forward(1, 64, 8, s, s, 64, true, DType::BF16, AttentionKernel::Fused, w);
+  const double pairs = w * (w + 1) / 2.0 + static_cast<double>(s - w) * w;
+  EXPECT_DOUBLE_EQ(windowed.flops, 4.0 * 64 * pairs * 64);
+  EXPECT_LT(windowed.seconds, causal.seconds / 10);
+  EXPECT_DOUBLE_EQ(m.attention_backward(1, 64, 8, s, s, 64, true, DType::BF16, AttentionKernel::Fused, w).flops,
+                   2.5 * windowed.flops);
+  // A window as long as the sequence is no window.
+  EXPECT_DOUBLE_EQ(m.attention_forward(1, 64, 8, s, s, 64, true, DType::BF16, AttentionKernel::Fused, s).seconds,
+                   causal.seconds);
+}
+
 TEST(GpuModel, AttentionRunsAtTheCalibratedRateWhenTheWavesAreFull) {
   // b*h*sq/128 = 4*33*8192/128 = 8448 query blocks = 64 full waves of H100's 132 SMs; the bytes
   // (1.1 GB, 0.37 ms) next to the math (8.3 ms) add 0.1 % in quadrature; each query block loops

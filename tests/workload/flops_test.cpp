@@ -27,7 +27,7 @@ TEST(Flops, SixNTokensWithoutAttention) {
   // FLOPs = 6 * N * tokens to within the norms' share (~1e-5).
   const ModelConfig m = gpt3();
   const double tokens = 1536.0 * 2048;
-  const double attention = 3.0 * m.layers * attention_core_forward_flops_per_token(m) * tokens;
+  const double attention = 3.0 * m.layers * attention_core_forward_flops_per_token(m, 0) * tokens;
   const double f = model_flops_per_step(m, 1536) - attention;
   EXPECT_NEAR(f / (6.0 * m.total_params() * tokens), 1.0, 0.01);
   // Attention core: 12 * l * s * h per token in training (4*s*h forward per layer).
@@ -37,7 +37,21 @@ TEST(Flops, SixNTokensWithoutAttention) {
 TEST(Flops, CausalHalvingConvention) {
   const ModelConfig m = gpt3();
   const double full = model_flops_per_step(m, 8), half = model_flops_per_step(m, 8, AttentionCount::CausalHalf);
-  EXPECT_DOUBLE_EQ(full - half, 0.5 * 3.0 * m.layers * attention_core_forward_flops_per_token(m) * 8 * 2048);
+  EXPECT_DOUBLE_EQ(full - half, 0.5 * 3.0 * m.layers * attention_core_forward_flops_per_token(m, 0) * 8 * 2048);
+}
+
+TEST(Flops, SlidingWindowLayersCountTheirWindow) {
+  // Every 2nd layer attends the whole context, the others a window of s/4 keys: the attention
+  // term of those layers is a quarter (Full count) or the causal mean of min(i + 1, w) keys.
+  ModelConfig m = gpt3();
+  const double full_layer = attention_core_forward_flops_per_token(m, 0);
+  m.sliding_window = m.seq_len / 4;
+  m.full_attention_every = 2;
+  EXPECT_DOUBLE_EQ(attention_core_forward_flops_per_token(m, 0), full_layer / 4);
+  EXPECT_DOUBLE_EQ(attention_core_forward_flops_per_token(m, 1), full_layer);
+  const double s = m.seq_len, w = s / 4;
+  EXPECT_DOUBLE_EQ(attention_core_forward_flops_per_token(m, 0, AttentionCount::CausalHalf),
+                   full_layer / s * (w * (w + 1) / 2 + (s - w) * w) / s);
 }
 
 TEST(Flops, Sc21FormulaIsFullRecomputationHardwareFlops) {

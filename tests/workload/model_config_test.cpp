@@ -62,6 +62,19 @@ TEST(HfConfig, Qwen2_7B) {
   EXPECT_TRUE(m.qkv_bias);
   EXPECT_EQ(m.kv_heads, 4);
   EXPECT_NEAR(m.total_params() / 7.6e9, 1.0, 0.02);  // Qwen2 report: 7.6B (7.62B)
+  EXPECT_EQ(m.sliding_window, 0);  // Qwen2 ships a window with use_sliding_window: false
+}
+
+TEST(HfConfig, GptOss120BAlternatesSlidingAndFullAttention) {
+  // The shape fields of openai/gpt-oss-120b's config.json (Megatron-Bridge's GPTOSSProvider120B
+  // has the same: 64 heads of 64 on hidden 2880, window 128, window_attn_skip_freq 2).
+  const ModelConfig m = parse_hf_config(hf("gpt-oss-120b.json"));
+  EXPECT_EQ(m.head_dim, 64);
+  EXPECT_EQ(m.sliding_window, 128);
+  EXPECT_EQ(m.full_attention_every, 2);
+  EXPECT_EQ(m.attention_window(0), 128);  // layer 1 (1-based) slides
+  EXPECT_EQ(m.attention_window(1), 0);    // layer 2 attends the whole context
+  EXPECT_NEAR(m.total_params() / 116.8e9, 1.0, 0.01);  // model card: 116.8B parameters
 }
 
 TEST(HfConfig, DeepSeekV3) {
@@ -142,6 +155,25 @@ TEST(ModelYaml, InputErrorsNameKeyAndFix) {
     from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, moe: {experts: 4, top_k: 5}}\n");
   });
   EXPECT_NE(top_k.find("top_k"), std::string::npos) << top_k;
+  const std::string every = error_of([] {
+    from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, full_attention_every: 2}\n");
+  });
+  EXPECT_NE(every.find("add sliding_window"), std::string::npos) << every;
+  const std::string unfused = error_of([] {
+    from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, sliding_window: 4, attention: unfused}\n");
+  });
+  EXPECT_NE(unfused.find("needs a fused kernel"), std::string::npos) << unfused;
+}
+
+TEST(ModelYaml, SlidingWindowEveryLayerOrAllButEveryNth) {
+  const ModelConfig mistral =
+      from_yaml("model: {layers: 4, hidden: 1024, heads: 16, vocab: 10, seq_len: 8192, sliding_window: 4096}\n");
+  for (int l = 0; l < 4; ++l) EXPECT_EQ(mistral.attention_window(l), 4096);
+  const ModelConfig gemma3 = from_yaml(
+      "model: {layers: 12, hidden: 1024, heads: 16, vocab: 10, seq_len: 8192, sliding_window: 1024, full_attention_every: 6}\n");
+  EXPECT_EQ(gemma3.attention_window(4), 1024);
+  EXPECT_EQ(gemma3.attention_window(5), 0);
+  EXPECT_EQ(gemma3.attention_window(11), 0);
 }
 
 }  // namespace
