@@ -67,4 +67,25 @@ TEST(StepProgram, UnderFp8TheOutputLayerStaysA16BitGemmWithoutCasts) {
   EXPECT_GT(named(prog.layers[0].forward, "fp8 cast"), 0);
 }
 
+TEST(StepProgram, WindowedAndFullAttentionLayersAreCostedApart) {
+  // Layers share one costed program per kind; a sliding window is part of the kind: with every
+  // 2nd layer full, layer 0 (windowed) is cheaper than layer 1, and layer 2 costs as layer 0.
+  ModelConfig m = gpt_model(4, 1024, 16, 1024);
+  m.seq_len = 8192;
+  m.sliding_window = 128;
+  m.full_attention_every = 2;
+  ParallelPlan p;
+  p.global_batch = 1;
+  const StepProgram prog = build_step_program(m, p, gpu());
+  const auto seconds = [](const std::vector<CostedOp>& ops) {
+    double s = 0;
+    for (const CostedOp& o : ops) s += o.seconds;
+    return s;
+  };
+  EXPECT_LT(seconds(prog.layers[0].forward), 0.8 * seconds(prog.layers[1].forward));
+  EXPECT_DOUBLE_EQ(seconds(prog.layers[2].forward), seconds(prog.layers[0].forward));
+  EXPECT_DOUBLE_EQ(seconds(prog.layers[3].backward), seconds(prog.layers[1].backward));
+}
+
+
 }  // namespace stacksim::workload
