@@ -172,18 +172,26 @@ TEST(Replay, BlockingPipelineSendsDelayTheSendersNextItem) {
   EXPECT_GT(r.breakdown_s[kCatPpComm], 0.0);
 }
 
-TEST(Replay, ExpertGroupsSpanContextParallelRanks) {
-  // Megatron-Core carves ep out of cp x dp: with cp 2, dp 1 and ep 2 the expert group is the two
-  // context-parallel ranks, and its all-to-all crosses the link between them (closed form for two
-  // ranks: each sends half its buffer to the other).
-  const double link_Bps = 100e9, bytes = 1e9;
+namespace {
+// One layer whose forward is an expert all-to-all of `bytes` over ep 2 (and a negligible backward).
+StepProgram expert_all_to_all(double bytes) {
   StepProgram p;
-  p.cp = 2;
   p.ep = 2;
   LayerProgram layer;
   layer.forward = {collective(Group::EP, coll::CollectiveOp::AllToAll, bytes)};
   layer.backward = {compute(1e-6)};
   p.layers.push_back(layer);
+  return p;
+}
+}  // namespace
+
+TEST(Replay, ExpertGroupsSpanContextParallelRanks) {
+  // Megatron-Core carves ep out of cp x dp: with cp 2, dp 1 and ep 2 the expert group is the two
+  // context-parallel ranks, and its all-to-all crosses the link between them (closed form for two
+  // ranks: each sends half its buffer to the other).
+  const double link_Bps = 100e9, bytes = 1e9;
+  StepProgram p = expert_all_to_all(bytes);
+  p.cp = 2;
   const ReplayResult r = replay_step(p, ideal_cluster(2, link_Bps), coll::CommTuning{}, {});
   EXPECT_NEAR(r.breakdown_s[kCatEpComm], bytes / 2 / link_Bps, 0.05 * bytes / 2 / link_Bps);
   // The layer timed alone needs no more ranks than the step: the same two.
@@ -195,14 +203,9 @@ TEST(Replay, FoldedExpertGroupsSpanTensorParallelRanks) {
   // With whole experts (etp 1) the expert group runs along tp first: tp 2, dp 1, ep 2 puts the
   // two tensor-parallel ranks in one group, and its all-to-all crosses the link between them.
   const double link_Bps = 100e9, bytes = 1e9;
-  StepProgram p;
+  StepProgram p = expert_all_to_all(bytes);
   p.tp = 2;
-  p.ep = 2;
   p.experts_folded = true;
-  LayerProgram layer;
-  layer.forward = {collective(Group::EP, coll::CollectiveOp::AllToAll, bytes)};
-  layer.backward = {compute(1e-6)};
-  p.layers.push_back(layer);
   const ReplayResult r = replay_step(p, ideal_cluster(2, link_Bps), coll::CommTuning{}, {});
   EXPECT_NEAR(r.breakdown_s[kCatEpComm], bytes / 2 / link_Bps, 0.05 * bytes / 2 / link_Bps);
   EXPECT_EQ(expert_replicas(p), 1);
