@@ -41,16 +41,30 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
         for (int vp : {2, 4})
           if (m.layers % (pp * vp) == 0) vps.push_back(vp);
       if (pp == 1 && dp > 1) zeros.push_back(3);
+      // MoE: expert parallelism in powers of two dividing the experts, out of dp (experts split
+      // like the dense layers) or, beyond dp, out of tp*dp with whole experts (etp 1).
+      std::vector<std::pair<int, int>> eps{{1, tp}};  // (ep, etp)
+      if (m.is_moe())
+        for (int ep = 2; ep <= tp * dp && m.moe.experts % ep == 0; ep *= 2) {
+          if (dp % ep == 0) eps.push_back({ep, tp});
+          else if ((tp * dp) % ep == 0) eps.push_back({ep, 1});
+        }
       for (int vp : vps)
         for (int mb : {1, 2, 4})
           // recompute: auto is the least recomputation that fits (none, selective, the first layers
           // of each chunk, all), never slower than any fixed mode that fits, so it is the only one tried.
           for (int zero : zeros)
-            plans.push_back({"parallelism.tp=" + std::to_string(tp), "parallelism.pp=" + std::to_string(pp),
-                             "parallelism.dp=" + std::to_string(dp), "parallelism.cp=1",
-                             "parallelism.vp=" + std::to_string(vp), "parallelism.micro_batch=" + std::to_string(mb),
-                             "parallelism.recompute=auto", "parallelism.zero=" + std::to_string(zero),
-                             std::string("parallelism.sequence_parallel=") + (tp > 1 ? "true" : "false")});
+            for (const auto& [ep, etp] : eps) {
+              std::vector<std::string> plan{
+                  "parallelism.tp=" + std::to_string(tp),      "parallelism.pp=" + std::to_string(pp),
+                  "parallelism.dp=" + std::to_string(dp),      "parallelism.cp=1",
+                  "parallelism.vp=" + std::to_string(vp),      "parallelism.micro_batch=" + std::to_string(mb),
+                  "parallelism.recompute=auto",                "parallelism.zero=" + std::to_string(zero),
+                  std::string("parallelism.sequence_parallel=") + (tp > 1 ? "true" : "false")};
+              if (m.is_moe()) plan.push_back("parallelism.ep=" + std::to_string(ep));
+              if (etp < tp) plan.push_back("parallelism.etp=1");
+              plans.push_back(plan);
+            }
     }
   }
   std::vector<PlanCandidate> all(plans.size());

@@ -54,3 +54,25 @@ TEST(PlanSearch, TriesInterleavedPipelinesAndFsdp) {
   EXPECT_TRUE(interleaved);
   EXPECT_TRUE(fsdp);
 }
+
+TEST(PlanSearch, MoeModelsTryExpertParallelismIncludingFolding) {
+  // Mixtral-shaped (8 experts, top-2) on two DGX H100: the search tries ep out of dp and, with
+  // tp > 1, ep beyond dp with whole experts (etp 1); every dense candidate keeps ep 1.
+  const std::string path = test_tmp("plan_moe.yaml");
+  std::ofstream(path) << "cluster: {node: dgx-h100, nodes: 2}\n"
+                         "model: {layers: 8, hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, vocab: 32000,"
+                         " seq_len: 4096, mlp: swiglu, moe: {experts: 8, top_k: 2}}\n"
+                         "parallelism: {tp: 1, pp: 1, dp: 16, micro_batch: 1, global_batch: 64, recompute: full}\n";
+  const auto plans = search_plans(path, {}, 100000);
+  auto has_set = [](const PlanCandidate& c, const std::string& set) {
+    return std::find(c.sets.begin(), c.sets.end(), set) != c.sets.end();
+  };
+  bool expert_parallel = false, folded = false;
+  for (const PlanCandidate& c : plans) {
+    expert_parallel |= has_set(c, "parallelism.ep=8");
+    folded |= has_set(c, "parallelism.tp=8") && has_set(c, "parallelism.dp=1") && has_set(c, "parallelism.ep=8") &&
+              has_set(c, "parallelism.etp=1");
+  }
+  EXPECT_TRUE(expert_parallel);
+  EXPECT_TRUE(folded);
+}
