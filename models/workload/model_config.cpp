@@ -58,6 +58,7 @@ void validate(const ModelConfig& m, const Fail& fail) {
     if (m.mla.q_lora_rank < 0) fail("mla.q_lora_rank", "must be >= 0", "use 0 for a full-rank Q projection");
   }
   if (m.is_moe()) {
+    at_most("moe.experts", m.moe.experts, 1 << 16);
     if (m.moe.top_k < 1 || m.moe.top_k > m.moe.experts)
       fail("moe.top_k", "top_k (" + std::to_string(m.moe.top_k) + ") must be between 1 and the number of experts (" +
                             std::to_string(m.moe.experts) + ")",
