@@ -563,6 +563,12 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
                          " (the notes' FSDP HYBRID_SHARD: shards inside a node)");
     }
   }
+  // Multi-token prediction with its depth stated in the notes (DeepSeek-V3: 1).
+  static const std::regex mtp_depth("multi-token[- ]prediction depth:? ([0-9]+)");
+  if (std::smatch hit; std::regex_search(case_notes, hit, mtp_depth) && std::stoi(hit[1].str()) > 0) {
+    s["model"]["mtp_layers"] = std::stoi(hit[1].str());
+    defaults.push_back("model.mtp_layers: " + hit[1].str() + " (the notes' multi-token-prediction depth)");
+  }
   // Eager PyTorch modules (named in the notes): element-wise ops run op by op.
   if (case_notes.find("eager PyTorch") != std::string::npos) {
     pl["kernels"] = "eager";

@@ -85,7 +85,11 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
 
   const double tokens = static_cast<double>(p.micro_batch) * m.seq_len / p.cp;
   const bool last = (p.vp - 1) * p.pp + stage == V - 1;
-  if (last) f.buffers_bytes += 6.0 * tokens * m.vocab / p.tp;
+  if (last) {
+    f.buffers_bytes += 6.0 * tokens * m.vocab / p.tp;
+    // The MTP layers' activations, kept for every micro-batch in flight on this stage.
+    f.activations_bytes += m.mtp_layers * activation_bytes_per_layer(m, p, m.layers - 1) * in_flight_micro_batches(p, stage);
+  }
   if (p.sp()) f.buffers_bytes += 2.0 * 2.0 * tokens * m.hidden;
   f.reserve_bytes = kReserveBytes;
   return f;

@@ -38,6 +38,9 @@ void validate(const ModelConfig& m, const Fail& fail) {
   at_most("ffn_hidden", m.ffn_hidden, 1 << 24);
   at_most("vocab", m.vocab, 100'000'000);
   at_most("seq_len", m.seq_len, 100'000'000);
+  if (m.mtp_layers < 0 || m.mtp_layers > 16)
+    fail("mtp_layers", "must be between 0 and 16, got " + std::to_string(m.mtp_layers),
+         "give the multi-token-prediction depth (DeepSeek-V3: 1), or 0");
   if (m.sliding_window < 0) fail("sliding_window", "must be >= 0", "give the window in tokens, or 0 for none");
   if (m.full_attention_every < 0) fail("full_attention_every", "must be >= 0", "use N for every Nth layer, or 0");
   if (m.full_attention_every > 0 && m.sliding_window == 0)
@@ -139,6 +142,10 @@ double ModelConfig::total_params() const {
   return p;
 }
 
+double ModelConfig::mtp_params() const {
+  return mtp_layers * (layer_params(layers - 1) + 2.0 * norm_params() + 2.0 * static_cast<double>(hidden) * hidden);
+}
+
 double ModelConfig::active_params() const {
   double p = embedding_params() + norm_params();
   for (int l = 0; l < layers; ++l) {
@@ -165,7 +172,7 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
   n.require_map();
   n.check_keys({"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "seq_len", "mlp",
                 "norm", "tied_embeddings", "qkv_bias", "attention", "attention_kind", "sliding_window",
-                "full_attention_every", "mla", "moe", "hf_config"});
+                "full_attention_every", "mtp_layers", "mla", "moe", "hf_config"});
   ModelConfig m;
   if (n.has("hf_config")) {
     std::filesystem::path p = n.required_string("hf_config");
@@ -225,6 +232,7 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
   }
   m.sliding_window = int_or("sliding_window", m.sliding_window);
   m.full_attention_every = static_cast<int>(int_or("full_attention_every", m.full_attention_every));
+  m.mtp_layers = static_cast<int>(int_or("mtp_layers", m.mtp_layers));
   if (n.has("attention")) {
     const std::string s = n.required_string("attention");
     if (s == "flash") m.attention = AttentionImpl::Flash;
@@ -342,6 +350,7 @@ ModelConfig parse_hf_config(const std::string& path) {
       m.full_attention_every = first_full;
     }
   }
+  m.mtp_layers = static_cast<int>(get({"num_nextn_predict_layers", "mtp_num_layers"}, 0, false));
   const int64_t experts = get({"num_local_experts", "n_routed_experts", "num_experts"}, 0, false);
   if (experts > 0) {
     m.moe.experts = static_cast<int>(experts);

@@ -90,6 +90,10 @@ struct ModelConfig {
   // attends the whole context instead.
   int64_t sliding_window = 0;
   int full_attention_every = 0;
+  // Multi-token prediction (DeepSeek-V3's num_nextn_predict_layers, Megatron's mtp_num_layers):
+  // each depth adds, on the last pipeline stage, two norms, a 2h -> h projection, one transformer
+  // layer like the model's last, and the shared output head with its own loss.
+  int mtp_layers = 0;
   MlaConfig mla;
   MoeConfig moe;
 
@@ -118,7 +122,8 @@ struct ModelConfig {
   double router_params() const { return static_cast<double>(hidden) * moe.experts; }
   double layer_params(int layer) const;      // + the layer's two norms
   double embedding_params() const;           // input embedding (+ output layer when untied)
-  double total_params() const;
+  double total_params() const;              // the main model (DeepSeek-V3's 671B: without MTP)
+  double mtp_params() const;                // the MTP modules (sharing embedding and output head)
   double active_params() const;              // touched per token (top_k + shared experts)
 };
 

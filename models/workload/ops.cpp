@@ -425,6 +425,35 @@ std::vector<Op> head_backward_ops(const ModelConfig& m, const ParallelPlan& p) {
   return backward_of({b}, p);
 }
 
+namespace {
+std::vector<Block> mtp_blocks(const ModelConfig& m, const ParallelPlan& p) {
+  const Dims d = dims(m, p);
+  std::vector<Block> blocks;
+  for (int k = 0; k < m.mtp_layers; ++k) {
+    Block in;
+    in.what = "(mtp input)";
+    in.pre.push_back(norm_op("mtp hidden norm", m, p, static_cast<double>(d.Tn) * d.h));
+    in.pre.push_back(norm_op("mtp embedding norm", m, p, static_cast<double>(d.Tn) * d.h));
+    // Column-parallel over tp (Megatron's eh_proj); its tp collectives are not modelled.
+    in.inner.push_back(gemm("mtp projection", d.T, d.h / d.t, 2 * d.h));
+    blocks.push_back(in);
+    for (const Block& b : layer_blocks(m, p, m.layers - 1)) blocks.push_back(b);
+    blocks.push_back(head_block(m, p));
+  }
+  return blocks;
+}
+}  // namespace
+
+std::vector<Op> mtp_forward_ops(const ModelConfig& m, const ParallelPlan& p) { return forward_of(mtp_blocks(m, p), p); }
+std::vector<Op> mtp_backward_ops(const ModelConfig& m, const ParallelPlan& p) {
+  return backward_of(mtp_blocks(m, p), p);
+}
+
+double mtp_params_per_rank(const ModelConfig& m, const ParallelPlan& p) {
+  return m.mtp_layers * (layer_params_per_rank(m, p, m.layers - 1) + 2.0 * m.norm_params() +
+                         2.0 * static_cast<double>(m.hidden) * m.hidden / p.tp);
+}
+
 double layer_expert_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int layer) {
   if (!m.is_moe_layer(layer)) return 0;
   return m.expert_params() * (static_cast<double>(m.moe.experts) / p.ep) / p.expert_tp();
@@ -489,7 +518,7 @@ double stage_sum(const ModelConfig& m, const ParallelPlan& p, int stage, PerLaye
     if (!with_embeddings) continue;
     if (vs == 0) params += embedding_params_per_rank(m, p);
     if (vs == V - 1) {
-      params += m.norm_params();
+      params += m.norm_params() + mtp_params_per_rank(m, p);
       if (has_output_layer_copy(m, p)) params += embedding_params_per_rank(m, p);
     }
   }

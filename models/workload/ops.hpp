@@ -97,6 +97,11 @@ std::vector<Op> embedding_backward_ops(const ModelConfig& m, const ParallelPlan&
 // (three TP all-reduces of per-token statistics: max, target logit, sum of exponentials).
 std::vector<Op> head_forward_ops(const ModelConfig& m, const ParallelPlan& p);
 std::vector<Op> head_backward_ops(const ModelConfig& m, const ParallelPlan& p);
+// Multi-token prediction on the last virtual stage, all depths: per depth two norms, the 2h -> h
+// projection (split over tp), one layer like the model's last, and the output head again.
+std::vector<Op> mtp_forward_ops(const ModelConfig& m, const ParallelPlan& p);
+std::vector<Op> mtp_backward_ops(const ModelConfig& m, const ParallelPlan& p);
+double mtp_params_per_rank(const ModelConfig& m, const ParallelPlan& p);
 // Megatron's mixed-precision optimizer step, on the most loaded pipeline stage, per parameter of
 // this rank's optimizer shard (zero >= 1: / dp) with g = the gradient bytes (4 with
 // grad_reduce_fp32, else 2): gradient norm g, Adam 24 + g (fp32 master, m, v read and written,

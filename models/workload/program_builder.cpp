@@ -172,14 +172,19 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
   if (plan.first_stage_layers > 0 || plan.last_stage_layers > 0) p.vstage_begin = virtual_stage_bounds(model, plan);
   p.pre_forward = coster.cost_all(embedding_forward_ops(model, plan));
   p.post_backward = coster.cost_all(embedding_backward_ops(model, plan));
-  p.post_forward = coster.cost_all(head_forward_ops(model, plan));
-  p.pre_backward = coster.cost_all(head_backward_ops(model, plan));
+  std::vector<Op> post_forward = head_forward_ops(model, plan), pre_backward = mtp_backward_ops(model, plan);
+  const std::vector<Op> mtp_forward = mtp_forward_ops(model, plan), head_backward = head_backward_ops(model, plan);
+  post_forward.insert(post_forward.end(), mtp_forward.begin(), mtp_forward.end());
+  pre_backward.insert(pre_backward.end(), head_backward.begin(), head_backward.end());
+  p.post_forward = coster.cost_all(post_forward);
+  p.pre_backward = coster.cost_all(pre_backward);
   const double embedding_params = embedding_params_per_rank(model, plan);
   p.embedding_param_bytes = 2.0 * embedding_params;
   p.embedding_grad_bytes = plan.grad_bytes_per_param() * embedding_params;
   // The output layer (untied, or Megatron's last-stage copy of tied embeddings) and final norm.
   p.head_grad_bytes = plan.grad_bytes_per_param() *
-                      ((has_output_layer_copy(model, plan) ? embedding_params : 0.0) + model.norm_params());
+                      ((has_output_layer_copy(model, plan) ? embedding_params : 0.0) + model.norm_params() +
+                       mtp_params_per_rank(model, plan));
   p.optimizer = coster.cost_all(optimizer_ops(model, plan));
   p.p2p_bytes = pipeline_p2p_bytes(model, plan);
   return p;

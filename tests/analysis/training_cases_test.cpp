@@ -441,3 +441,12 @@ TEST(TrainingCasePolicy, HeadDimAndSlidingWindowAreReadFromTheAttentionText) {
   EXPECT_FALSE(training_case_scenario(training_case("H100-SXM5-80GB", "MLA: kv compression 512, decoupled RoPE head dim 64"),
                                       defaults)["model"]["head_dim"]);
 }
+
+TEST(TrainingCasePolicy, AStatedMultiTokenPredictionDepthAddsMtpLayers) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");
+  std::vector<std::string> defaults;
+  EXPECT_FALSE(training_case_scenario(c, defaults)["model"]["mtp_layers"]);
+  c["notes"] = "active params (billions): 37. multi-token-prediction depth: 1. parallelism.dp: ZeRO-1";
+  const Scenario s = scenario_from_yaml(training_case_scenario(c, defaults), "case t");
+  EXPECT_EQ(s.training.model.mtp_layers, 1);
+}

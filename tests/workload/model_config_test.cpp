@@ -79,6 +79,7 @@ TEST(HfConfig, GptOss120BAlternatesSlidingAndFullAttention) {
 
 TEST(HfConfig, DeepSeekV3) {
   const ModelConfig m = parse_hf_config(hf("deepseek-v3.json"));
+  EXPECT_EQ(m.mtp_layers, 1);  // num_nextn_predict_layers; its parameters are not in total_params
   EXPECT_EQ(m.attention_kind, AttentionKind::Mla);
   EXPECT_EQ(m.head_dim, 128 + 64);
   EXPECT_EQ(m.v_head_dim(), 128);
@@ -163,6 +164,9 @@ TEST(ModelYaml, InputErrorsNameKeyAndFix) {
     from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, sliding_window: 4, attention: unfused}\n");
   });
   EXPECT_NE(unfused.find("needs a fused kernel"), std::string::npos) << unfused;
+  const std::string mtp =
+      error_of([] { from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, mtp_layers: 17}\n"); });
+  EXPECT_NE(mtp.find("mtp_layers"), std::string::npos) << mtp;
 }
 
 TEST(ModelYaml, SlidingWindowEveryLayerOrAllButEveryNth) {

@@ -337,18 +337,26 @@ TEST(StepOps, OpFlopsOverAStepAreTheModelFlops) {
   // Summing every rank's GEMM and attention FLOPs over a step (layers forward + backward, the
   // logits, all micro-batches, all dp*tp ranks) gives model_flops_per_step: the ops and the FLOP
   // convention describe the same work.
-  const ModelConfig m = gpt(2048, 16, 1024);
+  // The same with a multi-token-prediction module (its projection, layer and logits).
+  ModelConfig m = gpt(2048, 16, 1024);
   ParallelPlan p = plan(2, true);
   p.dp = 4;
   p.global_batch = 16;
-  double per_rank = 0;
-  for (int l = 0; l < m.layers; ++l) {
-    for (const auto& ops : {layer_forward_ops(m, p, l), layer_backward_ops(m, p, l)})
+  for (int mtp : {0, 1}) {
+    m.mtp_layers = mtp;
+    double per_rank = 0;
+    for (int l = 0; l < m.layers; ++l) {
+      for (const auto& ops : {layer_forward_ops(m, p, l), layer_backward_ops(m, p, l)})
+        per_rank += flops_of(ops, OpKind::Gemm) + flops_of(ops, OpKind::Attention);
+    }
+    for (const auto& ops : {head_forward_ops(m, p), head_backward_ops(m, p), mtp_forward_ops(m, p), mtp_backward_ops(m, p)})
       per_rank += flops_of(ops, OpKind::Gemm) + flops_of(ops, OpKind::Attention);
+    const double step = per_rank * p.num_micro_batches() * p.dp * p.tp;
+    EXPECT_NEAR(step / model_flops_per_step(m, p), 1.0, 1e-12) << "mtp_layers " << mtp;
   }
-  for (const auto& ops : {head_forward_ops(m, p), head_backward_ops(m, p)}) per_rank += flops_of(ops, OpKind::Gemm);
-  const double step = per_rank * p.num_micro_batches() * p.dp * p.tp;
-  EXPECT_NEAR(step / model_flops_per_step(m, p), 1.0, 1e-12);
+  // The MTP module's parameters sit on the last stage: a layer, two norms and the 2h x h projection.
+  EXPECT_DOUBLE_EQ(mtp_params_per_rank(m, p),
+                   layer_params_per_rank(m, p, m.layers - 1) + 2.0 * m.norm_params() + 2.0 * m.hidden * m.hidden / p.tp);
 }
 
 TEST(StepOps, HeadAndEmbeddingCollectives) {
