@@ -10,7 +10,7 @@ import sys
 
 KEYS = ["cluster.nodes", "cluster.fabric.oversubscription", "cluster.gpus_per_node", "cluster.nics_per_node",
         "model.layers", "model.hidden", "model.heads", "model.kv_heads", "model.ffn_hidden", "model.vocab",
-        "model.seq_len", "model.moe.experts", "model.moe.top_k", "model.sliding_window", "model.full_attention_every",
+        "model.seq_len", "model.moe.experts", "model.moe.top_k", "model.sliding_window", "model.full_attention_every", "model.mtp_layers",
         "parallelism.tp", "parallelism.pp", "parallelism.cp", "parallelism.dp", "parallelism.vp", "parallelism.ep", "parallelism.etp",
         "parallelism.micro_batch", "parallelism.global_batch", "parallelism.zero", "parallelism.shard_size",
         "parallelism.first_stage_layers", "parallelism.last_stage_layers", "parallelism.recompute_layers",
