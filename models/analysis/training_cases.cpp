@@ -241,6 +241,24 @@ void pipeline_split(int layers, int pp, int stated_vp, bool hopper_era, int micr
   }
   pl["vp"] = vp;
   const LayerSplit split = split_layers(layers, pp * vp);
+  const int V = pp * vp;
+  if (!split.ok && V > 2 && layers >= V) {
+    // No first/last split fits (DeepSeek-V3's 61 layers over 32 virtual stages): a per-stage
+    // layout as Megatron-Core's pipeline_model_parallel_layout writes it, as even as possible, the
+    // extra layers on the middle stages first (the first and last also carry the embedding and
+    // the output layer).
+    std::vector<int> counts(V, layers / V);
+    int extra = layers % V;
+    for (int v = 1; v + 1 < V && extra > 0; ++v, --extra) ++counts[v];
+    if (extra > 0) { ++counts[V - 1]; --extra; }
+    if (extra > 0) ++counts[0];
+    YAML::Node list;
+    for (int c : counts) list.push_back(c);
+    list.SetStyle(YAML::EmitterStyle::Flow);
+    pl["stage_layers"] = list;
+    defaults.push_back("parallelism.stage_layers: " + std::to_string(layers) + " layers over " + std::to_string(V) +
+                       " virtual stages as evenly as possible, the extra ones on the middle stages");
+  }
   if (split.ok && split.first > 0) {
     pl["first_stage_layers"] = split.first;
     pl["last_stage_layers"] = split.last;

@@ -484,6 +484,13 @@ double embedding_params_per_rank(const ModelConfig& m, const ParallelPlan& p) {
 
 std::vector<int> virtual_stage_bounds(const ModelConfig& m, const ParallelPlan& p) {
   const int V = p.pp * p.vp;
+  if (!p.stage_layers.empty()) {
+    std::vector<int> bounds{0};
+    for (int l : p.stage_layers) bounds.push_back(std::min(m.layers, bounds.back() + l));
+    bounds.resize(V + 1, m.layers);
+    bounds.back() = m.layers;  // counts that do not add up (only in plans check_plan rejects) end here
+    return bounds;
+  }
   const int first = p.first_stage_layers, last = p.last_stage_layers;
   const int middle = std::max(1, V - (first > 0) - (last > 0));
   const int per = (m.layers - first - last) / middle;

@@ -45,7 +45,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
                 "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "kernels", "shard_size", "dp_bucket_size",
-                "first_stage_layers", "last_stage_layers"});
+                "first_stage_layers", "last_stage_layers", "stage_layers"});
   ParallelPlan p;
   auto positive_int = [&](const char* key, int fallback) {
     const long long v = n.optional_int(key).value_or(fallback);
@@ -130,6 +130,18 @@ ParallelPlan parse_plan(const config::Node& n) {
   };
   p.first_stage_layers = non_negative_int("first_stage_layers");
   p.last_stage_layers = non_negative_int("last_stage_layers");
+  if (n.has("stage_layers")) {
+    const config::Node list = n["stage_layers"];
+    if (!list.is_sequence() || list.size() == 0)
+      n.fail("stage_layers", "must be a list of layer counts, one per virtual stage", "write e.g. stage_layers: [3, 4, 4, 3]");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const long long v = list.at(i).as_int();
+      if (v < 0 || v > 10'000) n.fail("stage_layers", "entry " + str(static_cast<long long>(i)) + " is " + str(v), "use 0..layers");
+      p.stage_layers.push_back(static_cast<int>(v));
+    }
+    if (p.first_stage_layers > 0 || p.last_stage_layers > 0)
+      n.fail("stage_layers", "given together with first_stage_layers/last_stage_layers", "use one or the other");
+  }
   return p;
 }
 
@@ -162,7 +174,22 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
     n.fail("tp", "moe.expert_ffn_hidden (" + str(m.moe.expert_ffn_hidden) + ") is not divisible by tp (" + str(p.tp) + ")",
            "use tp in {" + divisors(std::gcd(m.moe.expert_ffn_hidden, head_gcd), 64) + "}");
   const int V = p.pp * p.vp;
-  if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+  if (!p.stage_layers.empty()) {
+    long long sum = 0;
+    for (int l : p.stage_layers) sum += l;
+    if (static_cast<int>(p.stage_layers.size()) != V)
+      n.fail("stage_layers", "has " + str(static_cast<long long>(p.stage_layers.size())) + " entries, but pp*vp = " + str(V) +
+                                 " virtual stages", "give one layer count per virtual stage");
+    if (sum != m.layers)
+      n.fail("stage_layers", "adds up to " + str(sum) + " layers, but the model has " + str(m.layers),
+             "make the counts add up to the model's layers");
+    for (int s = 0; s < p.pp; ++s) {
+      int rank_layers = 0;
+      for (int c = 0; c < p.vp; ++c) rank_layers += p.stage_layers[c * p.pp + s];
+      if (rank_layers == 0)
+        n.fail("stage_layers", "pipeline rank " + str(s) + " gets no layer", "give every pipeline rank at least one layer");
+    }
+  } else if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
     const int fixed = p.first_stage_layers + p.last_stage_layers;
     const int middle = V - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);
     if (middle < 1 || fixed >= m.layers || (m.layers - fixed) % middle != 0)

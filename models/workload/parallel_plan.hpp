@@ -31,6 +31,8 @@
 //     kernels: fused                 # fused | eager: the element-wise kernels' implementation (below)
 //     first_stage_layers: 7  # optional uneven split (Llama 3 405B: 7 + 14x8 + 7)
 //     last_stage_layers: 7
+//     stage_layers: [1, 2, 2, ..., 1]  # or every virtual stage's layer count, pp*vp of them in
+//                            # virtual-stage order (Megatron-Core's pipeline_model_parallel_layout)
 //
 // Defaults: dp_bucket_size is Megatron-Core's DistributedDataParallel bucket, max(40M, 1M x dp)
 // parameters (distributed_data_parallel.py), in 16-bit gradients; PyTorch DDP's own default
@@ -64,6 +66,8 @@
 // products; SwiGLU as SiLU then a multiply. Each step reads and writes HBM (ops.cpp). LayerNorm and
 // GELU are single PyTorch kernels either way.
 #pragma once
+#include <vector>
+
 #include "config/yaml.hpp"
 #include "models/workload/model_config.hpp"
 
@@ -99,6 +103,7 @@ struct ParallelPlan {
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;
   int last_stage_layers = 0;
+  std::vector<int> stage_layers;  // layers per virtual stage (empty: even, or first/last above)
 
   int num_gpus() const { return tp * pp * dp * cp; }
   double grad_bytes_per_param() const {

@@ -134,6 +134,30 @@ TEST(TrainingCasePolicy, UnevenLayersGoToTheMiddleStagesFirst) {
   EXPECT_EQ(built.training.plan.first_stage_layers, 3);
 }
 
+TEST(TrainingCasePolicy, WhenNoFirstLastSplitFitsEveryVirtualStageGetsItsCount) {
+  // 61 layers over pp 8 x vp 4 = 32 virtual stages (Megatron-Bridge's DeepSeek-V3 on GB200): 2 on
+  // the 29 middle stages that come first, 1 on the first, the last and one more middle stage.
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["hardware"]["num_gpus"] = 8;
+  c["model"]["layers"] = 61;
+  c["parallelism"]["pp"] = 8;
+  c["parallelism"]["vp"] = 4;
+  c["parallelism"]["dp"] = 1;
+  c["parallelism"]["global_batch"] = 8;
+  c["parallelism"]["zero"] = 1;
+  std::vector<std::string> defaults;
+  const YAML::Node s = training_case_scenario(c, defaults);
+  const auto counts = s["parallelism"]["stage_layers"].as<std::vector<int>>();
+  ASSERT_EQ(counts.size(), 32u);
+  EXPECT_EQ(counts.front(), 1);
+  EXPECT_EQ(counts[1], 2);
+  EXPECT_EQ(counts[29], 2);
+  EXPECT_EQ(counts[30], 1);
+  EXPECT_EQ(counts.back(), 1);
+  const Scenario built = scenario_from_yaml(s, "case t");  // and the plan checks accept it
+  EXPECT_EQ(built.training.plan.stage_layers, counts);
+}
+
 TEST(TrainingCasePolicy, UnstatedInterleavingOnHopperIsTheFinestTheLayersAllow) {
   // Llama 3 405B's shape: 126 layers over pp 16. vp 4 is the finest split (62 middle virtual stages
   // of 2, the first and last 1); vp 5..7 leave no valid split and vp 8 would need 128 layers.

@@ -6,6 +6,7 @@
 
 #include "config/error.hpp"
 #include "config/yaml.hpp"
+#include "models/workload/ops.hpp"
 #include "models/workload/parallel_plan.hpp"
 
 namespace stacksim::workload {
@@ -112,6 +113,24 @@ TEST(Plan, LayersMustDivideByStages) {
   EXPECT_EQ(check(gpt(126, 128, 8), "{pp: 16, first_stage_layers: 7, last_stage_layers: 7, global_batch: 16}", 16), "");
   EXPECT_TRUE(has(check(gpt(126, 128, 8), "{pp: 16, first_stage_layers: 6, last_stage_layers: 7, global_batch: 16}", 16),
                   "do not split evenly"));
+}
+
+TEST(Plan, AnExplicitLayoutGivesEveryVirtualStageItsLayers) {
+  // Megatron-Core's pipeline layout: 7 layers over pp 2 x vp 2 as [1, 2, 2, 2]; virtual stages
+  // 0 and 2 are rank 0's, 1 and 3 rank 1's.
+  const ModelConfig m = gpt(7, 128, 8);
+  EXPECT_EQ(check(m, "{pp: 2, vp: 2, dp: 1, global_batch: 4, stage_layers: [1, 2, 2, 2]}", 2), "");
+  ParallelPlan p;
+  p.pp = p.vp = 2;
+  p.stage_layers = {1, 2, 2, 2};
+  EXPECT_EQ(virtual_stage_bounds(m, p), (std::vector<int>{0, 1, 3, 5, 7}));
+  EXPECT_EQ(max_layers_per_chunk(m, p), 2);
+  EXPECT_TRUE(has(check(m, "{pp: 2, vp: 2, dp: 1, global_batch: 4, stage_layers: [1, 2, 2]}", 2), "pp*vp = 4"));
+  EXPECT_TRUE(has(check(m, "{pp: 2, vp: 2, dp: 1, global_batch: 4, stage_layers: [1, 2, 2, 1]}", 2), "adds up to 6"));
+  EXPECT_TRUE(has(check(m, "{pp: 2, vp: 2, dp: 1, global_batch: 4, stage_layers: [3, 0, 4, 0]}", 2),
+                  "pipeline rank 1 gets no layer"));
+  EXPECT_TRUE(has(check(m, "{pp: 2, dp: 1, global_batch: 4, stage_layers: [3, 4], first_stage_layers: 3}", 2),
+                  "one or the other"));
 }
 
 TEST(Plan, InterleavingNeedsMultiplesOfPpMicroBatches) {
