@@ -52,7 +52,10 @@ std::vector<std::string> split_csv(const std::string& line) {
 
 std::string join_csv(const std::vector<std::string>& fields) {
   std::string line;
-  for (size_t i = 0; i < fields.size(); ++i) line += (i ? "," : "") + csv_field(fields[i]);
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i) line += ',';
+    line += csv_field(fields[i]);
+  }
   return line;
 }
 

@@ -142,10 +142,6 @@ double ModelConfig::total_params() const {
   return p;
 }
 
-double ModelConfig::mtp_params() const {
-  return mtp_layers * (layer_params(layers - 1) + 2.0 * norm_params() + 2.0 * static_cast<double>(hidden) * hidden);
-}
-
 double ModelConfig::active_params() const {
   double p = embedding_params() + norm_params();
   for (int l = 0; l < layers; ++l) {

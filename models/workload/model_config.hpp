@@ -123,7 +123,6 @@ struct ModelConfig {
   double layer_params(int layer) const;      // + the layer's two norms
   double embedding_params() const;           // input embedding (+ output layer when untied)
   double total_params() const;              // the main model (DeepSeek-V3's 671B: without MTP)
-  double mtp_params() const;                // the MTP modules (sharing embedding and output head)
   double active_params() const;              // touched per token (top_k + shared experts)
 };
 

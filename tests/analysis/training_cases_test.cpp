@@ -118,16 +118,24 @@ TEST(TrainingCasePolicy, AutoRecomputesTheFewestLayersThatFit) {
   EXPECT_GT(autor.memory_per_gpu_bytes, full.memory_per_gpu_bytes);
 }
 
-TEST(TrainingCasePolicy, UnevenLayersGoToTheMiddleStagesFirst) {
-  // 61 layers over pp 16: 14 middle stages of 4, the first stage 3 and the last 2.
+namespace {
+// A 61-layer (DeepSeek-V3-deep) case on pp GPUs, all pipeline; vp 0 leaves it unstated.
+YAML::Node pipelined_61_layers(int pp, int vp) {
   YAML::Node c = training_case("H100-SXM5-80GB", "");
-  c["hardware"]["num_gpus"] = 16;
+  c["hardware"]["num_gpus"] = pp;
   c["model"]["layers"] = 61;
-  c["parallelism"]["pp"] = 16;
+  c["parallelism"]["pp"] = pp;
+  if (vp > 0) c["parallelism"]["vp"] = vp;
   c["parallelism"]["dp"] = 1;
   c["parallelism"]["zero"] = 1;
+  return c;
+}
+}  // namespace
+
+TEST(TrainingCasePolicy, UnevenLayersGoToTheMiddleStagesFirst) {
+  // 61 layers over pp 16: 14 middle stages of 4, the first stage 3 and the last 2.
   std::vector<std::string> defaults;
-  const YAML::Node s = training_case_scenario(c, defaults);
+  const YAML::Node s = training_case_scenario(pipelined_61_layers(16, 0), defaults);
   EXPECT_EQ(s["parallelism"]["first_stage_layers"].as<int>(), 3);
   EXPECT_EQ(s["parallelism"]["last_stage_layers"].as<int>(), 2);
   const Scenario built = scenario_from_yaml(s, "case t");  // and the plan checks accept it
@@ -137,16 +145,8 @@ TEST(TrainingCasePolicy, UnevenLayersGoToTheMiddleStagesFirst) {
 TEST(TrainingCasePolicy, WhenNoFirstLastSplitFitsEveryVirtualStageGetsItsCount) {
   // 61 layers over pp 8 x vp 4 = 32 virtual stages (Megatron-Bridge's DeepSeek-V3 on GB200): 2 on
   // the 29 middle stages that come first, 1 on the first, the last and one more middle stage.
-  YAML::Node c = training_case("H100-SXM5-80GB", "");
-  c["hardware"]["num_gpus"] = 8;
-  c["model"]["layers"] = 61;
-  c["parallelism"]["pp"] = 8;
-  c["parallelism"]["vp"] = 4;
-  c["parallelism"]["dp"] = 1;
-  c["parallelism"]["global_batch"] = 8;
-  c["parallelism"]["zero"] = 1;
   std::vector<std::string> defaults;
-  const YAML::Node s = training_case_scenario(c, defaults);
+  const YAML::Node s = training_case_scenario(pipelined_61_layers(8, 4), defaults);
   const auto counts = s["parallelism"]["stage_layers"].as<std::vector<int>>();
   ASSERT_EQ(counts.size(), 32u);
   EXPECT_EQ(counts.front(), 1);
