@@ -167,6 +167,10 @@ TEST(ModelYaml, InputErrorsNameKeyAndFix) {
   const std::string mtp =
       error_of([] { from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, mtp_layers: 17}\n"); });
   EXPECT_NE(mtp.find("mtp_layers"), std::string::npos) << mtp;
+  const std::string experts = error_of([] {
+    from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, moe: {experts: 100000, top_k: 2}}\n");
+  });
+  EXPECT_NE(experts.find("moe.experts"), std::string::npos) << experts;
 }
 
 TEST(ModelYaml, SlidingWindowEveryLayerOrAllButEveryNth) {
