@@ -8,10 +8,23 @@
 #include "models/analysis/catalogs.hpp"
 #include "models/analysis/scenario.hpp"
 #include "config/yaml.hpp"
+#include "models/workload/pipeline_layout.hpp"
 
 #include <filesystem>
 
 namespace stacksim::analysis {
+
+namespace {
+std::string join_counts(const std::vector<int>& counts) {
+  std::string s = "[";
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(counts[i]);
+  }
+  s += ']';
+  return s;
+}
+}  // namespace
 
 std::vector<PlanCandidate> search_plans(const std::string& path, const std::vector<std::string>& base_sets,
                                         size_t top, size_t* evaluated) {
@@ -31,15 +44,16 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
   std::vector<std::vector<std::string>> plans;
   for (int tp = 1; tp <= std::min(gpus, 8); tp *= 2) {
     if (m.heads % tp || m.kv_heads % tp || gpus % tp) continue;
-    for (int pp = 1; pp <= gpus / tp; ++pp) {
-      if ((gpus / tp) % pp || m.layers % pp) continue;
+    for (int pp = 1; pp <= std::min(gpus / tp, m.layers); ++pp) {
+      if ((gpus / tp) % pp) continue;
       const int dp = gpus / (tp * pp);
       // Interleaving (pipelines only) and, without a pipeline, FSDP; plans the checks refuse
-      // (layers or micro-batches that do not divide) drop out below.
+      // (micro-batches that do not divide) drop out below. Layers that do not divide over the
+      // (virtual) stages get the case builder's uneven layout (Llama 3 405B's 126 over 16).
       std::vector<int> vps{1}, zeros{0, 1};
       if (pp > 1)
         for (int vp : {2, 4})
-          if (m.layers % (pp * vp) == 0) vps.push_back(vp);
+          if (m.layers >= pp * vp) vps.push_back(vp);
       if (pp == 1 && dp > 1) zeros.push_back(3);
       // MoE: expert parallelism in powers of two dividing the experts, out of dp (experts split
       // like the dense layers) or, beyond dp, out of tp*dp with whole experts (etp 1).
@@ -61,6 +75,13 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
                   "parallelism.vp=" + std::to_string(vp),      "parallelism.micro_batch=" + std::to_string(mb),
                   "parallelism.recompute=auto",                "parallelism.zero=" + std::to_string(zero),
                   std::string("parallelism.sequence_parallel=") + (tp > 1 ? "true" : "false")};
+              // The layout belongs to the plan: a scenario's own (for its pp) is replaced ("null": none).
+              const workload::PipelineLayout layout = workload::pipeline_layout(m.layers, pp * vp);
+              const bool split = layout.first > 0;
+              plan.push_back("parallelism.first_stage_layers=" + (split ? std::to_string(layout.first) : "null"));
+              plan.push_back("parallelism.last_stage_layers=" + (split ? std::to_string(layout.last) : "null"));
+              plan.push_back("parallelism.stage_layers=" +
+                             (layout.stage_layers.empty() ? "null" : join_counts(layout.stage_layers)));
               if (m.is_moe()) plan.push_back("parallelism.ep=" + std::to_string(ep));
               if (etp < tp) plan.push_back("parallelism.etp=1");
               plans.push_back(plan);
@@ -102,6 +123,7 @@ void print_plans(const std::vector<PlanCandidate>& plans, size_t evaluated, std:
     std::string desc;
     for (const auto& s : plans[i].sets) {
       std::string item = s.substr(s.find('.') + 1);
+      if (item.size() > 5 && item.compare(item.size() - 5, 5, "=null") == 0) continue;  // a key the plan leaves out
       if (item == "recompute=auto") item = "recompute=" + r.recompute;  // what auto chose
       desc += (desc.empty() ? "" : " ") + item;
     }

@@ -80,7 +80,8 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   }
   r.recompute = workload::recompute_name(plan.recompute);
   if (plan.recompute == workload::Recompute::Full && plan.recompute_layers > 0)
-    r.recompute += " (" + std::to_string(plan.recompute_layers) + " layers per model chunk)";
+    r.recompute += " (" + std::to_string(plan.recompute_layers) +
+                   (plan.recompute_layers == 1 ? " layer" : " layers") + " per model chunk)";
   r.memory = workload::memory_per_gpu(setup.model, plan);
   r.memory_per_gpu_bytes = r.memory.total_bytes();
   r.gpu_memory_bytes = gpu.memory_bytes;

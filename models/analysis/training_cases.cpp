@@ -10,6 +10,7 @@
 #include "models/analysis/catalogs.hpp"
 #include "models/analysis/scenario.hpp"
 #include "models/analysis/training.hpp"
+#include "models/workload/pipeline_layout.hpp"
 
 namespace stacksim::analysis {
 namespace {
@@ -207,22 +208,6 @@ std::string nic_for(const std::string& fabric, int gbps) {
   return "cx5-edr100";
 }
 
-// Layers over pp*vp (virtual) stages. When they do not divide, the middle stages take
-// ceil(layers / stages) each and the first and last stages (which also hold the embedding and the
-// output layer) share the rest, the last the smaller part (Megatron's
-// decoder_first/last_pipeline_num_layers). ok is false when no such split exists.
-struct LayerSplit {
-  bool ok = false;
-  int first = 0, last = 0, per = 0;
-};
-LayerSplit split_layers(int layers, int stages) {
-  if (layers % stages == 0) return {layers >= stages, 0, 0, layers / stages};
-  if (stages <= 2) return {};
-  const int per = (layers + stages - 1) / stages, rest = layers - (stages - 2) * per;
-  if (rest < 2) return {};
-  return {true, (rest + 1) / 2, rest / 2, per};
-}
-
 // The pipeline's interleaving and layer split. A stated vp is taken as is. Unstated on a
 // Hopper-or-later stack with pp > 1: the interleaved 1F1B schedule with the finest virtual stages
 // the layers allow (Megatron-Core/NeMo recipes run 1-4 layers per virtual stage, Meta trained
@@ -234,37 +219,30 @@ void pipeline_split(int layers, int pp, int stated_vp, bool hopper_era, int micr
   if (stated_vp <= 0) {
     if (hopper_era && pp > 1 && micro_batches % pp == 0)
       for (int v = layers / pp; v >= 2; --v)
-        if (split_layers(layers, pp * v).ok) { vp = v; break; }
+        if (const auto l = workload::pipeline_layout(layers, pp * v); l.ok && l.stage_layers.empty()) {
+          vp = v;
+          break;
+        }
     defaults.push_back(vp > 1 ? "parallelism.vp: " + std::to_string(vp) +
                                     " (Hopper-era stacks interleave: the finest virtual stages the layers allow)"
                               : std::string("parallelism.vp: 1 (no interleaving)"));
   }
   pl["vp"] = vp;
-  const LayerSplit split = split_layers(layers, pp * vp);
   const int V = pp * vp;
-  if (!split.ok && V > 2 && layers >= V) {
-    // No first/last split fits (DeepSeek-V3's 61 layers over 32 virtual stages): a per-stage
-    // layout as Megatron-Core's pipeline_model_parallel_layout writes it, as even as possible, the
-    // extra layers on the middle stages first (the first and last also carry the embedding and
-    // the output layer).
-    std::vector<int> counts(V, layers / V);
-    int extra = layers % V;
-    for (int v = 1; v + 1 < V && extra > 0; ++v, --extra) ++counts[v];
-    if (extra > 0) { ++counts[V - 1]; --extra; }
-    if (extra > 0) ++counts[0];
+  const workload::PipelineLayout layout = workload::pipeline_layout(layers, V);
+  if (!layout.stage_layers.empty()) {
     YAML::Node list;
-    for (int c : counts) list.push_back(c);
+    for (int c : layout.stage_layers) list.push_back(c);
     list.SetStyle(YAML::EmitterStyle::Flow);
     pl["stage_layers"] = list;
     defaults.push_back("parallelism.stage_layers: " + std::to_string(layers) + " layers over " + std::to_string(V) +
-                       " virtual stages as evenly as possible, the extra ones on the middle stages");
-  }
-  if (split.ok && split.first > 0) {
-    pl["first_stage_layers"] = split.first;
-    pl["last_stage_layers"] = split.last;
-    defaults.push_back("parallelism.first/last_stage_layers: " + std::to_string(split.first) + "/" +
-                       std::to_string(split.last) + " (" + std::to_string(layers) + " layers over " +
-                       std::to_string(pp * vp) + " stages, " + std::to_string(split.per) + " in each middle stage)");
+                       " virtual stages as evenly as possible, the extra ones on the middle stages, then the first");
+  } else if (layout.first > 0) {
+    pl["first_stage_layers"] = layout.first;
+    pl["last_stage_layers"] = layout.last;
+    defaults.push_back("parallelism.first/last_stage_layers: " + std::to_string(layout.first) + "/" +
+                       std::to_string(layout.last) + " (" + std::to_string(layers) + " layers over " +
+                       std::to_string(V) + " stages, " + std::to_string(layout.per_stage) + " in each middle stage)");
   }
 }
 

@@ -76,3 +76,29 @@ TEST(PlanSearch, MoeModelsTryExpertParallelismIncludingFolding) {
   EXPECT_TRUE(expert_parallel);
   EXPECT_TRUE(folded);
 }
+
+TEST(PlanSearch, LayersThatDoNotDivideGetAnUnevenLayoutThatReplacesTheScenarios) {
+  // 10 layers on 16 GPUs: pp 4 takes 2 on the first and last stages and 3 on the two middle ones;
+  // pp 8 (and pp 4 x vp 2) counts every stage. The scenario's own first/last split (for no plan
+  // the search tries) is replaced, so pipeline-free candidates exist too.
+  const std::string path = test_tmp("plan_uneven.yaml");
+  std::ofstream(path) << "cluster: {node: dgx-h100, nodes: 2}\n"
+                         "model: {layers: 10, hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, vocab: 32000,"
+                         " seq_len: 4096, mlp: swiglu}\n"
+                         "parallelism: {tp: 1, pp: 1, dp: 16, micro_batch: 1, global_batch: 64, recompute: full,"
+                         " first_stage_layers: 3, last_stage_layers: 3}\n";
+  const auto plans = search_plans(path, {}, 100000);
+  auto has_set = [](const PlanCandidate& c, const std::string& set) {
+    return std::find(c.sets.begin(), c.sets.end(), set) != c.sets.end();
+  };
+  bool split = false, counted = false, flat = false;
+  for (const PlanCandidate& c : plans) {
+    split |= has_set(c, "parallelism.pp=4") && has_set(c, "parallelism.vp=1") &&
+             has_set(c, "parallelism.first_stage_layers=2") && has_set(c, "parallelism.last_stage_layers=2");
+    counted |= has_set(c, "parallelism.pp=8") && has_set(c, "parallelism.stage_layers=[1,2,2,1,1,1,1,1]");
+    flat |= has_set(c, "parallelism.pp=1");
+  }
+  EXPECT_TRUE(split);
+  EXPECT_TRUE(counted);
+  EXPECT_TRUE(flat);
+}

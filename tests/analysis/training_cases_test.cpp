@@ -112,7 +112,7 @@ TEST(TrainingCasePolicy, AutoRecomputesTheFewestLayersThatFit) {
   ASSERT_TRUE(none.oom) << none.memory_per_gpu_bytes;
   ASSERT_FALSE(full.oom);
   EXPECT_FALSE(autor.oom);
-  EXPECT_NE(autor.recompute.find("layers per model chunk"), std::string::npos) << autor.recompute;
+  EXPECT_NE(autor.recompute.find("per model chunk"), std::string::npos) << autor.recompute;
   EXPECT_LT(autor.step_time_s, full.step_time_s);
   EXPECT_GT(autor.step_time_s, none.step_time_s);
   EXPECT_GT(autor.memory_per_gpu_bytes, full.memory_per_gpu_bytes);
