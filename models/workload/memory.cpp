@@ -87,8 +87,14 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
   const bool last = (p.vp - 1) * p.pp + stage == V - 1;
   if (last) {
     f.buffers_bytes += 6.0 * tokens * m.vocab / p.tp;
-    // The MTP layers' activations, kept for every micro-batch in flight on this stage.
-    f.activations_bytes += m.mtp_layers * activation_bytes_per_layer(m, p, m.layers - 1) * in_flight_micro_batches(p, stage);
+    // The MTP layers' activations, kept for every micro-batch in flight on this stage: under full
+    // recomputation the checkpoint's two inputs (hidden states and embeddings), else the layer's
+    // and the projection's 2h-wide input.
+    const double sp_split = p.sp() ? p.tp : 1.0;
+    const double mtp_depth = p.recompute == Recompute::Full
+                                 ? 2.0 * 2.0 * tokens * m.hidden / sp_split
+                                 : activation_bytes_per_layer(m, p, m.layers - 1) + 2.0 * 2.0 * tokens * m.hidden / sp_split;
+    f.activations_bytes += m.mtp_layers * mtp_depth * in_flight_micro_batches(p, stage);
   }
   if (p.sp()) f.buffers_bytes += 2.0 * 2.0 * tokens * m.hidden;
   f.reserve_bytes = kReserveBytes;

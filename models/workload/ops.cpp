@@ -155,7 +155,10 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
       case OpKind::Comm: {
         Op b = f;
         b.backward = true;
-        if (f.group == CommGroup::CP) {  // ring attention backward: K/V again, dK/dV home
+        if (f.comm_backward == Op::Backward::None) break;
+        if (f.comm_backward == Op::Backward::Same) {
+          b.name = f.name + " (backward)";
+        } else if (f.group == CommGroup::CP) {  // ring attention backward: K/V again, dK/dV home
           b.name = "cp k/v exchange (backward)";
           out.push_back(b);
           b.comm = CommKind::ReduceScatter;
@@ -358,9 +361,12 @@ Block head_block(const ModelConfig& m, const ParallelPlan& p) {
   b.inner.push_back(logits);
   b.inner.push_back(memory("cross-entropy", OpClass::Loss, 12.0 * d.T * m.vocab / d.t));
   if (p.tp > 1)
-    for (const char* stat : {"max", "target logit", "sum-exp"})
-      b.inner.push_back(comm(std::string("tp all-reduce (cross-entropy ") + stat + ")", CommKind::AllReduce,
-                             CommGroup::TP, 4.0 * d.T));
+    for (const char* stat : {"max", "target logit", "sum-exp"}) {
+      Op reduce = comm(std::string("tp all-reduce (cross-entropy ") + stat + ")", CommKind::AllReduce, CommGroup::TP,
+                       4.0 * d.T);
+      reduce.comm_backward = Op::Backward::None;  // the softmax gradient (softmax - one-hot) needs none
+      b.inner.push_back(reduce);
+    }
   return b;
 }
 
@@ -417,36 +423,61 @@ std::vector<Op> embedding_backward_ops(const ModelConfig& m, const ParallelPlan&
 
 std::vector<Op> head_forward_ops(const ModelConfig& m, const ParallelPlan& p) { return forward_of({head_block(m, p)}, p); }
 
-std::vector<Op> head_backward_ops(const ModelConfig& m, const ParallelPlan& p) {
-  Block b = head_block(m, p);
-  // The softmax gradient (softmax - one-hot) needs no further TP collective.
-  b.inner.erase(std::remove_if(b.inner.begin(), b.inner.end(), [](const Op& o) { return o.kind == OpKind::Comm; }),
-                b.inner.end());
-  return backward_of({b}, p);
-}
+std::vector<Op> head_backward_ops(const ModelConfig& m, const ParallelPlan& p) { return backward_of({head_block(m, p)}, p); }
 
 namespace {
-std::vector<Block> mtp_blocks(const ModelConfig& m, const ParallelPlan& p) {
+// One multi-token-prediction depth (Megatron-Core's MultiTokenPredictionLayer): the two norms, the
+// 2h -> h projection eh_proj (column-parallel: with sequence parallelism its input is gathered
+// over the sequence first; its output is gathered over the hidden dimension, then split back to
+// the sequence shards, whose backward is a gather), a layer like the last, the output head.
+std::vector<Block> mtp_depth_blocks(const ModelConfig& m, const ParallelPlan& p) {
   const Dims d = dims(m, p);
-  std::vector<Block> blocks;
-  for (int k = 0; k < m.mtp_layers; ++k) {
-    Block in;
-    in.what = "(mtp input)";
-    in.pre.push_back(norm_op("mtp hidden norm", m, p, static_cast<double>(d.Tn) * d.h));
-    in.pre.push_back(norm_op("mtp embedding norm", m, p, static_cast<double>(d.Tn) * d.h));
-    // Column-parallel over tp (Megatron's eh_proj); its tp collectives are not modelled.
-    in.inner.push_back(gemm("mtp projection", d.T, d.h / d.t, 2 * d.h));
-    blocks.push_back(in);
-    for (const Block& b : layer_blocks(m, p, m.layers - 1)) blocks.push_back(b);
-    blocks.push_back(head_block(m, p));
+  Block in;
+  in.what = "(mtp projection)";
+  in.pre.push_back(norm_op("mtp hidden norm", m, p, static_cast<double>(d.Tn) * d.h));
+  in.pre.push_back(norm_op("mtp embedding norm", m, p, static_cast<double>(d.Tn) * d.h));
+  in.entry = true;
+  in.entry_bytes = kAct * d.T * 2.0 * d.h;
+  in.inner.push_back(gemm("mtp projection", d.T, d.h / d.t, 2 * d.h));
+  if (p.tp > 1) {
+    Op gather = comm("tp all-gather (mtp projection output)", CommKind::AllGather, CommGroup::TP, kAct * d.T * d.h);
+    gather.comm_backward = p.sp() ? Op::Backward::Same : Op::Backward::None;
+    in.post.push_back(gather);
   }
+  std::vector<Block> blocks{in};
+  for (const Block& b : layer_blocks(m, p, m.layers - 1)) blocks.push_back(b);
+  blocks.push_back(head_block(m, p));
   return blocks;
 }
 }  // namespace
 
-std::vector<Op> mtp_forward_ops(const ModelConfig& m, const ParallelPlan& p) { return forward_of(mtp_blocks(m, p), p); }
+std::vector<Op> mtp_forward_ops(const ModelConfig& m, const ParallelPlan& p) {
+  std::vector<Op> out;
+  const std::vector<Op> depth = forward_of(mtp_depth_blocks(m, p), p);
+  for (int k = 0; k < m.mtp_layers; ++k) out.insert(out.end(), depth.begin(), depth.end());
+  return out;
+}
+
+// Each depth's backward, last depth first. Megatron-Core checkpoints the projection and the layer
+// of every depth under full recomputation (whatever recompute_num_layers says) and recomputes
+// them right before that depth's backward; selective recomputation re-runs the core attention.
 std::vector<Op> mtp_backward_ops(const ModelConfig& m, const ParallelPlan& p) {
-  return backward_of(mtp_blocks(m, p), p);
+  std::vector<Block> blocks = mtp_depth_blocks(m, p);
+  std::vector<Op> depth;
+  if (p.recompute != Recompute::None) {
+    const std::vector<Block> checkpointed(blocks.begin(), blocks.end() - 1);  // not the head
+    for (Op o : forward_of(checkpointed, p)) {
+      if (p.recompute == Recompute::Selective && o.cls != OpClass::Attention) continue;
+      o.recompute = true;
+      o.name = "recompute " + o.name;
+      depth.push_back(o);
+    }
+  }
+  const std::vector<Op> bwd = backward_of(blocks, p);
+  depth.insert(depth.end(), bwd.begin(), bwd.end());
+  std::vector<Op> out;
+  for (int k = 0; k < m.mtp_layers; ++k) out.insert(out.end(), depth.begin(), depth.end());
+  return out;
 }
 
 double mtp_params_per_rank(const ModelConfig& m, const ParallelPlan& p) {

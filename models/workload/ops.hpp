@@ -77,6 +77,10 @@ struct Op {
   CommGroup group = CommGroup::TP;
   double comm_bytes = 0;  // nccl-tests buffer size per rank
   bool overlaps_next = false;  // Comm: runs under the next compute op, joined after it
+  // Comm: what the backward pass sends. Conjugate: all-gather <-> reduce-scatter, the others the
+  // same (the usual pairs); Same: the same collective again; None: nothing (the forward's
+  // conjugate is a local split).
+  enum class Backward { Conjugate, Same, None } comm_backward = Backward::Conjugate;
   // GEMM under FP8 precision: false for a plain 16-bit linear outside Transformer Engine's FP8
   // layers (Megatron's output layer), which keeps the 16-bit rate and needs no cast.
   bool fp8_eligible = true;
@@ -98,7 +102,9 @@ std::vector<Op> embedding_backward_ops(const ModelConfig& m, const ParallelPlan&
 std::vector<Op> head_forward_ops(const ModelConfig& m, const ParallelPlan& p);
 std::vector<Op> head_backward_ops(const ModelConfig& m, const ParallelPlan& p);
 // Multi-token prediction on the last virtual stage, all depths: per depth two norms, the 2h -> h
-// projection (split over tp), one layer like the model's last, and the output head again.
+// projection (column-parallel over tp, with its collectives), one layer like the model's last,
+// and the output head again; the backward recomputes the projection and the layer under full
+// recomputation (the core attention under selective).
 std::vector<Op> mtp_forward_ops(const ModelConfig& m, const ParallelPlan& p);
 std::vector<Op> mtp_backward_ops(const ModelConfig& m, const ParallelPlan& p);
 double mtp_params_per_rank(const ModelConfig& m, const ParallelPlan& p);

@@ -359,6 +359,45 @@ TEST(StepOps, OpFlopsOverAStepAreTheModelFlops) {
                    layer_params_per_rank(m, p, m.layers - 1) + 2.0 * m.norm_params() + 2.0 * m.hidden * m.hidden / p.tp);
 }
 
+TEST(StepOps, MtpProjectionCollectivesAndRecomputation) {
+  // Megatron-Core's eh_proj is column-parallel: with sequence parallelism its 2h-wide input is
+  // gathered over the sequence (reduce-scattered and re-gathered for wgrad in backward) and its
+  // h-wide output gathered over the hidden dimension, whose sequence split back is a gather in
+  // backward. Without sequence parallelism: the output gather forward, the input-grad all-reduce
+  // backward. Beyond what a plain last layer and head send.
+  ModelConfig m = gpt(2048, 16, 1024);
+  m.mtp_layers = 1;
+  const double T = 1024, h = 2048;
+  auto extra = [&](const ParallelPlan& p, bool backward, CommKind kind) {
+    const auto mtp = backward ? mtp_backward_ops(m, p) : mtp_forward_ops(m, p);
+    const auto layer = backward ? layer_backward_ops(m, p, m.layers - 1) : layer_forward_ops(m, p, m.layers - 1);
+    const auto head = backward ? head_backward_ops(m, p) : head_forward_ops(m, p);
+    return comm_bytes(mtp, kind, CommGroup::TP) - comm_bytes(layer, kind, CommGroup::TP) -
+           comm_bytes(head, kind, CommGroup::TP);
+  };
+  const ParallelPlan sp = plan(2, true), no_sp = plan(2, false);
+  EXPECT_DOUBLE_EQ(extra(sp, false, CommKind::AllGather), 2.0 * T * (2 * h + h));
+  EXPECT_DOUBLE_EQ(extra(sp, true, CommKind::AllGather), 2.0 * T * (h + 2 * h));
+  EXPECT_DOUBLE_EQ(extra(sp, true, CommKind::ReduceScatter), 2.0 * T * 2 * h);
+  EXPECT_DOUBLE_EQ(extra(no_sp, false, CommKind::AllGather), 2.0 * T * h);
+  EXPECT_DOUBLE_EQ(extra(no_sp, true, CommKind::AllGather), 0.0);
+  EXPECT_DOUBLE_EQ(extra(no_sp, true, CommKind::AllReduce), 2.0 * T * 2 * h);
+  // Full recomputation re-runs the projection and the layer (not the head) before each depth's
+  // backward, even when recompute_layers would leave the last layer alone.
+  ParallelPlan full = plan(2, true);
+  full.recompute = Recompute::Full;
+  full.recompute_layers = 1;
+  auto recomputed = [](const std::vector<Op>& ops) {
+    return static_cast<int>(sum(ops, [](const Op& o) { return o.recompute; }, [](const Op&) { return 1.0; }));
+  };
+  const int layer_ops = static_cast<int>(layer_forward_ops(m, full, m.layers - 1).size());
+  const int projection_ops = static_cast<int>(mtp_forward_ops(m, full).size() - layer_ops - head_forward_ops(m, full).size());
+  EXPECT_EQ(recomputed(mtp_backward_ops(m, full)), layer_ops + projection_ops);
+  m.mtp_layers = 2;
+  EXPECT_EQ(recomputed(mtp_backward_ops(m, full)), 2 * (layer_ops + projection_ops));
+  EXPECT_EQ(recomputed(mtp_backward_ops(m, plan(2, true))), 0);
+}
+
 TEST(StepOps, HeadAndEmbeddingCollectives) {
   const ModelConfig m = gpt();
   const auto head = head_forward_ops(m, plan(8));
