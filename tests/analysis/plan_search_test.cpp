@@ -21,6 +21,10 @@ std::string write_job(const std::string& name) {
                          "parallelism: {tp: 1, pp: 1, dp: 16, micro_batch: 1, global_batch: 64, recompute: full}\n";
   return path;
 }
+
+bool has_set(const PlanCandidate& c, const std::string& set) {
+  return std::find(c.sets.begin(), c.sets.end(), set) != c.sets.end();
+}
 }  // namespace
 
 TEST(PlanSearch, FastestFittingPlansFirstAndBetterThanNaive) {
@@ -40,9 +44,6 @@ TEST(PlanSearch, FastestFittingPlansFirstAndBetterThanNaive) {
 TEST(PlanSearch, TriesInterleavedPipelinesAndFsdp) {
   const std::string path = write_job("plan_kinds.yaml");
   const auto plans = search_plans(path, {}, 100000);
-  auto has_set = [](const PlanCandidate& c, const std::string& set) {
-    return std::find(c.sets.begin(), c.sets.end(), set) != c.sets.end();
-  };
   bool interleaved = false, fsdp = false;
   for (const PlanCandidate& c : plans) {
     interleaved |= has_set(c, "parallelism.vp=2") || has_set(c, "parallelism.vp=4");
@@ -64,9 +65,6 @@ TEST(PlanSearch, MoeModelsTryExpertParallelismIncludingFolding) {
                          " seq_len: 4096, mlp: swiglu, moe: {experts: 8, top_k: 2}}\n"
                          "parallelism: {tp: 1, pp: 1, dp: 16, micro_batch: 1, global_batch: 64, recompute: full}\n";
   const auto plans = search_plans(path, {}, 100000);
-  auto has_set = [](const PlanCandidate& c, const std::string& set) {
-    return std::find(c.sets.begin(), c.sets.end(), set) != c.sets.end();
-  };
   bool expert_parallel = false, folded = false;
   for (const PlanCandidate& c : plans) {
     expert_parallel |= has_set(c, "parallelism.ep=8");
@@ -88,9 +86,6 @@ TEST(PlanSearch, LayersThatDoNotDivideGetAnUnevenLayoutThatReplacesTheScenarios)
                          "parallelism: {tp: 1, pp: 1, dp: 16, micro_batch: 1, global_batch: 64, recompute: full,"
                          " first_stage_layers: 3, last_stage_layers: 3}\n";
   const auto plans = search_plans(path, {}, 100000);
-  auto has_set = [](const PlanCandidate& c, const std::string& set) {
-    return std::find(c.sets.begin(), c.sets.end(), set) != c.sets.end();
-  };
   bool split = false, counted = false, flat = false;
   for (const PlanCandidate& c : plans) {
     split |= has_set(c, "parallelism.pp=4") && has_set(c, "parallelism.vp=1") &&
