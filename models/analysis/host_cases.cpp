@@ -58,7 +58,7 @@ void predict_dataloader_case(const YAML::Node& c, const std::vector<YAML::Node>&
   if (!has(meas["other"], "step_time_ms_dali"))
     throw std::runtime_error("the case publishes no GPU-side (DALI) step time of the same job");
   const double gpu_step_s = get<double>(meas["other"], "step_time_ms_dali") / 1000;
-  const int gpus = get<int>(op, "gpus");
+  const int gpus = positive<int>(op, "gpus");
 
   const topo::ClusterConfig cc = one_node(c, gpus);  // loaders run for the GPUs in use only
   const hw::NodeSpec& node = cc.node;

@@ -276,14 +276,14 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   // GPUs not stated but every parallel degree is: their product.
   int gpus = 0;
   if (has(hw, "num_gpus")) {
-    gpus = get<int>(hw, "num_gpus");
+    gpus = positive<int>(hw, "num_gpus");
   } else {
     gpus = 1;
     for (const char* k : {"tp", "pp", "dp"}) {
       if (!p || !has(p, k)) throw std::runtime_error("hardware.num_gpus is null (and parallelism.tp/pp/dp do not all say it)");
-      gpus *= get<int>(p, k);
+      gpus *= positive<int>(p, k);
     }
-    if (has(p, "cp")) gpus *= get<int>(p, "cp");
+    if (has(p, "cp")) gpus *= positive<int>(p, "cp");
     defaults.push_back("hardware.num_gpus: " + std::to_string(gpus) + " (tp * pp * dp * cp)");
   }
 
@@ -295,11 +295,11 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   cl["gpu"] = gpu;
   int per_node = Catalogs::bundled().nodes.node(cl["node"].as<std::string>()).gpus_per_node;
   const bool rack_scale = per_node > 16;  // an NVL72 rack modelled as one NVLink node
-  if (has(hw, "gpus_per_node") && rack_scale && get<int>(hw, "gpus_per_node") < per_node) {
-    defaults.push_back("hardware.gpus_per_node: " + std::to_string(get<int>(hw, "gpus_per_node")) +
+  if (has(hw, "gpus_per_node") && rack_scale && positive<int>(hw, "gpus_per_node") < per_node) {
+    defaults.push_back("hardware.gpus_per_node: " + std::to_string(positive<int>(hw, "gpus_per_node")) +
                        " GPUs per tray, in one " + std::to_string(per_node) + "-GPU NVLink rack");
   } else if (has(hw, "gpus_per_node")) {
-    per_node = get<int>(hw, "gpus_per_node");
+    per_node = positive<int>(hw, "gpus_per_node");
     cl["gpus_per_node"] = per_node;
   } else {
     defaults.push_back("hardware.gpus_per_node: the node type's (" + std::to_string(per_node) + ")");
@@ -319,11 +319,11 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   const YAML::Node inter = hw["inter_node"];
   if (has(inter, "nic_gbps")) {
     cl["nic"] = nic_for(has(inter, "fabric") ? get<std::string>(inter, "fabric") : "infiniband",
-                        get<int>(inter, "nic_gbps"));
+                        positive<int>(inter, "nic_gbps"));
   } else {
     defaults.push_back("hardware.inter_node.nic_gbps: the node type's NIC");
   }
-  if (has(inter, "nics_per_node")) cl["nics_per_node"] = get<int>(inter, "nics_per_node");
+  if (has(inter, "nics_per_node")) cl["nics_per_node"] = positive<int>(inter, "nics_per_node");
   else defaults.push_back("hardware.inter_node.nics_per_node: the node type's NIC count");
   YAML::Node fabric;
   fabric["topology"] = "fat_tree";
@@ -338,11 +338,11 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     if (!has(m, k)) throw std::runtime_error(std::string("model.") + k + " is null");
   YAML::Node mo;
   mo["name"] = has(m, "name") ? get<std::string>(m, "name") : std::string("model");
-  const long long hidden = get<long long>(m, "hidden");
-  mo["layers"] = get<long long>(m, "layers");
+  const long long hidden = positive<long long>(m, "hidden");
+  mo["layers"] = positive<long long>(m, "layers");
   mo["hidden"] = hidden;
   if (has(m, "heads")) {
-    mo["heads"] = get<long long>(m, "heads");
+    mo["heads"] = positive<long long>(m, "heads");
   } else if (hidden % 128 == 0) {
     // The head dimension of every large model family since GPT-3 6.7B (Llama, MPT, Mistral, Qwen).
     mo["heads"] = hidden / 128;
@@ -350,15 +350,15 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   } else {
     throw std::runtime_error("model.heads is null (and hidden is not a multiple of a 128-wide head)");
   }
-  mo["seq_len"] = get<long long>(m, "seq_len");
-  if (has(m, "kv_heads")) mo["kv_heads"] = get<long long>(m, "kv_heads");
+  mo["seq_len"] = positive<long long>(m, "seq_len");
+  if (has(m, "kv_heads")) mo["kv_heads"] = positive<long long>(m, "kv_heads");
   else defaults.push_back("model.kv_heads: = heads (multi-head attention)");
   long long ffn = 4 * hidden;
-  if (has(m, "ffn_hidden")) ffn = get<long long>(m, "ffn_hidden");
+  if (has(m, "ffn_hidden")) ffn = positive<long long>(m, "ffn_hidden");
   else defaults.push_back("model.ffn_hidden: 4 * hidden");
   mo["ffn_hidden"] = ffn;
   if (has(m, "vocab")) {
-    mo["vocab"] = get<long long>(m, "vocab");
+    mo["vocab"] = positive<long long>(m, "vocab");
   } else {
     const auto [vocab, why] = default_vocab(has(m, "name") ? get<std::string>(m, "name") : "");
     mo["vocab"] = vocab;
@@ -437,12 +437,12 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     if (!has(moe, "experts") || !has(moe, "top_k"))
       throw std::runtime_error("model.moe.experts or model.moe.top_k is null");
     YAML::Node mm;
-    mm["experts"] = get<int>(moe, "experts");
-    mm["top_k"] = get<int>(moe, "top_k");
+    mm["experts"] = positive<int>(moe, "experts");
+    mm["top_k"] = positive<int>(moe, "top_k");
     if (has(moe, "shared_experts")) mm["shared_experts"] = get<int>(moe, "shared_experts");
     if (has(moe, "moe_layer_freq"))
-      moe_layers_from_text(moe["moe_layer_freq"].as<std::string>(), get<int>(m, "layers"), mm, defaults);
-    if (has(moe, "expert_ffn_hidden")) mm["expert_ffn_hidden"] = get<long long>(moe, "expert_ffn_hidden");
+      moe_layers_from_text(moe["moe_layer_freq"].as<std::string>(), positive<int>(m, "layers"), mm, defaults);
+    if (has(moe, "expert_ffn_hidden")) mm["expert_ffn_hidden"] = positive<long long>(moe, "expert_ffn_hidden");
     else { mm["expert_ffn_hidden"] = ffn; defaults.push_back("model.moe.expert_ffn_hidden: = ffn_hidden"); }
     mo["moe"] = mm;
   }
@@ -451,13 +451,19 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   // --- parallelism
   if (!p) throw std::runtime_error("the case has no parallelism");
   YAML::Node pl;
-  const int cp = has(p, "cp") ? get<int>(p, "cp") : 1;
-  const int ep = has(p, "ep") ? get<int>(p, "ep") : 1;
-  int tp = has(p, "tp") ? get<int>(p, "tp") : 0;
-  int pp = has(p, "pp") ? get<int>(p, "pp") : 0;
-  int dp = has(p, "dp") ? get<int>(p, "dp") : 0;
+  const int cp = has(p, "cp") ? positive<int>(p, "cp") : 1;
+  const int ep = has(p, "ep") ? positive<int>(p, "ep") : 1;
+  int tp = has(p, "tp") ? positive<int>(p, "tp") : 0;
+  int pp = has(p, "pp") ? positive<int>(p, "pp") : 0;
+  int dp = has(p, "dp") ? positive<int>(p, "dp") : 0;
+  auto whole_split = [&](long long divisor, const char* what) {
+    if (gpus % divisor != 0)
+      throw std::runtime_error("hardware.num_gpus (" + std::to_string(gpus) + ") is not a multiple of " + what + " (" +
+                               std::to_string(divisor) + ")");
+  };
   if (!tp || !pp) {
     if (!dp) throw std::runtime_error("parallelism.tp/pp and dp are null");
+    whole_split(static_cast<long long>(dp) * cp, "dp * cp");
     const int mp = gpus / (dp * cp);
     if (!tp && !pp) {
       tp = std::min(mp, per_node);
@@ -471,7 +477,10 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
       defaults.push_back("parallelism.pp: GPUs / (dp * cp * tp)");
     }
   }
+  if (tp < 1 || pp < 1)
+    throw std::runtime_error("the stated parallel degrees leave no whole tp and pp for " + std::to_string(gpus) + " GPUs");
   if (!dp) {
+    whole_split(static_cast<long long>(tp) * pp * cp, "tp * pp * cp");
     dp = gpus / (tp * pp * cp);
     defaults.push_back("parallelism.dp: GPUs / (tp * pp * cp)");
   }
@@ -500,10 +509,10 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     defaults.push_back("parallelism.async_tp_backward: false (Volta/Ampere-era Megatron-LM using neither sequence "
                        "parallelism nor selective recompute: pre-2022, TP backward collectives in sequence)");
   }
-  if (has(p, "micro_batch")) pl["micro_batch"] = get<int>(p, "micro_batch");
+  if (has(p, "micro_batch")) pl["micro_batch"] = positive<int>(p, "micro_batch");
   else { pl["micro_batch"] = 1; defaults.push_back("parallelism.micro_batch: 1"); }
   if (has(p, "global_batch")) {
-    const int gb = get<int>(p, "global_batch"), mb = pl["micro_batch"].as<int>();
+    const int gb = positive<int>(p, "global_batch"), mb = pl["micro_batch"].as<int>();
     pl["global_batch"] = gb;
     // A last, smaller micro-batch (Composer/llm-foundry accumulate the remainder): replay whole
     // micro-batches and scale the step by the sequences actually trained (predict_training_case).
@@ -523,7 +532,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   } else {
     throw std::runtime_error("parallelism.global_batch is null");
   }
-  pipeline_split(get<int>(m, "layers"), pp, has(p, "vp") ? get<int>(p, "vp") : 0, !old_gen,
+  pipeline_split(positive<int>(m, "layers"), pp, has(p, "vp") ? positive<int>(p, "vp") : 0, !old_gen,
                  pl["global_batch"].as<int>() / (pl["micro_batch"].as<int>() * dp), pl, defaults);
   if (has(p, "zero")) {
     pl["zero"] = get<int>(p, "zero");
@@ -578,7 +587,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     static const std::regex every_nth("checkpointing of every ([0-9]+)(st|nd|rd|th) layer");
     std::smatch hit;
     if (pl["recompute"].as<std::string>() == "full" && std::regex_search(case_notes, hit, every_nth)) {
-      const int n = std::stoi(hit[1].str()), chunk = get<int>(m, "layers") / (pl["pp"].as<int>() * pl["vp"].as<int>());
+      const int n = std::stoi(hit[1].str()), chunk = positive<int>(m, "layers") / (pl["pp"].as<int>() * pl["vp"].as<int>());
       if (n >= 1 && chunk / n >= 1) {
         pl["recompute_layers"] = chunk / n;
         defaults.push_back("parallelism.recompute_layers: " + std::to_string(chunk / n) +

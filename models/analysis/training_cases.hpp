@@ -28,6 +28,14 @@ T get(const YAML::Node& n, const char* key) {
   }
 }
 
+// A count (GPUs, layers, batch, parallel degree): get<T>, and at least 1.
+template <typename T>
+T positive(const YAML::Node& n, const char* key) {
+  const T v = get<T>(n, key);
+  if (v < 1) throw std::runtime_error(std::string(key) + " must be at least 1, got " + std::to_string(v));
+  return v;
+}
+
 // The node type (models/hardware/nodes) a case's canonical GPU name runs in (docs/validation.md);
 // throws std::runtime_error for a GPU without one.
 std::string node_type_for_gpu(const std::string& gpu);

@@ -55,6 +55,10 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
 
   const int per_node = has(hw, "gpus_per_node") ? hw["gpus_per_node"].as<int>() : 8;
   if (!has(hw, "gpus_per_node")) r.defaults.push_back("hardware.gpus_per_node: the node type's 8");
+  if (per_node < 1) {
+    r.error = "hardware.gpus_per_node must be at least 1, got " + std::to_string(per_node);
+    return r;
+  }
   int gpus = has(op, "gpus") ? op["gpus"].as<int>() : has(hw, "num_gpus") ? hw["num_gpus"].as<int>() : 0;
   if (gpus <= 0) {
     gpus = 2 * per_node;

@@ -1,5 +1,7 @@
 // The validation policy for a case's attention text: the FlashAttention version is read literally.
 #include <gtest/gtest.h>
+
+#include <functional>
 #include <yaml-cpp/yaml.h>
 
 #include "config/error.hpp"
@@ -473,4 +475,30 @@ TEST(TrainingCasePolicy, AStatedMultiTokenPredictionDepthAddsMtpLayers) {
   c["notes"] = "active params (billions): 37. multi-token-prediction depth: 1. parallelism.dp: ZeRO-1";
   const Scenario s = scenario_from_yaml(training_case_scenario(c, defaults), "case t");
   EXPECT_EQ(s.training.model.mtp_layers, 1);
+}
+
+TEST(TrainingCaseInput, ZeroOrMismatchedCountsAreReasonsNotCrashes) {
+  // Found by benchmarks/fuzz_cases.py: these divided by zero. Each now names what is wrong.
+  const auto reason = [](const std::function<void(YAML::Node&)>& edit) {
+    YAML::Node c = training_case("H100-SXM5-80GB", "");
+    edit(c);
+    std::vector<std::string> defaults;
+    try {
+      training_case_scenario(c, defaults);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(reason([](YAML::Node& c) { c["hardware"]["gpus_per_node"] = 0; }).find("gpus_per_node must be at least 1"),
+            std::string::npos);
+  EXPECT_NE(reason([](YAML::Node& c) { c["parallelism"]["micro_batch"] = 0; }).find("micro_batch must be at least 1"),
+            std::string::npos);
+  EXPECT_NE(reason([](YAML::Node& c) { c["parallelism"]["cp"] = 0; }).find("cp must be at least 1"), std::string::npos);
+  // 3 GPUs cannot hold a data-parallel group of 8 with tp and pp left to infer.
+  EXPECT_NE(reason([](YAML::Node& c) {
+              c["hardware"]["num_gpus"] = 3;
+              c["parallelism"]["tp"] = YAML::Node();
+            }).find("not a multiple of dp * cp"),
+            std::string::npos);
 }
