@@ -574,6 +574,14 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     s["model"]["mtp_layers"] = std::stoi(hit[1].str());
     defaults.push_back("model.mtp_layers: " + hit[1].str() + " (the notes' multi-token-prediction depth)");
   }
+  // All-gather-based context parallelism named in the notes (Llama 3's training): K/V gathered
+  // before the attention, not passed around a ring under it.
+  static const std::regex cp_all_gather(
+      "all-gather[- ]based context parallel|context parallel(ism)?( is|:)? all-gather[- ]based", std::regex::icase);
+  if (cp > 1 && std::regex_search(case_notes, cp_all_gather)) {
+    pl["cp_comm"] = "all_gather";
+    defaults.push_back("parallelism.cp_comm: all_gather (the notes: all-gather-based context parallelism)");
+  }
   // Eager PyTorch modules (named in the notes): element-wise ops run op by op.
   if (case_notes.find("eager PyTorch") != std::string::npos) {
     pl["kernels"] = "eager";

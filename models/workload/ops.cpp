@@ -156,13 +156,25 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
         Op b = f;
         b.backward = true;
         if (f.comm_backward == Op::Backward::None) break;
+        if (f.group == CommGroup::CP) {
+          // K/V to the context-parallel ranks again before the attention backward (emitted just
+          // before), the dK/dV partials home: with p2p both around the ring under the attention
+          // backward, with all_gather gathered before it and reduce-scattered after it.
+          const auto at = !out.empty() && out.back().kind == OpKind::Attention ? out.end() - 1 : out.end();
+          Op dkv = b;
+          b.name = "cp k/v exchange (backward)";
+          dkv.comm = CommKind::ReduceScatter;
+          dkv.name = "cp dk/dv reduce-scatter";
+          if (f.overlaps_next) {
+            out.insert(out.insert(at, dkv), b);
+          } else {
+            out.insert(at, b);
+            out.push_back(dkv);
+          }
+          break;
+        }
         if (f.comm_backward == Op::Backward::Same) {
           b.name = f.name + " (backward)";
-        } else if (f.group == CommGroup::CP) {  // ring attention backward: K/V again, dK/dV home
-          b.name = "cp k/v exchange (backward)";
-          out.push_back(b);
-          b.comm = CommKind::ReduceScatter;
-          b.name = "cp dk/dv reduce-scatter";
         } else if (f.comm == CommKind::AllGather) {
           b.comm = CommKind::ReduceScatter;
           b.name = f.name + " (backward: reduce-scatter)";
@@ -239,9 +251,12 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
     b.inner.push_back(gemm("qkv projection", d.T, q + k + v, d.h));
     b.inner.push_back(rotary_op(p, static_cast<double>(d.T) * (q + k)));
   }
-  if (p.cp > 1)
-    b.inner.push_back(comm("cp k/v exchange", CommKind::AllGather, CommGroup::CP,
-                           kAct * static_cast<double>(p.micro_batch) * m.seq_len * (k + v)));
+  if (p.cp > 1) {
+    Op kv = comm("cp k/v exchange", CommKind::AllGather, CommGroup::CP,
+                 kAct * static_cast<double>(p.micro_batch) * m.seq_len * (k + v));
+    kv.overlaps_next = p.cp_comm == CpComm::P2P;  // the ring runs under the attention
+    b.inner.push_back(kv);
+  }
   // (Unfused attention with a window is refused by the model check.)
   const AttentionShape sh{p.micro_batch,  heads, kv_heads, m.seq_len / p.cp, m.seq_len, m.head_dim,
                           m.v_head_dim(), true,  m.attention_window(layer)};

@@ -44,7 +44,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "kernels", "shard_size", "dp_bucket_size",
+                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "kernels", "cp_comm", "shard_size", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers", "stage_layers"});
   ParallelPlan p;
   auto positive_int = [&](const char* key, int fallback) {
@@ -115,6 +115,11 @@ ParallelPlan parse_plan(const config::Node& n) {
   p.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
   p.overlap_p2p_comm = n.bool_or("overlap_p2p_comm", false);
   p.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
+  const std::string cc = n.string_or("cp_comm", "p2p");
+  if (cc == "p2p") p.cp_comm = CpComm::P2P;
+  else if (cc == "all_gather") p.cp_comm = CpComm::AllGather;
+  else n.fail("cp_comm", "unknown context-parallel exchange '" + cc + "'",
+              "use p2p (ring, overlapped with attention; Transformer Engine's default) or all_gather");
   const std::string kn = n.string_or("kernels", "fused");
   if (kn == "fused") p.kernels = Kernels::Fused;
   else if (kn == "eager") p.kernels = Kernels::Eager;

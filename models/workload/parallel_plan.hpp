@@ -5,6 +5,7 @@
 //     pp: 4                  # pipeline parallel
 //     dp: 4                  # data parallel
 //     cp: 1                  # context parallel (load-balanced ring attention, 2*cp sequence chunks)
+//     cp_comm: p2p           # p2p | all_gather: how K/V reach the context-parallel ranks (below)
 //     ep: 1                  # expert parallel, carved out of dp (see check_plan)
 //     etp: 4                 # expert tensor parallel: tp (default) or 1 (MoE parallel folding:
 //                            # whole experts, ep carved out of tp*cp*dp; see check_plan)
@@ -59,6 +60,13 @@
 // reduce-scatter into chunks pipelined with the QKV/fc1 and output-projection/fc2 GEMMs, and the
 // backward's output-gradient all-gather with the dgrad GEMM; false (Megatron-Core's default) =
 // those collectives in sequence with their GEMMs. Needs sequence_parallel.
+// cp_comm: Transformer Engine's cp_comm_type. p2p (its and Megatron-Core's default): K/V chunks
+// go around the ring with point-to-point sends that run under the attention of the chunk before
+// ("P2P is async and can be overlapped with attention compute"); in backward K/V go around again
+// and the dK/dV partials back, under the attention backward. all_gather: the whole sequence's K/V
+// are all-gathered before the attention and the dK/dV reduce-scattered after it, in sequence with
+// it ("the all-gather is not async, and cannot be overlapped"); Llama 3's training (its paper,
+// Section 3.3.2) gathers this way.
 // kernels: fused (Megatron-Core, Transformer Engine, NeMo, torch.compile'd models): one kernel per
 // norm, rotary embedding, activation. eager: the PyTorch reference modules run op by op (HF
 // transformers' and torchtitan's Llama without torch.compile): RMSNorm as an fp32 up-cast, square,
@@ -77,6 +85,7 @@ enum class Precision { FP32, TF32, FP16, BF16, FP8 };
 enum class Recompute { None, Selective, Full };
 enum class Schedule { OneFOneB, GPipe };  // 1F1B is interleaved when vp > 1
 enum class Kernels { Fused, Eager };
+enum class CpComm { P2P, AllGather };
 
 const char* precision_name(Precision p);
 const char* recompute_name(Recompute r);
@@ -99,6 +108,7 @@ struct ParallelPlan {
   bool overlap_p2p_comm = false;
   bool tp_comm_overlap = false;
   Kernels kernels = Kernels::Fused;
+  CpComm cp_comm = CpComm::P2P;
   int shard_size = 0;  // ZeRO/FSDP shard group size over the dp*cp ranks; 0 = all of them
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;

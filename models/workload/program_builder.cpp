@@ -78,8 +78,7 @@ class Coster {
       c.group = to_group(op.group);
       c.op = to_collective(op.comm);
       c.bytes = op.comm_bytes;
-      // Ring attention exchanges the next K/V block while the current one is processed.
-      c.overlaps_next = op.group == CommGroup::CP || op.overlaps_next;
+      c.overlaps_next = op.overlaps_next;
       return c;
     }
     c.kind = CostedOp::Kind::Compute;

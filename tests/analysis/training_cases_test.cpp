@@ -502,3 +502,24 @@ TEST(TrainingCaseInput, ZeroOrMismatchedCountsAreReasonsNotCrashes) {
             }).find("not a multiple of dp * cp"),
             std::string::npos);
 }
+
+TEST(TrainingCasePolicy, AllGatherContextParallelismIsReadFromTheNotesAndCostsMore) {
+  // Llama 3's context parallelism all-gathers K/V before the attention; Transformer Engine's
+  // default ring runs the exchange under it. The same job: the ring is faster.
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["model"]["seq_len"] = 32768;
+  c["parallelism"]["dp"] = 1;
+  c["parallelism"]["cp"] = 8;
+  c["parallelism"]["global_batch"] = 1;
+  c["parallelism"]["zero"] = 1;
+  std::vector<std::string> defaults;
+  const YAML::Node ring = training_case_scenario(c, defaults);
+  EXPECT_FALSE(ring["parallelism"]["cp_comm"]);
+  c["notes"] = "Context parallelism is all-gather based (Section 3.3.2).";
+  const YAML::Node gathered = training_case_scenario(c, defaults);
+  ASSERT_TRUE(gathered["parallelism"]["cp_comm"]);
+  EXPECT_EQ(gathered["parallelism"]["cp_comm"].as<std::string>(), "all_gather");
+  const double t_ring = simulate_training(scenario_from_yaml(ring, "ring").training, {}).step_time_s;
+  const double t_gathered = simulate_training(scenario_from_yaml(gathered, "gathered").training, {}).step_time_s;
+  EXPECT_LT(t_ring, t_gathered);
+}

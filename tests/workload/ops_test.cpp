@@ -273,6 +273,39 @@ TEST(LayerOps, ContextParallelRingAttention) {
   EXPECT_DOUBLE_EQ(flops_of(fwd, OpKind::Gemm) * 4 * 2, flops_of(layer_forward_ops(m, plan(1), 0), OpKind::Gemm));
 }
 
+TEST(LayerOps, ContextParallelExchangeRunsUnderTheAttentionOnlyWithP2p) {
+  // p2p (Transformer Engine's ring): the forward K/V exchange runs under the attention, the
+  // backward's K/V and dK/dV exchanges under the attention backward (placed right before it).
+  // all_gather: K/V gathered before the attention (backward too), dK/dV reduce-scattered after it.
+  const ModelConfig m = gpt();
+  ParallelPlan p = plan(2);
+  p.cp = 4;
+  auto index_of = [](const std::vector<Op>& ops, auto pred) {
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (pred(ops[i])) return static_cast<int>(i);
+    return -1;
+  };
+  auto is_cp = [](CommKind k) { return [k](const Op& o) { return o.kind == OpKind::Comm && o.group == CommGroup::CP && o.comm == k; }; };
+  auto is_attention = [](const Op& o) { return o.kind == OpKind::Attention; };
+  for (const CpComm mode : {CpComm::P2P, CpComm::AllGather}) {
+    p.cp_comm = mode;
+    const bool ring = mode == CpComm::P2P;
+    const auto fwd = layer_forward_ops(m, p, 0);
+    const int kv = index_of(fwd, is_cp(CommKind::AllGather));
+    ASSERT_GE(kv, 0);
+    EXPECT_EQ(index_of(fwd, is_attention), kv + 1);
+    EXPECT_EQ(fwd[kv].overlaps_next, ring);
+    const auto bwd = layer_backward_ops(m, p, 0);
+    const int att = index_of(bwd, is_attention), ag = index_of(bwd, is_cp(CommKind::AllGather)),
+              rs = index_of(bwd, is_cp(CommKind::ReduceScatter));
+    EXPECT_LT(ag, att);
+    EXPECT_EQ(rs < att, ring);
+    EXPECT_EQ(bwd[ag].overlaps_next, ring);
+    EXPECT_EQ(bwd[rs].overlaps_next, ring);
+    if (ring) { EXPECT_EQ(att, std::max(ag, rs) + 1); }
+  }
+}
+
 TEST(LayerOps, MoeExpertsAndAllToAll) {
   ModelConfig m = gpt();
   m.mlp = Mlp::SwiGlu;

@@ -54,6 +54,7 @@ TEST(Plan, ParseAndDefaults) {
   EXPECT_EQ(p.precision, Precision::BF16);
   EXPECT_TRUE(p.overlap_grad_reduce);
   EXPECT_EQ(p.kernels, Kernels::Fused);
+  EXPECT_EQ(p.cp_comm, CpComm::P2P);  // Transformer Engine's cp_comm_type default
   // Megatron-Core's bucket: max(40M, 1M * dp) parameters of 16-bit gradients.
   EXPECT_DOUBLE_EQ(p.dp_bucket_bytes, 2.0 * 40e6);
   EXPECT_EQ(check(gpt(), "{tp: 8, pp: 8, dp: 16, vp: 3, sequence_parallel: true, global_batch: 1536}", 1024), "");
@@ -191,6 +192,8 @@ TEST(Plan, BadValuesAreInputErrors) {
   EXPECT_TRUE(has(check(gpt(), "{tpp: 1, global_batch: 1}", 1), "tp"));
   const std::string kernels = check(gpt(), "{kernels: compiled, global_batch: 1}", 1);
   EXPECT_TRUE(has(kernels, "'parallelism.kernels'") && has(kernels, "fused") && has(kernels, "eager")) << kernels;
+  const std::string cp_comm = check(gpt(), "{cp_comm: ring, global_batch: 1}", 1);
+  EXPECT_TRUE(has(cp_comm, "'parallelism.cp_comm'") && has(cp_comm, "p2p") && has(cp_comm, "all_gather")) << cp_comm;
 }
 
 TEST(Plan, RecomputeLayersRules) {
