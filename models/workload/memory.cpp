@@ -61,8 +61,11 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
   f.stage = stage;
   const double all = stage_params_per_rank(m, p, stage), shard = stage_params_sharded(m, p, stage);
   auto sharded = [&](bool sharded_over_dp) { return sharded_over_dp ? shard : all; };
-  f.weights_bytes = 2.0 * sharded(p.zero >= 3);
-  f.gradients_bytes = p.grad_bytes_per_param() * sharded(p.zero >= 2);
+  // FSDP under a pipeline keeps the stage's parameters gathered and accumulates unsharded
+  // gradients until the last micro-batch (replay.cpp): 16-bit weights and gradients in full.
+  const bool keep_gathered = p.zero >= 3 && p.pp > 1;
+  f.weights_bytes = 2.0 * sharded(p.zero >= 3 && !keep_gathered);
+  f.gradients_bytes = p.grad_bytes_per_param() * sharded(p.zero >= 2 && !keep_gathered);
   f.optimizer_bytes = 12.0 * sharded(p.zero >= 1);
 
   const std::vector<int> bounds = virtual_stage_bounds(m, p);
@@ -81,7 +84,7 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
   // Interleaved: in-flight counts model chunks of (on average) 1/vp of the rank's layers.
   f.activations_bytes = rank_layers_bytes / p.vp * in_flight_micro_batches(p, stage);
   if (p.recompute == Recompute::Full) f.activations_bytes += largest_layer_full;
-  if (p.zero >= 3) f.weights_bytes += 2.0 * 2.0 * largest_layer_params;
+  if (p.zero >= 3 && !keep_gathered) f.weights_bytes += 2.0 * 2.0 * largest_layer_params;
 
   const double tokens = static_cast<double>(p.micro_batch) * m.seq_len / p.cp;
   const bool last = (p.vp - 1) * p.pp + stage == V - 1;

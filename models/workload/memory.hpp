@@ -3,7 +3,9 @@
 //    bytes per parameter = 2 (16-bit weights) + 2 (16-bit gradients) + 12 (fp32 master weights,
 //    momentum, variance). ZeRO-1 shards the 12 over the data-parallel replicas of a parameter
 //    (dp*cp for dense weights, dp*cp/ep for routed experts), ZeRO-2 also the gradients,
-//    ZeRO-3/FSDP also the weights, plus two gathered layers in flight (current + prefetched).
+//    ZeRO-3/FSDP also the weights, plus two gathered layers in flight (current + prefetched);
+//    FSDP under a pipeline keeps the stage's weights gathered and its gradients unsharded until
+//    the last micro-batch (torchtitan with pipelining), so only the 12 stay sharded.
 //  - Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
 //    Transformer Models", section 4 and Table 2), per layer and micro-batch, 16-bit:
 //      replicated over TP (split by t with sequence parallelism): 10*s*b*h = two norm inputs (4),

@@ -327,6 +327,14 @@ class StepBuilder {
     const auto [l0, l1] = layer_range(vs);
     const bool fsdp = p_.zero >= 3 && p_.dp > 1;
     const bool last_mb = it.micro_batch == p_.micro_batches - 1;
+    // FSDP under a pipeline (torchtitan: FSDP2 + torch.distributed.pipelining) keeps each stage's
+    // gathered parameters for all its micro-batches (reshard_after_forward is off with PP, "to avoid
+    // per-microbatch all-gathers") and reduce-scatters the gradients after the last micro-batch
+    // (the schedule turns gradient sync off before it). Without a pipeline every micro-batch
+    // gathers in forward and backward and reduce-scatters (FSDP's FULL_SHARD).
+    const bool keep_gathered = fsdp && p_.pp > 1;
+    const bool gather = fsdp && (!keep_gathered || (!it.backward && it.micro_batch == 0));
+    const bool reduce_now = !keep_gathered || last_mb;
 
     std::vector<sim::TaskId> gate_deps{st.cursor};
     if (!it.backward && it.micro_batch == 0 && it.chunk < static_cast<int>(st.chunk_param_gather.size()))
@@ -337,7 +345,7 @@ class StepBuilder {
 
     std::vector<sim::TaskId> layer_done;  // compute end per processed layer (for FSDP prefetch)
     auto run_layer = [&](int l, const std::vector<CostedOp>& ops) {
-      if (fsdp) {
+      if (gather) {
         const sim::TaskId limiter = layer_done.size() >= 2 ? layer_done[layer_done.size() - 2] : entry;
         const sim::TaskId gathered = fsdp_gather(s, p_.layers[l].param_bytes, limiter);
         st.cursor = add_join({st.cursor, gathered});
@@ -355,6 +363,7 @@ class StepBuilder {
       // each unit right away, the others bucket the last micro-batch's (build_tail).
       auto gradients_ready = [&](double bytes) {
         if (fsdp) {
+          if (!reduce_now) return;
           const sim::TaskId rs = reduce_scatter_gradients(s, bytes, {st.rs_cursor, st.cursor});
           if (rs != sim::kNoTask) st.rs_cursor = rs;
         } else if (last_mb) {

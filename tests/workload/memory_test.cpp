@@ -45,6 +45,13 @@ TEST(Memory, SixteenBytesPerParameterAndZero) {
   f = memory_per_gpu(m, p);
   EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes,
                    16.0 * P / 4 + 2 * 2.0 * layer_params_per_rank(m, p, 0));
+  // Under a pipeline FSDP keeps the stage gathered and its gradients unsharded until the last
+  // micro-batch: 16-bit weights and gradients whole, only the 12 bytes sharded.
+  p.shard_size = 0;
+  p.pp = 2;
+  f = memory_per_gpu(m, p);
+  const double stage = stage_params_per_rank(m, p, 0);
+  EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes, 4.0 * stage + 12.0 * stage / 8);
 }
 
 TEST(Memory, Fp32GradientsAreMegatronsEighteenBytesPerParameter) {

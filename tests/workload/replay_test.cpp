@@ -257,6 +257,36 @@ TEST(Replay, HybridShardingReducesOverTheShardThenAcrossReplicas) {
   EXPECT_NEAR(dp_s(2), (G + P / 2) / B, 1e-4);
 }
 
+TEST(Replay, FsdpUnderAPipelineGathersAndReducesOncePerStep) {
+  // FSDP without a pipeline gathers every layer in each micro-batch's forward and backward and
+  // reduce-scatters each micro-batch's gradients; under a pipeline (torchtitan) a stage gathers
+  // once and reduce-scatters after its last micro-batch, so its data-parallel traffic does not
+  // grow with the micro-batches.
+  const double B = 100e9, G = 2e9, P = 1e9;
+  const auto dp_s = [&](int pp, int m) {
+    StepProgram p;
+    p.dp = 2;
+    p.pp = pp;
+    p.zero = 3;
+    p.micro_batches = m;
+    for (int l = 0; l < pp; ++l) {
+      LayerProgram layer;
+      layer.forward = {compute(1e-6)};
+      layer.backward = {compute(1e-6)};
+      layer.grad_bytes = G;
+      layer.param_bytes = P;
+      p.layers.push_back(layer);
+    }
+    return replay_step(p, ideal_cluster(2 * pp, B), coll::CommTuning{}, {}).breakdown_s[kCatDpComm];
+  };
+  // One layer on dp 2: gather P/2 twice (forward, backward) and reduce-scatter G/2 per micro-batch.
+  EXPECT_NEAR(dp_s(1, 1), (P + G / 2) / B, 1e-3);
+  EXPECT_NEAR(dp_s(1, 4), 4 * (P + G / 2) / B, 4e-3);
+  // Per stage: gather P/2 once, reduce-scatter G/2 once, whatever the micro-batch count.
+  EXPECT_NEAR(dp_s(2, 4), dp_s(2, 1), 1e-3);
+  EXPECT_LT(dp_s(2, 4), 0.5 * dp_s(1, 4));
+}
+
 TEST(Replay, LongStepsExtendTheSteadyStateExactly) {
   // 1F1B and interleaved pipelines with activations on finite links and blocking sends: past the
   // fill, every round of pp micro-batches takes the same time, so replaying 16 and 32 micro-batches
