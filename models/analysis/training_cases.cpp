@@ -582,6 +582,11 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     pl["cp_comm"] = "all_gather";
     defaults.push_back("parallelism.cp_comm: all_gather (the notes: all-gather-based context parallelism)");
   }
+  // DeepEP named in the notes (Megatron-Core's flex dispatcher): tokens cross to a node once.
+  if (ep > 1 && case_notes.find("DeepEP") != std::string::npos) {
+    pl["ep_dispatch"] = "deepep";
+    defaults.push_back("parallelism.ep_dispatch: deepep (the notes name DeepEP)");
+  }
   // Eager PyTorch modules (named in the notes): element-wise ops run op by op.
   if (case_notes.find("eager PyTorch") != std::string::npos) {
     pl["kernels"] = "eager";

@@ -308,8 +308,8 @@ sim::TaskId append_collective(sim::TaskGraph& g, const topo::Cluster& c,
                               const std::vector<sim::ResourceId>& link_res, const CommTuning& t,
                               const Collective& col, const std::vector<sim::TaskId>& deps, uint16_t category,
                               sim::TrackId track, CollectiveCache& cache) {
-  const auto key = std::make_tuple(static_cast<int>(col.op), static_cast<int>(col.algorithm), col.peer, col.bytes,
-                                   col.ranks);
+  const auto key = std::make_tuple(static_cast<int>(col.op), static_cast<int>(col.algorithm), col.peer,
+                                   col.dedup_top_k, col.bytes, col.ranks);
   auto it = cache.chains.find(key);
   if (it == cache.chains.end()) {
     const size_t first = g.size();

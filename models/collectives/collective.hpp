@@ -61,6 +61,11 @@ struct Collective {
   double bytes = 0;             // nccl-tests convention: S = the buffer size per rank
   Algorithm algorithm = Algorithm::Auto;
   int peer = -1;                // SendRecv destination (ranks = {src, dst})
+  // AllToAll as MoE dispatch/combine that crosses nodes once per destination node (DeepEP's
+  // NVLink/RDMA forwarding, DeepSeek-V3 section 3.2.2): `bytes` holds top_k copies of each token;
+  // a token goes to a remote node once if any of its top_k experts is there and is fanned out over
+  // NVLink. 0 = a plain all-to-all (every copy to its rank).
+  int dedup_top_k = 0;
 };
 
 // One NCCL protocol (LL, LL128, Simple) on one hardware generation.
@@ -121,11 +126,11 @@ struct CollectiveTiming {
 
 // The tuner's analytical time of the collective alone (the Auto choice, or the requested
 // algorithm), without running the engine: latency terms plus each phase's most loaded link.
-// Memoises, per collective shape (op, algorithm, ranks, bytes, peer), the chain of activities a
+// Memoises, per collective shape (op, algorithm, ranks, bytes, peer, dedup), the chain of activities a
 // collective becomes, for ONE cluster, tuning and link map: the replay appends the same
 // collectives every micro-batch. Only used when no GPU compute resources are passed.
 struct CollectiveCache {
-  std::map<std::tuple<int, int, int, double, std::vector<int>>, std::vector<sim::TaskSpec>> chains;
+  std::map<std::tuple<int, int, int, int, double, std::vector<int>>, std::vector<sim::TaskSpec>> chains;
 };
 sim::TaskId append_collective(sim::TaskGraph& graph, const topo::Cluster& cluster,
                               const std::vector<sim::ResourceId>& link_resources, const CommTuning& tuning,

@@ -12,12 +12,15 @@
 //  - NVLS: S up each GPU's switch port and S down.
 //  - all-to-all: S/n from every rank to every other (routes of distinct GPU pairs never coincide,
 //    so inside a node every pair is a flow); across nodes each GPU sends the data for a whole
-//    node to its rail peer there (g S/n), which forwards (N-1) S/n to each local GPU.
+//    node to its rail peer there (g S/n), which forwards (N-1) S/n to each local GPU. MoE
+//    dispatch with node deduplication (DeepEP) sends a remote node each token once instead of
+//    once per expert there (Collective::dedup_top_k).
 // Steps (latency): NCCL's counts: ring all-reduce 2(n-1) with 2(N-1) crossing nodes, RS/AG n-1
 // with N-1, tree 2(g-1) intra + 2 ceil(log2 N) inter, hierarchical (g-1) + 2(N-1) + (g-1).
 #include "models/collectives/plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -235,13 +238,17 @@ Plan plan_all_to_all(const topo::Cluster& c, const Collective& col, const std::v
   const int n = static_cast<int>(col.ranks.size());
   const int N = static_cast<int>(nodes.size());
   const double piece = col.bytes / n;
+  // Node-deduplicated dispatch (DeepEP): of a token's k copies, k/N would go to each remote node;
+  // it goes there once if any of its k experts does, which happens with 1 - (1 - 1/N)^k.
+  const int k = col.dedup_top_k;
+  const double remote = k > 0 && N > 1 ? N * (1.0 - std::pow(1.0 - 1.0 / N, k)) / k : 1.0;
   Phase p;
   p.intra_steps = N == 1 ? 1 : 0;
   p.inter_steps = N == 1 ? 0 : 1;
   if (N == 1 || !uniform_nodes(nodes)) {
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < n; ++j)
-        if (i != j) add_flow(c, p, col.ranks[i], col.ranks[j], piece);
+        if (i != j) add_flow(c, p, col.ranks[i], col.ranks[j], c.same_node(col.ranks[i], col.ranks[j]) ? piece : piece * remote);
   } else {
     const size_t g = nodes.front().size();
     for (int a = 0; a < N; ++a)
@@ -250,7 +257,7 @@ Plan plan_all_to_all(const topo::Cluster& c, const Collective& col, const std::v
         for (size_t j = 0; j < g; ++j)
           if (i != j) add_flow(c, p, nodes[a][i], nodes[a][j], piece * N);
         for (int b = 0; b < N; ++b)
-          if (b != a) add_flow(c, p, nodes[a][i], nodes[b][i], piece * double(g));
+          if (b != a) add_flow(c, p, nodes[a][i], nodes[b][i], piece * double(g) * remote);
       }
   }
   Plan plan;

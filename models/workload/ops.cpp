@@ -319,7 +319,12 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
   b.pre.push_back(gemm("router", d.Tn, e.experts, d.h));
   b.pre.push_back(memory("top-k routing + permute", OpClass::Elementwise, 4.0 * d.Tn * d.h * e.top_k));
   const double dispatch_bytes = kAct * d.Tn * d.h * e.top_k;
-  if (p.ep > 1) b.pre.push_back(comm("ep all-to-all dispatch", CommKind::AllToAll, CommGroup::EP, dispatch_bytes));
+  auto ep_all_to_all = [&](const std::string& name) {
+    Op a2a = comm(name, CommKind::AllToAll, CommGroup::EP, dispatch_bytes);
+    if (p.ep_dispatch == EpDispatch::DeepEP) a2a.dedup_top_k = e.top_k;
+    return a2a;
+  };
+  if (p.ep > 1) b.pre.push_back(ep_all_to_all("ep all-to-all dispatch"));
   // This rank's E/ep experts receive, on average, the EP group's ep * T * top_k token copies
   // spread over E experts: T * top_k, times the busiest rank's load factor.
   const int local = std::max(1, e.experts / p.ep);
@@ -330,7 +335,7 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
   b.inner.push_back(activation_op(gated ? "expert swiglu" : "expert gelu", gated, p,
                                   static_cast<double>(m_each) * local * f));
   b.inner.push_back(gemm("expert fc2", m_each, d.h, f, local));
-  if (p.ep > 1) b.post.push_back(comm("ep all-to-all combine", CommKind::AllToAll, CommGroup::EP, dispatch_bytes));
+  if (p.ep > 1) b.post.push_back(ep_all_to_all("ep all-to-all combine"));
   b.post.push_back(memory("unpermute + weighted sum", OpClass::Elementwise, (2.0 * e.top_k + 2.0) * d.Tn * d.h));
   std::vector<Block> blocks{b};
   if (e.shared_experts > 0)

@@ -81,6 +81,7 @@ struct Op {
   // same (the usual pairs); Same: the same collective again; None: nothing (the forward's
   // conjugate is a local split).
   enum class Backward { Conjugate, Same, None } comm_backward = Backward::Conjugate;
+  int dedup_top_k = 0;  // Comm (EP all-to-all): DeepEP's once-per-node dispatch of top_k copies
   // GEMM under FP8 precision: false for a plain 16-bit linear outside Transformer Engine's FP8
   // layers (Megatron's output layer), which keeps the 16-bit rate and needs no cast.
   bool fp8_eligible = true;

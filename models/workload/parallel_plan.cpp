@@ -44,7 +44,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "kernels", "cp_comm", "shard_size", "dp_bucket_size",
+                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "kernels", "cp_comm", "ep_dispatch", "shard_size", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers", "stage_layers"});
   ParallelPlan p;
   auto positive_int = [&](const char* key, int fallback) {
@@ -120,6 +120,11 @@ ParallelPlan parse_plan(const config::Node& n) {
   else if (cc == "all_gather") p.cp_comm = CpComm::AllGather;
   else n.fail("cp_comm", "unknown context-parallel exchange '" + cc + "'",
               "use p2p (ring, overlapped with attention; Transformer Engine's default) or all_gather");
+  const std::string ed = n.string_or("ep_dispatch", "alltoall");
+  if (ed == "alltoall") p.ep_dispatch = EpDispatch::AllToAll;
+  else if (ed == "deepep") p.ep_dispatch = EpDispatch::DeepEP;
+  else n.fail("ep_dispatch", "unknown MoE token dispatcher '" + ed + "'",
+              "use alltoall (Megatron-Core's default) or deepep (once per destination node)");
   const std::string kn = n.string_or("kernels", "fused");
   if (kn == "fused") p.kernels = Kernels::Fused;
   else if (kn == "eager") p.kernels = Kernels::Eager;

@@ -6,6 +6,7 @@
 //     dp: 4                  # data parallel
 //     cp: 1                  # context parallel (load-balanced ring attention, 2*cp sequence chunks)
 //     cp_comm: p2p           # p2p | all_gather: how K/V reach the context-parallel ranks (below)
+//     ep_dispatch: alltoall  # alltoall | deepep: how MoE tokens reach their experts (below)
 //     ep: 1                  # expert parallel, carved out of dp (see check_plan)
 //     etp: 4                 # expert tensor parallel: tp (default) or 1 (MoE parallel folding:
 //                            # whole experts, ep carved out of tp*cp*dp; see check_plan)
@@ -67,6 +68,10 @@
 // are all-gathered before the attention and the dK/dV reduce-scattered after it, in sequence with
 // it ("the all-gather is not async, and cannot be overlapped"); Llama 3's training (its paper,
 // Section 3.3.2) gathers this way.
+// ep_dispatch: alltoall (Megatron-Core's alltoall token dispatcher): every (token, expert) copy
+// crosses the network to its expert's rank. deepep (Megatron-Core's flex dispatcher with DeepEP):
+// a token crosses to a remote node once if any of its top_k experts is there and is fanned out
+// over NVLink (DeepSeek-V3's dispatch, section 3.2.2; DeepEP's NVLink/RDMA forwarding kernels).
 // kernels: fused (Megatron-Core, Transformer Engine, NeMo, torch.compile'd models): one kernel per
 // norm, rotary embedding, activation. eager: the PyTorch reference modules run op by op (HF
 // transformers' and torchtitan's Llama without torch.compile): RMSNorm as an fp32 up-cast, square,
@@ -86,6 +91,7 @@ enum class Recompute { None, Selective, Full };
 enum class Schedule { OneFOneB, GPipe };  // 1F1B is interleaved when vp > 1
 enum class Kernels { Fused, Eager };
 enum class CpComm { P2P, AllGather };
+enum class EpDispatch { AllToAll, DeepEP };
 
 const char* precision_name(Precision p);
 const char* recompute_name(Recompute r);
@@ -109,6 +115,7 @@ struct ParallelPlan {
   bool tp_comm_overlap = false;
   Kernels kernels = Kernels::Fused;
   CpComm cp_comm = CpComm::P2P;
+  EpDispatch ep_dispatch = EpDispatch::AllToAll;
   int shard_size = 0;  // ZeRO/FSDP shard group size over the dp*cp ranks; 0 = all of them
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;

@@ -17,7 +17,9 @@ struct PipelineLayout {
 // ceil(layers / stages) each and the first and last (which also hold the embedding and the output
 // layer) share the rest, the last the smaller part; when that leaves them fewer than one layer
 // each (DeepSeek-V3's 61 layers over 32 virtual stages), every stage's count as evenly as
-// possible, the extra layers on the middle stages, then the first, then the last.
+// possible, the extra layers on the middle stages, then the first, then the last. One or two
+// layers fewer than stages: one each, the first stage (and the last) holding only the embedding
+// (and the output layer).
 PipelineLayout pipeline_layout(int layers, int virtual_stages);
 
 }  // namespace stacksim::workload

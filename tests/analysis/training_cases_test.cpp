@@ -523,3 +523,18 @@ TEST(TrainingCasePolicy, AllGatherContextParallelismIsReadFromTheNotesAndCostsMo
   const double t_gathered = simulate_training(scenario_from_yaml(gathered, "gathered").training, {}).step_time_s;
   EXPECT_LT(t_ring, t_gathered);
 }
+
+TEST(TrainingCasePolicy, DeepEpNamedInTheNotesDeduplicatesTheDispatch) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["hardware"]["num_gpus"] = 16;
+  c["parallelism"]["dp"] = 16;
+  c["parallelism"]["ep"] = 16;
+  c["parallelism"]["global_batch"] = 16;
+  c["model"]["moe"] = YAML::Load("{experts: 64, top_k: 8}");
+  std::vector<std::string> defaults;
+  EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["ep_dispatch"]);
+  c["notes"] = "Dispatcher: DeepEP (flex).";
+  const YAML::Node s = training_case_scenario(c, defaults);
+  ASSERT_TRUE(s["parallelism"]["ep_dispatch"]);
+  EXPECT_EQ(s["parallelism"]["ep_dispatch"].as<std::string>(), "deepep");
+}

@@ -113,6 +113,26 @@ TEST(Collectives, AllToAllAcrossNodesIsNicBound) {
   EXPECT_NEAR(time_collective(c, t, make(CollectiveOp::AllToAll, 16, S)).seconds, expected, expected * 0.01);
 }
 
+TEST(Collectives, NodeDeduplicatedDispatchSendsEachTokenOncePerNode) {
+  // DeepEP-style dispatch of top-8 copies over 4 DGX H100: a remote node receives a token when any
+  // of its 8 experts is there (1 - (3/4)^8 of them) instead of 8/4 copies: the NIC-bound time
+  // shrinks by 4 (1 - 0.75^8) / 8 = 0.45.
+  const topo::ClusterConfig k = cfg("node: dgx-h100\nnodes: 4\n");
+  const topo::Cluster c = topo::build_cluster(k);
+  const CommTuning t = tuning_for(k.node, k.nic);
+  const double S = 4e9;
+  Collective plain = make(CollectiveOp::AllToAll, 32, S);
+  Collective dedup = plain;
+  dedup.dedup_top_k = 8;
+  const double t_plain = time_collective(c, t, plain).seconds;
+  const double expected = S * 3 / 4 * (4 * (1 - std::pow(0.75, 8)) / 8) / (k.nic.bandwidth_Bps * t.network_efficiency);
+  EXPECT_NEAR(time_collective(c, t, dedup).seconds, expected, expected * 0.02);
+  EXPECT_LT(time_collective(c, t, dedup).seconds, 0.5 * t_plain);
+  // One expert per token leaves nothing to deduplicate.
+  dedup.dedup_top_k = 1;
+  EXPECT_DOUBLE_EQ(time_collective(c, t, dedup).seconds, t_plain);
+}
+
 TEST(Collectives, TwoNodeRingIsLimitedByTheNics) {
   // DGX A100 x2, ring: every NIC carries one channel of V/8 with V = 2(n-1)/n S, n = 16, at the
   // NIC rate x network efficiency (0.96): busbw = 8 NICs x 25 GB/s x 0.96 = 192 GB/s (latency

@@ -40,7 +40,19 @@ TEST(PipelineLayout, EveryStageCountedWhenNoFirstLastSplitFits) {
   EXPECT_EQ(pipeline_layout(61, 2).stage_layers, (std::vector<int>{31, 30}));
 }
 
+TEST(PipelineLayout, OneOrTwoLayersShortLeaveTheEndStagesToEmbeddingAndLoss) {
+  // Megatron's account_for_embedding/loss_in_pipeline_split: Qwen3-235B's 94 layers over 96
+  // virtual stages (pp 32 x vp 3): the first and last hold no transformer layer.
+  const auto l = pipeline_layout(94, 96);
+  ASSERT_TRUE(l.ok);
+  ASSERT_EQ(l.stage_layers.size(), 96u);
+  EXPECT_EQ(l.stage_layers.front(), 0);
+  EXPECT_EQ(l.stage_layers.back(), 0);
+  EXPECT_EQ(std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), 0), 94);
+  EXPECT_EQ(pipeline_layout(7, 8).stage_layers, (std::vector<int>{0, 1, 1, 1, 1, 1, 1, 1}));
+}
+
 TEST(PipelineLayout, FewerLayersThanStagesIsNoLayout) {
-  EXPECT_FALSE(pipeline_layout(7, 8).ok);
+  EXPECT_FALSE(pipeline_layout(5, 8).ok);
   EXPECT_FALSE(pipeline_layout(8, 0).ok);
 }

@@ -192,6 +192,8 @@ TEST(Plan, BadValuesAreInputErrors) {
   EXPECT_TRUE(has(check(gpt(), "{tpp: 1, global_batch: 1}", 1), "tp"));
   const std::string kernels = check(gpt(), "{kernels: compiled, global_batch: 1}", 1);
   EXPECT_TRUE(has(kernels, "'parallelism.kernels'") && has(kernels, "fused") && has(kernels, "eager")) << kernels;
+  const std::string ep_dispatch = check(gpt(), "{ep_dispatch: nccl, global_batch: 1}", 1);
+  EXPECT_TRUE(has(ep_dispatch, "'parallelism.ep_dispatch'") && has(ep_dispatch, "deepep")) << ep_dispatch;
   const std::string cp_comm = check(gpt(), "{cp_comm: ring, global_batch: 1}", 1);
   EXPECT_TRUE(has(cp_comm, "'parallelism.cp_comm'") && has(cp_comm, "p2p") && has(cp_comm, "all_gather")) << cp_comm;
 }
