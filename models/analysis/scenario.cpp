@@ -36,7 +36,8 @@ coll::Algorithm parse_algorithm(const config::Node& n) {
   if (s == "tree") return coll::Algorithm::Tree;
   if (s == "hierarchical") return coll::Algorithm::Hierarchical;
   if (s == "nvls" || s == "in_switch") return coll::Algorithm::InSwitch;
-  n.fail("", "unknown algorithm '" + s + "'", "use auto, ring, tree, hierarchical or nvls");
+  if (s == "nvls_tree") return coll::Algorithm::InSwitchTree;
+  n.fail("", "unknown algorithm '" + s + "'", "use auto, ring, tree, hierarchical, nvls or nvls_tree");
 }
 
 CollectiveBenchSetup parse_bench(const config::Node& c, const topo::ClusterConfig& cluster,
@@ -85,6 +86,21 @@ CollectiveBenchSetup parse_bench(const config::Node& c, const topo::ClusterConfi
     if (!(f > 1.0)) sizes.fail("factor", "must be greater than 1", "use e.g. factor: 2");
     if (hi < lo) sizes.fail("max", "is smaller than min", "swap them");
     for (double s = lo; s <= hi * (1 + 1e-12); s *= f) b.sizes_bytes.push_back(std::round(s));
+  }
+  // A named algorithm the cluster cannot run (NVLS without an in-switch-reducing NVSwitch, a tree
+  // inside one node) is an input error, found before any size runs.
+  if (b.algorithm != coll::Algorithm::Auto) {
+    coll::Collective probe;
+    probe.op = b.op;
+    probe.ranks = b.ranks;
+    probe.bytes = b.sizes_bytes.front();
+    probe.algorithm = b.algorithm;
+    if (probe.op == coll::CollectiveOp::SendRecv) probe.peer = b.ranks.back();
+    try {
+      coll::estimate_seconds(topo::build_cluster(cluster), coll::tuning_for(cluster.node, cluster.nic), probe);
+    } catch (const std::invalid_argument& e) {
+      c.fail("algorithm", e.what(), "use auto, or an algorithm this cluster and group can run");
+    }
   }
   return b;
 }

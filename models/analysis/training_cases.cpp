@@ -248,26 +248,6 @@ void pipeline_split(int layers, int pp, int stated_vp, bool hopper_era, int micr
 
 }  // namespace
 
-// Node type for a canonical GPU name (validation README). Names that leave the memory size open
-// ("A100-SXM4") get the 80 GB system, the variant of every A100 system in the sources.
-std::string node_type_for_gpu(const std::string& gpu) {
-  if (gpu.rfind("V100", 0) == 0) return "dgx-2-v100";
-  if (gpu == "A100-SXM4-40GB") return "dgx-a100-40gb";
-  if (gpu.rfind("A100-SXM4", 0) == 0) return "dgx-a100";
-  if (gpu.rfind("A100-PCIe", 0) == 0) return "pcie-a100";
-  if (gpu.rfind("H100-SXM5", 0) == 0) return "dgx-h100";
-  if (gpu.rfind("H100-PCIe", 0) == 0) return "pcie-h100";
-  if (gpu.rfind("H800", 0) == 0) return "hgx-h800";
-  if (gpu.rfind("H200", 0) == 0) return "dgx-h200";
-  if (gpu.rfind("B200", 0) == 0) return "dgx-b200";
-  if (gpu.rfind("GB200", 0) == 0) return "gb200-nvl72";
-  if (gpu.rfind("GB300", 0) == 0) return "gb300-nvl72";
-  if (gpu.rfind("GH200", 0) == 0) return "gh200-quad";
-  if (gpu.rfind("B300", 0) == 0) return "dgx-b200";  // same NVLink 5 baseboard; the GPU is B300's
-  if (gpu.rfind("L40S", 0) == 0) return "pcie-l40s";
-  throw std::runtime_error("no node type is known for GPU '" + gpu + "'");
-}
-
 YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>& defaults) {
   const YAML::Node hw = c["hardware"], m = c["model"], p = c["parallelism"];
   if (!has(hw, "gpu")) throw std::runtime_error("hardware.gpu is null");

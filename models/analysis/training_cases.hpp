@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/analysis/validation.hpp"
+#include "models/hardware/node_spec.hpp"
 
 namespace stacksim::analysis {
 
@@ -36,9 +37,7 @@ T positive(const YAML::Node& n, const char* key) {
   return v;
 }
 
-// The node type (models/hardware/nodes) a case's canonical GPU name runs in (docs/validation.md);
-// throws std::runtime_error for a GPU without one.
-std::string node_type_for_gpu(const std::string& gpu);
+using hw::node_type_for_gpu;  // models/hardware/node_spec.hpp
 
 // The scenario YAML a training case describes, with `defaults` naming each policy decision.
 // Throws std::runtime_error when a field the model cannot do without is null.

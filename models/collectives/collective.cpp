@@ -33,6 +33,7 @@ const char* algorithm_name(Algorithm a) {
     case Algorithm::Tree: return "tree";
     case Algorithm::Hierarchical: return "hierarchical";
     case Algorithm::InSwitch: return "nvls";
+    case Algorithm::InSwitchTree: return "nvls_tree";
   }
   return "auto";
 }
@@ -65,7 +66,6 @@ using detail::Plan;
 double flow_efficiency(const topo::Cluster& c, const CommTuning& t, const Protocol& p, const Plan& plan,
                        const Phase& ph, const Flow& f) {
   const double ramp = p.bus_cap_Bps > 0 ? 1.0 : ramp_fraction(t, plan.bytes_per_rank);
-  if (ph.in_switch) return t.nvls_efficiency * ramp;
   double bw = std::numeric_limits<double>::infinity();
   topo::LinkKind kind = topo::LinkKind::NvLink;
   for (topo::LinkId l : f.route.links)
@@ -73,7 +73,8 @@ double flow_efficiency(const topo::Cluster& c, const CommTuning& t, const Protoc
       bw = c.link(l).bandwidth_Bps;
       kind = c.link(l).kind;
     }
-  return kind == topo::LinkKind::Network ? t.network_efficiency : p.efficiency * ramp;
+  if (kind == topo::LinkKind::Network) return t.network_efficiency;
+  return ph.in_switch ? t.nvls_efficiency * ramp : p.efficiency * ramp;
 }
 
 double phase_latency(const Protocol& p, const Phase& ph) {
@@ -81,7 +82,8 @@ double phase_latency(const Protocol& p, const Phase& ph) {
 }
 
 double call_latency(const CommTuning& t, const Protocol& p, const Plan& plan) {
-  return plan.algorithm == Algorithm::InSwitch ? t.nvls_latency_s : p.latency_s;
+  return plan.algorithm == Algorithm::InSwitch || plan.algorithm == Algorithm::InSwitchTree ? t.nvls_latency_s
+                                                                                               : p.latency_s;
 }
 
 // Per-flow rate cap of a protocol with a per-rank bus-bandwidth cap (0 = none), in bytes/s.
@@ -151,7 +153,7 @@ Choice choose(const topo::Cluster& c, const CommTuning& t, const Collective& col
   if (t.protocols.empty()) throw std::invalid_argument("the collective tuning has no protocol");
   std::vector<Algorithm> algos;
   if (col.algorithm != Algorithm::Auto) {
-    if (col.algorithm == Algorithm::InSwitch && t.nvls_efficiency <= 0)
+    if ((col.algorithm == Algorithm::InSwitch || col.algorithm == Algorithm::InSwitchTree) && t.nvls_efficiency <= 0)
       throw std::invalid_argument("NVLS requested, but the tuning of '" + t.intra_generation +
                                   "' has no in-switch reduction");
     algos = {col.algorithm};
@@ -162,6 +164,7 @@ Choice choose(const topo::Cluster& c, const CommTuning& t, const Collective& col
       if (nodes.size() > 1 && detail::uniform_nodes(nodes)) {
         algos.push_back(Algorithm::Tree);
         algos.push_back(Algorithm::Hierarchical);
+        if (t.nvls_efficiency > 0 && detail::nvls_tree_capable(c, nodes)) algos.push_back(Algorithm::InSwitchTree);
       }
       if (t.nvls_efficiency > 0 && detail::nvls_capable(c, col.ranks)) algos.push_back(Algorithm::InSwitch);
     }
@@ -174,7 +177,8 @@ Choice choose(const topo::Cluster& c, const CommTuning& t, const Collective& col
     int best_p = -1;
     double best_e = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < t.protocols.size(); ++i) {
-      if (a == Algorithm::InSwitch && t.protocols[i].bus_cap_Bps > 0) continue;  // NVLS runs Simple
+      if ((a == Algorithm::InSwitch || a == Algorithm::InSwitchTree) && t.protocols[i].bus_cap_Bps > 0)
+        continue;  // NVLS runs Simple
       const double e = estimate(c, t, plan, t.protocols[i], load);
       if (e < best_e) {
         best_e = e;

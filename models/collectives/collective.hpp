@@ -51,7 +51,9 @@ struct NicSpec;
 namespace stacksim::coll {
 
 enum class CollectiveOp { AllReduce, ReduceScatter, AllGather, AllToAll, Broadcast, SendRecv };
-enum class Algorithm { Auto, Ring, Tree, Hierarchical, InSwitch };
+// InSwitchTree: NCCL's NVLSTree, in-switch reduction inside each node and NCCL's double binary
+// tree across nodes, one rail per GPU, pipelined (NCCL 2.18+ on NVSwitch systems).
+enum class Algorithm { Auto, Ring, Tree, Hierarchical, InSwitch, InSwitchTree };
 const char* op_name(CollectiveOp op);
 const char* algorithm_name(Algorithm a);
 

@@ -234,6 +234,28 @@ Plan plan_nvls(const topo::Cluster& c, const Collective& col) {
   return plan;
 }
 
+// NCCL's NVLSTree: inside each node every GPU sends S up its switch port and receives the reduced
+// S back (NVLS); across nodes NCCL's double binary tree (as plan_tree) carries S/g per rail, each
+// GPU the rail of its own slice. The two run pipelined, so one phase holds both.
+Plan plan_nvls_tree(const topo::Cluster& c, const Collective& col, const std::vector<std::vector<int>>& nodes) {
+  const int N = static_cast<int>(nodes.size());
+  Phase p;
+  p.in_switch = true;
+  for (const auto& nd : nodes) {
+    Collective local = col;
+    local.ranks = nd;
+    Plan in_node = plan_nvls(c, local);
+    for (Flow& f : in_node.phases.front().flows) p.flows.push_back(std::move(f));
+  }
+  Plan tree = plan_tree(c, col, nodes);
+  for (Flow& f : tree.phases.front().flows)
+    if (!c.same_node(f.src, f.dst)) p.flows.push_back(std::move(f));
+  p.inter_steps = 2 * ceil_log2(N);
+  Plan plan;
+  plan.phases.push_back(std::move(p));
+  return plan;
+}
+
 Plan plan_all_to_all(const topo::Cluster& c, const Collective& col, const std::vector<std::vector<int>>& nodes) {
   const int n = static_cast<int>(col.ranks.size());
   const int N = static_cast<int>(nodes.size());
@@ -294,6 +316,13 @@ bool nvls_capable(const topo::Cluster& c, const std::vector<int>& ranks) {
   return sw.kind == topo::DeviceKind::NvSwitch && sw.in_switch_reduction;
 }
 
+bool nvls_tree_capable(const topo::Cluster& c, const std::vector<std::vector<int>>& nodes) {
+  if (nodes.size() < 2 || !uniform_nodes(nodes)) return false;
+  for (const auto& nd : nodes)
+    if (!nvls_capable(c, nd)) return false;
+  return true;
+}
+
 Plan make_plan(const topo::Cluster& c, const Collective& col, Algorithm algorithm) {
   const auto nodes = ranks_by_node(c, col.ranks);
   const int N = static_cast<int>(nodes.size());
@@ -316,6 +345,11 @@ Plan make_plan(const topo::Cluster& c, const Collective& col, Algorithm algorith
     case CollectiveOp::AllReduce:
       if (algorithm == Algorithm::InSwitch) {
         plan = plan_nvls(c, col);
+      } else if (algorithm == Algorithm::InSwitchTree) {
+        if (!nvls_tree_capable(c, nodes))
+          throw std::invalid_argument("the nvls_tree all-reduce needs 2 or more nodes with the same number of ranks, "
+                                      "each node's NVSwitch reducing in-switch");
+        plan = plan_nvls_tree(c, col, nodes);
       } else if (algorithm == Algorithm::Tree || algorithm == Algorithm::Hierarchical) {
         if (N < 2 || !uniform_nodes(nodes))
           throw std::invalid_argument(std::string("the ") + algorithm_name(algorithm) +

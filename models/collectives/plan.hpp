@@ -37,6 +37,8 @@ bool uniform_nodes(const std::vector<std::vector<int>>& nodes);
 
 // True if the group is one node whose GPUs meet in an NVSwitch with in-switch reduction.
 bool nvls_capable(const topo::Cluster& c, const std::vector<int>& ranks);
+// Every node's ranks can reduce in-switch (NVLSTree across nodes).
+bool nvls_tree_capable(const topo::Cluster& c, const std::vector<std::vector<int>>& nodes);
 
 // The plan of `col` with `algorithm` (not Auto). Throws std::invalid_argument if the group
 // cannot run it (Tree/Hierarchical on one node, NVLS without an NVLS switch, ...).

@@ -8,6 +8,7 @@
 
 #include "config/yaml.hpp"
 #include "models/collectives/collective.hpp"
+#include "models/collectives/plan.hpp"
 #include "models/hardware/node_spec.hpp"
 #include "topologies/builders.hpp"
 
@@ -20,12 +21,11 @@ const hw::NodeCatalog& nodes() {
 }
 
 std::string node_for(const std::string& gpu) {
-  static const std::vector<std::pair<std::string, std::string>> rules = {
-      {"A100-SXM4-40GB", "dgx-a100-40gb"}, {"A100", "dgx-a100"}, {"H100", "dgx-h100"},
-      {"H200", "dgx-h200"},                {"B200", "dgx-b200"}, {"V100", "dgx-2-v100"}};
-  for (const auto& [prefix, node] : rules)
-    if (gpu.rfind(prefix, 0) == 0) return node;
-  return "";
+  try {
+    return hw::node_type_for_gpu(gpu);
+  } catch (const std::runtime_error&) {
+    return "";
+  }
 }
 
 bool has(const YAML::Node& n, const char* k) { return n && n[k] && !n[k].IsNull(); }
@@ -53,11 +53,19 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
     return r;
   }
 
-  const int per_node = has(hw, "gpus_per_node") ? hw["gpus_per_node"].as<int>() : 8;
-  if (!has(hw, "gpus_per_node")) r.defaults.push_back("hardware.gpus_per_node: the node type's 8");
+  const int node_gpus = nodes().node(node).gpus_per_node;
+  int per_node = has(hw, "gpus_per_node") ? hw["gpus_per_node"].as<int>() : node_gpus;
+  if (!has(hw, "gpus_per_node"))
+    r.defaults.push_back("hardware.gpus_per_node: the node type's " + std::to_string(node_gpus));
   if (per_node < 1) {
     r.error = "hardware.gpus_per_node must be at least 1, got " + std::to_string(per_node);
     return r;
+  }
+  // As for training cases: on a rack-scale NVLink node (NVL72) fewer GPUs per node are a tray's.
+  if (node_gpus > 16 && per_node < node_gpus) {
+    r.defaults.push_back("hardware.gpus_per_node: " + std::to_string(per_node) + " GPUs per tray, in one " +
+                         std::to_string(node_gpus) + "-GPU NVLink rack");
+    per_node = node_gpus;
   }
   int gpus = has(op, "gpus") ? op["gpus"].as<int>() : has(hw, "num_gpus") ? hw["num_gpus"].as<int>() : 0;
   if (gpus <= 0) {
@@ -111,8 +119,14 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
   col.bytes = bytes;
   for (int i = 0; i < gpus; ++i) col.ranks.push_back(i);
   if (kind == CollectiveOp::AllReduce && cfg.nodes > 1) {
-    col.algorithm = Algorithm::Ring;
-    r.defaults.push_back("op.algorithm: Ring (multi-node network measurement)");
+    // NCCL's large-message choice across nodes: NVLSTree across 8-GPU NVSwitch boxes that reduce
+    // in-switch (Hopper and later: four sources measure 2-node busbw above a ring's NIC limit),
+    // else Ring (also across NVL72 racks, where the measured busbw stays below a ring's).
+    const bool nvls_tree = tuning.nvls_efficiency > 0 && cfg.node.gpus_per_node <= 16 &&
+                           detail::nvls_tree_capable(cluster, detail::ranks_by_node(cluster, col.ranks));
+    col.algorithm = nvls_tree ? Algorithm::InSwitchTree : Algorithm::Ring;
+    r.defaults.push_back(nvls_tree ? "op.algorithm: NVLSTree (multi-node, in-switch reduction in every node)"
+                                   : "op.algorithm: Ring (multi-node network measurement)");
   } else if (has(op, "algorithm")) {
     r.defaults.push_back("op.algorithm '" + op["algorithm"].as<std::string>() + "': NCCL's default (Auto)");
   }

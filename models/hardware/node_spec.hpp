@@ -102,4 +102,9 @@ class NodeCatalog {
 
 std::string default_hardware_dir();  // STACKSIM_HARDWARE_DIR or the source tree's models/hardware
 
+// The node type (models/hardware/nodes) a canonical GPU name (validation README) runs in; names that
+// leave the memory size open ("A100-SXM4") get the 80 GB system. Throws std::runtime_error for a GPU
+// without one.
+std::string node_type_for_gpu(const std::string& gpu);
+
 }  // namespace stacksim::hw

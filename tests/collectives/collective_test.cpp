@@ -192,6 +192,30 @@ TEST(Collectives, NvlsBeatsTheRingOnAnH100Node) {
                std::invalid_argument);
 }
 
+TEST(Collectives, NvlsTreeAcrossTwoH100NodesIsBoundByTheSwitchNotTheNics) {
+  // NCCL's NVLSTree on 2 DGX H100: in-switch reduction inside each node (~480 GB/s busbw alone)
+  // pipelined with a tree over the 8 rails, each carrying S/8 each way at 400 Gb/s; the network
+  // alone would allow 8 x 47 GB/s x 2(n-1)/n = 705 GB/s busbw, so the switch bounds it, above the
+  // ring's NIC limit (8 x 47 GB/s = 376). Measured 440-487 GB/s (CoreWeave, SkyPilot/Together).
+  const topo::ClusterConfig k = cfg("node: dgx-h100\nnodes: 2\n");
+  const topo::Cluster c = topo::build_cluster(k);
+  const CommTuning t = tuning_for(k.node, k.nic);
+  const auto tree = time_collective(c, t, all_reduce(16, 8e9, Algorithm::InSwitchTree));
+  const auto ring = time_collective(c, t, all_reduce(16, 8e9, Algorithm::Ring));
+  const auto one_node = time_collective(topo::build_cluster(cfg("node: dgx-h100\nnodes: 1\n")), t,
+                                        all_reduce(8, 8e9, Algorithm::InSwitch));
+  EXPECT_NEAR(ring.busbw_Bps / 1e9, 376, 10);
+  // Same algbw as one node's NVLS (the switch is the bottleneck), busbw scaled by 2(n-1)/n.
+  EXPECT_NEAR(tree.algbw_Bps / one_node.algbw_Bps, 1.0, 0.02);
+  EXPECT_GT(tree.busbw_Bps, 1.3 * ring.busbw_Bps);
+  EXPECT_EQ(time_collective(c, t, all_reduce(16, 8e9, Algorithm::Auto)).algorithm, Algorithm::InSwitchTree);
+  // It needs in-switch reduction in every node.
+  const topo::ClusterConfig a = cfg("node: dgx-a100\nnodes: 2\n");
+  EXPECT_THROW(time_collective(topo::build_cluster(a), tuning_for(a.node, a.nic),
+                               all_reduce(16, 1e9, Algorithm::InSwitchTree)),
+               std::invalid_argument);
+}
+
 TEST(Collectives, TreeLatencyGrowsWithLog2OfNodes) {
   // 8 "nodes" of 4 GPUs on a flat ideal network, zero bytes: the ring pays 2(n-1) steps, 2(N-1)
   // of them across nodes; the tree 2(g-1) intra steps and 2 log2(N) network steps.
