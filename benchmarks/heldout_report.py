@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Prints README's table of the further published runs (validation/extra/*.yaml): per file and kind,
+the cases predicted, MAPE, max error and the cases not buildable, by running `stacksim validate`.
+
+usage: /usr/bin/python3 benchmarks/heldout_report.py
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def main():
+    binary = os.path.join(ROOT, "build", "bin", "stacksim")
+    print("| file | kind | cases | MAPE % | max % | not buildable |")
+    print("|---|---|---:|---:|---:|---:|")
+    for path in sorted(glob.glob(os.path.join(ROOT, "validation", "extra", "*.yaml"))):
+        fd, out = tempfile.mkstemp(suffix=".json")
+        os.close(fd)
+        try:
+            subprocess.run([binary, "validate", path, "--json", out], check=True, stdout=subprocess.DEVNULL)
+            with open(out) as f:
+                cases = json.load(f)["cases"]
+        finally:
+            os.unlink(out)
+        by_kind = {}
+        for c in cases:
+            errors, unbuildable = by_kind.setdefault(c["kind"], ([], [0]))
+            if c.get("error_pct") is None:
+                unbuildable[0] += 1
+            else:
+                errors.append(abs(c["error_pct"]))
+        for kind, (errors, unbuildable) in sorted(by_kind.items()):
+            mape = f"{sum(errors) / len(errors):.1f}" if errors else "-"
+            worst = f"{max(errors):.1f}" if errors else "-"
+            print(f"| `{os.path.basename(path)}` | {kind} | {len(errors)} | {mape} | {worst} | {unbuildable[0]} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
