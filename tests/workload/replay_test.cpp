@@ -51,6 +51,16 @@ StepProgram pipeline(int pp, int vp, int m, double t_f, int schedule) {
   return p;
 }
 
+// A layer whose compute is negligible next to its data-parallel traffic.
+LayerProgram negligible_layer(double grad_bytes, double param_bytes) {
+  LayerProgram layer;
+  layer.forward = {compute(1e-6)};
+  layer.backward = {compute(1e-6)};
+  layer.grad_bytes = grad_bytes;
+  layer.param_bytes = param_bytes;
+  return layer;
+}
+
 double bubble_fraction(const ReplayResult& r) { return r.breakdown_s[kCatPipelineBubble] / r.step_time_s; }
 
 }  // namespace
@@ -242,12 +252,7 @@ TEST(Replay, HybridShardingReducesOverTheShardThenAcrossReplicas) {
   p.zero = 1;
   p.overlap_grad_reduce = p.overlap_param_gather = false;
   p.dp_bucket_bytes = 1e12;
-  LayerProgram layer;
-  layer.forward = {compute(1e-6)};
-  layer.backward = {compute(1e-6)};
-  layer.grad_bytes = G;
-  layer.param_bytes = P;
-  p.layers.push_back(layer);
+  p.layers.push_back(negligible_layer(G, P));
   const auto dp_s = [&](int shard) {
     p.shard_size = shard;
     return replay_step(p, ideal_cluster(4, B), coll::CommTuning{}, {}).breakdown_s[kCatDpComm];
@@ -269,14 +274,7 @@ TEST(Replay, FsdpUnderAPipelineGathersAndReducesOncePerStep) {
     p.pp = pp;
     p.zero = 3;
     p.micro_batches = m;
-    for (int l = 0; l < pp; ++l) {
-      LayerProgram layer;
-      layer.forward = {compute(1e-6)};
-      layer.backward = {compute(1e-6)};
-      layer.grad_bytes = G;
-      layer.param_bytes = P;
-      p.layers.push_back(layer);
-    }
+    for (int l = 0; l < pp; ++l) p.layers.push_back(negligible_layer(G, P));
     return replay_step(p, ideal_cluster(2 * pp, B), coll::CommTuning{}, {}).breakdown_s[kCatDpComm];
   };
   // One layer on dp 2: gather P/2 twice (forward, backward) and reduce-scatter G/2 per micro-batch.
