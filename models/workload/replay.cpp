@@ -99,7 +99,10 @@ class StepBuilder {
     sim::TaskId rs_cursor = sim::kNoTask;   // FSDP reduce-scatter stream
     // Gradient readiness of the last micro-batch, in backward order: (task, bytes).
     std::vector<std::pair<sim::TaskId, double>> grads_ready;
-    std::vector<sim::TaskId> chunk_param_gather;  // ZeRO-1/2 overlapped gather per chunk
+    // ZeRO-1/2 overlapped parameter gather: per chunk, the embedding/output layer's (or none)
+    // and each layer's, in forward order.
+    std::vector<sim::TaskId> chunk_head_gather;
+    std::vector<std::vector<sim::TaskId>> chunk_layer_gather;
   };
 
   sim::TaskId add_join(const std::vector<sim::TaskId>& deps, sim::TrackId track = sim::kNoTrack) {
@@ -337,15 +340,17 @@ class StepBuilder {
     const bool gather = fsdp && (!keep_gathered || (!it.backward && it.micro_batch == 0));
     const bool reduce_now = !keep_gathered || last_mb;
 
+    const bool gathered_ahead = !it.backward && it.micro_batch == 0 &&
+                                it.chunk < static_cast<int>(st.chunk_layer_gather.size());
     std::vector<sim::TaskId> gate_deps{st.cursor};
-    if (!it.backward && it.micro_batch == 0 && it.chunk < static_cast<int>(st.chunk_param_gather.size()))
-      gate_deps.push_back(st.chunk_param_gather[it.chunk]);
+    if (gathered_ahead) gate_deps.push_back(st.chunk_head_gather[it.chunk]);
     st.cursor = add_join(gate_deps);
     const sim::TaskId entry = st.cursor;
     item_entry_[key(it.micro_batch, vs, it.backward)] = entry;
 
     std::vector<sim::TaskId> layer_done;  // compute end per processed layer (for FSDP prefetch)
     auto run_layer = [&](int l, const std::vector<CostedOp>& ops) {
+      if (gathered_ahead) st.cursor = add_join({st.cursor, st.chunk_layer_gather[it.chunk][l - l0]});
       if (gather) {
         const sim::TaskId limiter = layer_done.size() >= 2 ? layer_done[layer_done.size() - 2] : entry;
         const sim::TaskId gathered = fsdp_gather(s, p_.layers[l].param_bytes, limiter);
@@ -401,12 +406,27 @@ class StepBuilder {
     const bool zero12_overlapped_gather = p_.zero >= 1 && p_.zero <= 2 && p_.overlap_param_gather && p_.dp > 1;
     for (int s = 0; s < p_.pp; ++s) {
       if (zero12_overlapped_gather) {
-        // Steady state: the gather of updated parameters issued at the end of the previous step
-        // overlaps this step's first forward (Megatron-Core's overlap_param_gather).
-        for (int c = 0; c < p_.vp; ++c)
-          stages_[s].chunk_param_gather.push_back(add_group_collective(
-              s, Group::DpShard, coll::CollectiveOp::AllGather, chunk_param_bytes(s, c), {},
-              stages_[s].dp_track, kCatDpComm));
+        // Steady state: the updated parameters are gathered bucket by bucket in forward order
+        // while the first micro-batch runs forward, each layer waiting only for its own
+        // (Megatron-Core's overlap_param_gather: a bucket's all-gather is dispatched ahead and
+        // its module's forward pre-hook waits for it).
+        StageState& st = stages_[s];
+        const int V = p_.pp * p_.vp;
+        sim::TaskId previous = sim::kNoTask;
+        auto gather = [&](double bytes) {
+          const sim::TaskId g = add_group_collective(s, Group::DpShard, coll::CollectiveOp::AllGather, bytes,
+                                                     {previous}, st.dp_track, kCatDpComm);
+          if (g != sim::kNoTask) previous = g;
+          return g;
+        };
+        for (int c = 0; c < p_.vp; ++c) {
+          const int vs = virtual_stage(c, s, p_.pp);
+          const auto [l0, l1] = layer_range(vs);
+          st.chunk_head_gather.push_back(vs == 0 || vs == V - 1 ? gather(p_.embedding_param_bytes) : sim::kNoTask);
+          std::vector<sim::TaskId> layers;
+          for (int l = l0; l < l1; ++l) layers.push_back(gather(p_.layers[l].param_bytes));
+          st.chunk_layer_gather.push_back(std::move(layers));
+        }
       }
       uint64_t previous = kNoItem;
       for (const PipelineItem& it : stage_schedule(schedule_kind(), p_.pp, p_.vp, p_.micro_batches, s)) {

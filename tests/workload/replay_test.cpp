@@ -285,6 +285,27 @@ TEST(Replay, FsdpUnderAPipelineGathersAndReducesOncePerStep) {
   EXPECT_LT(dp_s(2, 4), 0.5 * dp_s(1, 4));
 }
 
+TEST(Replay, OverlappedParameterGatherWaitsOnlyForEachLayersOwnBucket) {
+  // ZeRO-1 with overlap_param_gather on dp 4: the updated parameters arrive bucket by bucket in
+  // forward order and each layer's first forward waits for its own (Megatron-Core's pre-hooks), so
+  // only the first layer's gather (3/4 P / B) is exposed when a layer's forward outlasts a gather.
+  const double B = 100e9, P = 40e9, t_f = 1.0;  // a gather takes 0.3 s
+  StepProgram p;
+  p.dp = 4;
+  p.zero = 1;
+  p.overlap_grad_reduce = false;
+  p.overlap_param_gather = true;
+  for (int l = 0; l < 4; ++l) {
+    LayerProgram layer;
+    layer.forward = {compute(t_f)};
+    layer.backward = {compute(2 * t_f)};
+    layer.param_bytes = P;
+    p.layers.push_back(layer);
+  }
+  const double step = replay_step(p, ideal_cluster(4, B), coll::CommTuning{}, {}).step_time_s;
+  EXPECT_NEAR(step, 4 * 3 * t_f + 0.75 * P / B, 1e-3);
+}
+
 TEST(Replay, LongStepsExtendTheSteadyStateExactly) {
   // 1F1B and interleaved pipelines with activations on finite links and blocking sends: past the
   // fill, every round of pp micro-batches takes the same time, so replaying 16 and 32 micro-batches
