@@ -514,6 +514,12 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   }
   pipeline_split(positive<int>(m, "layers"), pp, has(p, "vp") ? positive<int>(p, "vp") : 0, !old_gen,
                  pl["global_batch"].as<int>() / (pl["micro_batch"].as<int>() * dp), pl, defaults);
+  // Interleaved pipelines send asynchronously with today's launchers (the plan default); the
+  // Megatron-LM of Volta/Ampere-era runs (2020-22) sent blocking: overlap_p2p_comm came in 2023.
+  if (old_gen && pl["vp"].as<int>() > 1) {
+    pl["overlap_p2p_comm"] = false;
+    defaults.push_back("parallelism.overlap_p2p_comm: false (Volta/Ampere-era Megatron-LM: blocking pipeline sends)");
+  }
   if (has(p, "zero")) {
     pl["zero"] = get<int>(p, "zero");
   } else {

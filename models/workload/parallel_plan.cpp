@@ -113,7 +113,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   p.overlap_param_gather = n.bool_or("overlap_param_gather", true);
   p.async_tp_backward = n.bool_or("async_tp_backward", true);
   p.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
-  p.overlap_p2p_comm = n.bool_or("overlap_p2p_comm", false);
+  p.overlap_p2p_comm = n.bool_or("overlap_p2p_comm", p.vp > 1);
   p.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
   const std::string cc = n.string_or("cp_comm", "p2p");
   if (cc == "p2p") p.cp_comm = CpComm::P2P;

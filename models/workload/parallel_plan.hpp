@@ -28,7 +28,7 @@
 //     overlap_param_gather: true     # ZeRO parameter gather overlapped with the next forward
 //     async_tp_backward: true        # TP input-gradient reduction under the wgrad GEMM (below)
 //     grad_reduce_fp32: false        # gradients kept and reduced in fp32 (below)
-//     overlap_p2p_comm: false        # interleaved schedule: pipeline sends asynchronous (below)
+//     overlap_p2p_comm: true         # interleaved: pipeline sends asynchronous (default: vp > 1)
 //     tp_comm_overlap: false         # SP collectives pipelined with their GEMMs (below)
 //     kernels: fused                 # fused | eager: the element-wise kernels' implementation (below)
 //     first_stage_layers: 7  # optional uneven split (Llama 3 405B: 7 + 14x8 + 7)
@@ -52,10 +52,11 @@
 // bf16 recipes and torchtitan's default; the default false is 16-bit gradients, as NeMo 1.x's
 // configs (grad_sync_dtype: bf16), DeepSpeed and FSDP with a 16-bit reduce_dtype run. fp32/tf32
 // training has 4 B gradients anyway.
-// overlap_p2p_comm: Megatron's pipeline sends and receives are blocking (batch_isend_irecv, then
-// wait): a stage starts its next forward/backward only once its own send is through. Megatron-
-// Core's overlap_p2p_comm (interleaved schedule only) makes them asynchronous; default false, as
-// in Megatron-Core's ModelParallelConfig.
+// overlap_p2p_comm: pipeline sends and receives asynchronous, under the next forward/backward
+// (interleaved schedule only); false = blocking (batch_isend_irecv, then wait: a stage starts its
+// next item only once its own send is through). Default: true with interleaving (vp > 1), as
+// Megatron-LM's launcher (--no-overlap-p2p-communication turns it off), NeMo's and Megatron-
+// Bridge's comm-overlap configs set it; false otherwise (Megatron-Core's dataclass default).
 // tp_comm_overlap: with sequence parallelism, Transformer Engine's userbuffers (Megatron-Core's
 // tp_comm_overlap, on in NeMo's large-model recipes) split the forward all-gather and
 // reduce-scatter into chunks pipelined with the QKV/fc1 and output-projection/fc2 GEMMs, and the
