@@ -406,10 +406,10 @@ class StepBuilder {
     const bool zero12_overlapped_gather = p_.zero >= 1 && p_.zero <= 2 && p_.overlap_param_gather && p_.dp > 1;
     for (int s = 0; s < p_.pp; ++s) {
       if (zero12_overlapped_gather) {
-        // Steady state: the updated parameters are gathered bucket by bucket in forward order
-        // while the first micro-batch runs forward, each layer waiting only for its own
-        // (Megatron-Core's overlap_param_gather: a bucket's all-gather is dispatched ahead and
-        // its module's forward pre-hook waits for it).
+        // Steady state: the updated parameters are gathered bucket by bucket (the gradient
+        // buckets' size, whole layers) in forward order while the first micro-batch runs forward,
+        // each layer waiting only for its own bucket (Megatron-Core's overlap_param_gather: a
+        // bucket's all-gather is dispatched ahead and its modules' forward pre-hooks wait for it).
         StageState& st = stages_[s];
         const int V = p_.pp * p_.vp;
         sim::TaskId previous = sim::kNoTask;
@@ -422,9 +422,20 @@ class StepBuilder {
         for (int c = 0; c < p_.vp; ++c) {
           const int vs = virtual_stage(c, s, p_.pp);
           const auto [l0, l1] = layer_range(vs);
-          st.chunk_head_gather.push_back(vs == 0 || vs == V - 1 ? gather(p_.embedding_param_bytes) : sim::kNoTask);
-          std::vector<sim::TaskId> layers;
-          for (int l = l0; l < l1; ++l) layers.push_back(gather(p_.layers[l].param_bytes));
+          const bool head = vs == 0 || vs == V - 1;
+          double bucket = head ? p_.embedding_param_bytes : 0.0;
+          std::vector<sim::TaskId> layers(l1 - l0, sim::kNoTask);
+          int first = l0;
+          for (int l = l0; l < l1; ++l) {
+            bucket += p_.layers[l].param_bytes;
+            if (bucket < p_.dp_bucket_bytes && l + 1 < l1) continue;
+            const sim::TaskId g = gather(bucket);
+            for (int k = first; k <= l; ++k) layers[k - l0] = g;
+            bucket = 0;
+            first = l + 1;
+          }
+          // The embedding/output layer travels in the chunk's first bucket (alone if it has no layer).
+          st.chunk_head_gather.push_back(!head ? sim::kNoTask : l1 > l0 ? layers.front() : gather(bucket));
           st.chunk_layer_gather.push_back(std::move(layers));
         }
       }
