@@ -4,12 +4,15 @@
 //  - Pipeline stages run their schedule (GPipe / 1F1B / interleaved) as an in-order sequence of
 //    tasks per stage; activations and gradients cross stages as flows on the real links.
 //  - Tensor/context/expert-parallel collectives sit in the stage's program order (Megatron runs
-//    them synchronously); context-parallel K/V exchange overlaps the attention kernel.
+//    them synchronously); the context-parallel ring exchange (cp_comm p2p) runs under the
+//    attention forward and backward.
 //  - Data-parallel gradient reduction (all-reduce, or reduce-scatter with a distributed optimizer)
 //    runs in buckets on a separate stream as soon as the last micro-batch's backward of the
-//    bucket's layers is done; ZeRO-1/2 gather updated parameters after the optimizer (overlapped
-//    with the next step's forward when overlap_param_gather is set); ZeRO-3/FSDP gathers each
-//    layer's parameters before its forward and backward and reduce-scatters its gradients.
+//    bucket's layers is done; ZeRO-1/2 gather updated parameters after the optimizer, or with
+//    overlap_param_gather bucket by bucket under the next step's first forward, each layer waiting
+//    for its own bucket; ZeRO-3/FSDP gathers each layer's parameters before its forward and
+//    backward and reduce-scatters its gradients per micro-batch, or, under a pipeline, once per
+//    step (torchtitan's FSDP2 with pipelining).
 //  - Communication kernels occupy SMs: a running collective takes a share of its GPUs' compute
 //    resource, slowing overlapped compute (see the collective tuning's sm_fraction).
 // Symmetry (exact, never at the cost of shared links): every data-parallel replica and every rank
