@@ -99,8 +99,8 @@ class StepBuilder {
     sim::TaskId rs_cursor = sim::kNoTask;   // FSDP reduce-scatter stream
     // Gradient readiness of the last micro-batch, in backward order: (task, bytes).
     std::vector<std::pair<sim::TaskId, double>> grads_ready;
-    // ZeRO-1/2 overlapped parameter gather: per chunk, the embedding/output layer's (or none)
-    // and each layer's, in forward order.
+    // ZeRO-1/2 overlapped parameter gather: per chunk, the bucket holding the embedding/output
+    // layer (or none) and each layer's bucket, in forward order.
     std::vector<sim::TaskId> chunk_head_gather;
     std::vector<std::vector<sim::TaskId>> chunk_layer_gather;
   };
