@@ -214,7 +214,10 @@ NodeDevices build_node(Cluster& c, const ClusterConfig& cfg, int node) {
   }
   if (!out.nics.empty()) {
     for (int i = 0; i < gpus; ++i) {
-      c.set_gateway(out.gpus[i], out.nics[static_cast<long long>(i) * s.nics / gpus]);
+      // GPU i's rail NIC, or all of its own NICs when the node has several per GPU.
+      const long long first = static_cast<long long>(i) * s.nics / gpus, last = static_cast<long long>(i + 1) * s.nics / gpus;
+      if (last - first > 1) c.set_gateways(out.gpus[i], {out.nics.begin() + first, out.nics.begin() + last});
+      else c.set_gateway(out.gpus[i], out.nics[first]);
       if (!cfg.gpudirect_rdma) c.set_staging(out.gpus[i], cpus[socket_of_switch[i / per_switch]]);
     }
     // A CPU leaves the node through the first NIC under its own socket, else NIC 0.

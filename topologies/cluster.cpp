@@ -70,10 +70,13 @@ size_t ecmp_pick(uint64_t key, size_t hop, size_t ways) { return mix(mix(key) + 
 struct RouteKey {
   DeviceId src, dst;
   uint64_t key;
-  bool operator==(const RouteKey& o) const { return src == o.src && dst == o.dst && key == o.key; }
+  int slot;
+  bool operator==(const RouteKey& o) const { return src == o.src && dst == o.dst && key == o.key && slot == o.slot; }
 };
 struct RouteKeyHash {
-  size_t operator()(const RouteKey& k) const { return mix((uint64_t{k.src} << 32 | k.dst) ^ mix(k.key)); }
+  size_t operator()(const RouteKey& k) const {
+    return mix((uint64_t{k.src} << 32 | k.dst) ^ mix(k.key ^ (uint64_t(k.slot) << 48)));
+  }
 };
 
 }  // namespace
@@ -87,6 +90,7 @@ struct Cluster::RouteCache {
   std::vector<std::vector<DeviceId>> node_devices;               // by node, ascending id
   std::vector<uint32_t> local_pos;                               // position in node_devices[node]
   std::vector<DeviceId> gateway;                                 // kNone if none; a NIC is its own
+  std::vector<std::vector<DeviceId>> gateways;                   // all of a device's NICs (size > 1 only)
   std::vector<DeviceId> staging;                                 // kNone: GPUDirect RDMA (or not a GPU)
   std::vector<int32_t> leaf;                                     // dense leaf index or -1
   std::vector<int32_t> reach_row;                                // network switches: row in reach
@@ -172,6 +176,7 @@ Cluster::RouteCache& Cluster::index() const {
     fill_csr(n, dst, c.in_begin, c.in_list);
     c.local_pos.assign(n, 0);
     c.gateway.assign(n, kNone);
+    c.gateways.assign(n, {});
     c.staging.assign(n, kNone);
     c.leaf.assign(n, -1);
     c.reach_row.assign(n, -1);
@@ -185,7 +190,10 @@ Cluster::RouteCache& Cluster::index() const {
       }
       if (dev.kind == DeviceKind::Nic) c.gateway[d] = d;
     }
-    for (const auto& [d, nic] : gateway_) c.gateway[d] = nic;
+    for (const auto& [d, nics] : gateway_) {
+      c.gateway[d] = nics.front();
+      if (nics.size() > 1) c.gateways[d] = nics;
+    }
     for (const auto& [d, cpu] : staging_) c.staging[d] = cpu;
     // Leaves: switches with a NIC port. Reach rows: leaves below each switch, by tier upwards.
     std::vector<DeviceId> switches;
@@ -358,12 +366,18 @@ bool Cluster::route_to_gateway(DeviceId src, DeviceId dst, DeviceId via, uint64_
   return route_in_node(src, via, key, out) && route_in_node(via, dst, key, out);
 }
 
-Route Cluster::route(DeviceId src, DeviceId dst, uint64_t ecmp_key) const {
+int Cluster::gpu_gateway_count(int rank) const {
+  const RouteCache& c = index();
+  const DeviceId g = gpu(rank);
+  return c.gateways[g].empty() ? 1 : static_cast<int>(c.gateways[g].size());
+}
+
+Route Cluster::route(DeviceId src, DeviceId dst, uint64_t ecmp_key, int nic_slot) const {
   if (src >= num_devices() || dst >= num_devices()) throw std::out_of_range("route: unknown device");
   Route r;
   if (src == dst) return r;
   RouteCache& c = index();
-  const RouteKey rk{src, dst, ecmp_key % kEcmpWays};
+  const RouteKey rk{src, dst, ecmp_key % kEcmpWays, std::max(0, nic_slot)};
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     auto it = c.routes.find(rk);
@@ -376,7 +390,10 @@ Route Cluster::route(DeviceId src, DeviceId dst, uint64_t ecmp_key) const {
   if (s.node >= 0 && s.node == d.node) {
     ok = route_in_node(src, dst, key, r.links);
   } else if (s.node >= 0 && d.node >= 0 && c.gateway[src] != kNone && c.gateway[dst] != kNone) {
-    const DeviceId gs = c.gateway[src], gd = c.gateway[dst];
+    auto gateway_of = [&](DeviceId d) {
+      return c.gateways[d].empty() ? c.gateway[d] : c.gateways[d][rk.slot % c.gateways[d].size()];
+    };
+    const DeviceId gs = gateway_of(src), gd = gateway_of(dst);
     ok = route_to_gateway(src, gs, c.staging[src], key, r.links) && route_in_fabric(gs, gd, key, r.links) &&
          route_to_gateway(gd, dst, c.staging[dst], key, r.links);
   }

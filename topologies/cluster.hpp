@@ -72,10 +72,14 @@ class Cluster {
   // Route between two devices: fewest hops; among equal-cost next hops (ECMP) the choice is a
   // deterministic hash of (ecmp_key, hop). Cached per (source, destination, key % ways).
   // Throws std::runtime_error if dst is unreachable.
-  Route route(DeviceId src, DeviceId dst, uint64_t ecmp_key = 0) const;
-  Route gpu_route(int src_rank, int dst_rank, uint64_t ecmp_key = 0) const {
-    return route(gpu(src_rank), gpu(dst_rank), ecmp_key);
+  // Between nodes, `nic_slot` picks which of the end devices' gateway NICs the route uses (slot
+  // modulo each end's count), so a caller can stripe traffic over a GPU's several NICs.
+  Route route(DeviceId src, DeviceId dst, uint64_t ecmp_key = 0, int nic_slot = 0) const;
+  Route gpu_route(int src_rank, int dst_rank, uint64_t ecmp_key = 0, int nic_slot = 0) const {
+    return route(gpu(src_rank), gpu(dst_rank), ecmp_key, nic_slot);
   }
+  // How many NICs a GPU leaves its node through (1 without a gateway, or one NIC per GPU).
+  int gpu_gateway_count(int rank) const;
 
   // Throws std::runtime_error naming a device if some GPU cannot reach every other GPU.
   void check_connected() const;
@@ -86,8 +90,10 @@ class Cluster {
 
   // Set by builders.
   void set_shape(int num_nodes, int gpus_per_node) { num_nodes_ = num_nodes; gpus_per_node_ = gpus_per_node; }
-  // The NIC through which a device of a node reaches other nodes (GPU i -> rail NIC).
-  void set_gateway(DeviceId device, DeviceId nic) { gateway_[device] = nic; }
+  // The NIC through which a device of a node reaches other nodes (GPU i -> rail NIC); a GPU with
+  // more than one NIC of its own gets them all (NCCL stripes its channels over them).
+  void set_gateway(DeviceId device, DeviceId nic) { gateway_[device] = {nic}; }
+  void set_gateways(DeviceId device, std::vector<DeviceId> nics) { gateway_[device] = std::move(nics); }
   // Without GPUDirect RDMA a GPU's traffic to other nodes is staged in host memory: it goes
   // GPU -> `cpu` (its socket) -> gateway NIC, crossing the PCIe switch uplink both ways.
   void set_staging(DeviceId gpu, DeviceId cpu) { staging_[gpu] = cpu; }
@@ -98,7 +104,7 @@ class Cluster {
   std::vector<DeviceId> gpus_;
   int num_nodes_ = 0;
   int gpus_per_node_ = 0;
-  std::map<DeviceId, DeviceId> gateway_;
+  std::map<DeviceId, std::vector<DeviceId>> gateway_;
   std::map<DeviceId, DeviceId> staging_;
   struct RouteCache;
   mutable std::shared_ptr<RouteCache> cache_;

@@ -39,8 +39,12 @@ uint64_t ecmp_key(int src, int dst, uint64_t salt) {
   return x;
 }
 
+// Between nodes the flow is striped over the NICs both GPUs own (NCCL spreads its channels over a
+// GPU's NICs), one sub-flow per NIC.
 void add_flow(const topo::Cluster& c, Phase& p, int src, int dst, double bytes, uint64_t salt = 0) {
-  p.flows.push_back({src, dst, bytes, c.gpu_route(src, dst, ecmp_key(src, dst, salt))});
+  const int k = c.same_node(src, dst) ? 1 : std::min(c.gpu_gateway_count(src), c.gpu_gateway_count(dst));
+  for (int j = 0; j < k; ++j)
+    p.flows.push_back({src, dst, bytes / k, c.gpu_route(src, dst, ecmp_key(src, dst, salt), j), j});
 }
 
 // Every pair of `ranks` has a direct GPU-to-GPU link (an NVLink mesh, not a switch or PCIe).
@@ -111,7 +115,7 @@ void balance_paths(const topo::Cluster& c, Phase& p) {
     }
     double best_cost = std::numeric_limits<double>::infinity();
     for (int k = 0; k < kPathChoices; ++k) {
-      topo::Route r = c.gpu_route(f.src, f.dst, ecmp_key(f.src, f.dst, 1000 + k));
+      topo::Route r = c.gpu_route(f.src, f.dst, ecmp_key(f.src, f.dst, 1000 + k), f.nic_slot);
       double cost = 0;
       for (topo::LinkId l : r.links) cost = std::max(cost, (load[l] + f.bytes) / c.link(l).bandwidth_Bps);
       if (cost < best_cost) {

@@ -12,6 +12,7 @@ struct Flow {
   int src = 0, dst = 0;      // global ranks (for NVLS half-paths src == dst)
   double bytes = 0;
   topo::Route route;
+  int nic_slot = 0;          // which of the GPUs' NICs an inter-node flow leaves and enters by
 };
 
 struct Phase {

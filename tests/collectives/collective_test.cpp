@@ -113,6 +113,22 @@ TEST(Collectives, AllToAllAcrossNodesIsNicBound) {
   EXPECT_NEAR(time_collective(c, t, make(CollectiveOp::AllToAll, 16, S)).seconds, expected, expected * 0.01);
 }
 
+TEST(Collectives, AGpuWithSeveralNicsStripesOverThem) {
+  // 2 DGX H100 with 100 Gb/s NICs: with 32 per node each GPU owns four and NCCL stripes its
+  // channels over them (AWS p5's layout), so the NIC-bound all-to-all runs 4x as fast as with one
+  // NIC per GPU: t = S/2 / (4 x 12.5 GB/s x efficiency), still under the GPU's PCIe x16 link.
+  const topo::ClusterConfig one = cfg("node: dgx-h100\nnodes: 2\nnic: cx5-edr100\n");
+  const topo::ClusterConfig four = cfg("node: dgx-h100\nnodes: 2\nnic: cx5-edr100\nnics_per_node: 32\n");
+  const CommTuning t = tuning_for(one.node, one.nic);
+  const double S = 4e9;
+  const double t1 = time_collective(topo::build_cluster(one), t, make(CollectiveOp::AllToAll, 16, S)).seconds;
+  const double t4 = time_collective(topo::build_cluster(four), t, make(CollectiveOp::AllToAll, 16, S)).seconds;
+  EXPECT_NEAR(t4, S / 2 / (4 * one.nic.bandwidth_Bps * t.network_efficiency), 0.02 * t4);
+  EXPECT_NEAR(t1 / t4, 4.0, 0.1);
+  EXPECT_EQ(topo::build_cluster(four).gpu_gateway_count(3), 4);
+  EXPECT_EQ(topo::build_cluster(one).gpu_gateway_count(3), 1);
+}
+
 TEST(Collectives, NodeDeduplicatedDispatchSendsEachTokenOncePerNode) {
   // DeepEP-style dispatch of top-8 copies over 4 DGX H100: a remote node receives a token when any
   // of its 8 experts is there (1 - (3/4)^8 of them) instead of 8/4 copies: the NIC-bound time
