@@ -554,6 +554,19 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
                          " (the notes' FSDP HYBRID_SHARD: shards inside a node)");
     }
   }
+  // Whose FSDP (zero 3), from the notes' vocabulary: Megatron FSDP by name; PyTorch's FSDP 1
+  // sharding-strategy names (FULL_SHARD, HYBRID_SHARD, SHARD_GRAD_OP) unless FSDP2 is named;
+  // otherwise fsdp2, the default.
+  if (pl["zero"].as<int>() >= 3) {
+    const bool fsdp2_named = case_notes.find("FSDP2") != std::string::npos;
+    if (case_notes.find("Megatron FSDP") != std::string::npos) {
+      pl["fsdp_impl"] = "megatron";
+      defaults.push_back("parallelism.fsdp_impl: megatron (the notes name Megatron FSDP)");
+    } else if (!fsdp2_named && std::regex_search(case_notes, std::regex("FULL_SHARD|HYBRID_SHARD|SHARD_GRAD_OP"))) {
+      pl["fsdp_impl"] = "fsdp1";
+      defaults.push_back("parallelism.fsdp_impl: fsdp1 (the notes use FSDP 1's sharding-strategy names)");
+    }
+  }
   // Multi-token prediction with its depth stated in the notes (DeepSeek-V3: 1).
   static const std::regex mtp_depth("multi-token[- ]prediction depth:? ([0-9]+)");
   if (std::smatch hit; std::regex_search(case_notes, hit, mtp_depth) && std::stoi(hit[1].str()) > 0) {

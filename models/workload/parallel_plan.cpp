@@ -44,7 +44,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "kernels", "cp_comm", "ep_dispatch", "shard_size", "dp_bucket_size",
+                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "kernels", "cp_comm", "ep_dispatch", "fsdp_impl", "shard_size", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers", "stage_layers"});
   ParallelPlan p;
   auto positive_int = [&](const char* key, int fallback) {
@@ -129,6 +129,12 @@ ParallelPlan parse_plan(const config::Node& n) {
   if (kn == "fused") p.kernels = Kernels::Fused;
   else if (kn == "eager") p.kernels = Kernels::Eager;
   else n.fail("kernels", "unknown kernel implementation '" + kn + "'", "use fused (Megatron/TE, torch.compile) or eager (PyTorch op by op)");
+  const std::string fi = n.string_or("fsdp_impl", "fsdp2");
+  if (fi == "fsdp2") p.fsdp_impl = FsdpImpl::Fsdp2;
+  else if (fi == "fsdp1") p.fsdp_impl = FsdpImpl::Fsdp1;
+  else if (fi == "megatron") p.fsdp_impl = FsdpImpl::Megatron;
+  else n.fail("fsdp_impl", "unknown FSDP implementation '" + fi + "'",
+              "use fsdp2 (PyTorch fully_shard, the default), fsdp1 (FullyShardedDataParallel) or megatron (Megatron-Core's FSDP)");
   p.shard_size = n.has("shard_size") ? positive_int("shard_size", 0) : 0;
   p.dp_bucket_bytes = 2.0 * std::max(40e6, 1e6 * p.dp);
   if (n.has("dp_bucket_size"))

@@ -19,6 +19,7 @@
 //                            # (Megatron's --recompute-method block --recompute-num-layers N);
 //                            # 0 or absent = every layer
 //     zero: 1                # 0 DDP, 1 distributed optimizer, 2 + sharded grads, 3 or fsdp
+//     fsdp_impl: fsdp2       # zero 3: fsdp2 | fsdp1 (PyTorch) | megatron (Megatron-Core's FSDP) (below)
 //     shard_size: 8          # optional: ZeRO/FSDP shards over groups of this many dp*cp ranks,
 //                            # replicated across them (HSDP; default all dp*cp ranks)
 //     precision: bf16        # fp32 | tf32 | fp16 | bf16 | fp8 (FP8 GEMMs, 16-bit elsewhere)
@@ -73,6 +74,18 @@
 // crosses the network to its expert's rank. deepep (Megatron-Core's flex dispatcher with DeepEP):
 // a token crosses to a remote node once if any of its top_k experts is there and is fanned out
 // over NVLink (DeepSeek-V3's dispatch, section 3.2.2; DeepEP's NVLink/RDMA forwarding kernels).
+// fsdp_impl (zero 3): which FSDP, for the element-wise passes it adds around its collectives, per
+// unit and per micro-batch (shard-sized passes are left out). fsdp1 (PyTorch FullyShardedDataParallel,
+// torch/distributed/fsdp/_runtime_utils.py, _post_backward_hook and _reduce_grad): on the
+// post-backward stream it casts the unsharded gradient to the reduce dtype when that differs from
+// the parameter dtype (read q, write r bytes per parameter) and pre-divides it by the world-size
+// factor (read and write r); the gathered parameters are views of its flat parameter. fsdp2
+// (PyTorch fully_shard, _fsdp_collectives.py): on the reduce-scatter stream it copies the gradients
+// into the reduce-scatter buffer (read q, write r: foreach_reduce_scatter_copy_in), and after every
+// all-gather it copies the output out to the parameters on the compute stream (read and write q:
+// foreach_all_gather_copy_out). megatron (Megatron-Core's FSDP): parameters and gradients live in
+// the collectives' buckets, no pass. q is the 16-bit (or fp32) compute dtype, r the reduce dtype
+// (grad_reduce_fp32). Default fsdp2, torchtitan's and PyTorch's current API.
 // kernels: fused (Megatron-Core, Transformer Engine, NeMo, torch.compile'd models): one kernel per
 // norm, rotary embedding, activation. eager: the PyTorch reference modules run op by op (HF
 // transformers' and torchtitan's Llama without torch.compile): RMSNorm as an fp32 up-cast, square,
@@ -93,6 +106,7 @@ enum class Schedule { OneFOneB, GPipe };  // 1F1B is interleaved when vp > 1
 enum class Kernels { Fused, Eager };
 enum class CpComm { P2P, AllGather };
 enum class EpDispatch { AllToAll, DeepEP };
+enum class FsdpImpl { Fsdp2, Fsdp1, Megatron };
 
 const char* precision_name(Precision p);
 const char* recompute_name(Recompute r);
@@ -117,6 +131,7 @@ struct ParallelPlan {
   Kernels kernels = Kernels::Fused;
   CpComm cp_comm = CpComm::P2P;
   EpDispatch ep_dispatch = EpDispatch::AllToAll;
+  FsdpImpl fsdp_impl = FsdpImpl::Fsdp2;  // zero 3: whose FSDP (their element-wise passes differ)
   int shard_size = 0;  // ZeRO/FSDP shard group size over the dp*cp ranks; 0 = all of them
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;
@@ -128,6 +143,22 @@ struct ParallelPlan {
     return grad_reduce_fp32 || precision == Precision::FP32 || precision == Precision::TF32 ? 4.0 : 2.0;
   }
   int num_micro_batches() const { return global_batch / (micro_batch * dp); }
+  // Bytes per parameter (of the compute dtype q) FSDP's element-wise passes move: over the
+  // unsharded gradient before each reduce-scatter, and over the gathered parameters after each
+  // all-gather (fsdp_impl above).
+  double param_bytes_per_param() const { return precision == Precision::FP32 || precision == Precision::TF32 ? 4.0 : 2.0; }
+  double fsdp_grad_prep_bytes_per_param() const {
+    const double q = param_bytes_per_param(), r = grad_bytes_per_param();
+    switch (fsdp_impl) {
+      case FsdpImpl::Fsdp1: return (r != q ? q + r : 0.0) + 2.0 * r;
+      case FsdpImpl::Fsdp2: return q + r;
+      case FsdpImpl::Megatron: break;
+    }
+    return 0.0;
+  }
+  double fsdp_gather_copy_bytes_per_param() const {
+    return fsdp_impl == FsdpImpl::Fsdp2 ? 2.0 * param_bytes_per_param() : 0.0;
+  }
   bool sp() const { return sequence_parallel && tp > 1; }
   bool interleaved() const { return vp > 1; }
   // MoE parallel folding (Megatron-Core): experts are not split over tp; the tp ranks' own

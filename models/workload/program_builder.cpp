@@ -137,6 +137,11 @@ class Coster {
 StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& plan,
                                const compute::GpuModel& gpu) {
   const Coster coster(model, plan, gpu);
+  // One FSDP element-wise pass of `bytes_per_param` over `params` parameters (none without FSDP).
+  const bool fsdp = plan.zero >= 3 && plan.dp > 1;  // as the replay's FSDP
+  auto fsdp_pass_s = [&](double bytes_per_param, double params) {
+    return fsdp && bytes_per_param > 0 && params > 0 ? gpu.memory_bound(bytes_per_param * params).seconds : 0.0;
+  };
   StepProgram p;
   p.pp = plan.pp; p.vp = plan.vp; p.tp = plan.tp; p.cp = plan.cp; p.dp = plan.dp; p.ep = plan.ep;
   p.experts_folded = plan.experts_folded();
@@ -165,6 +170,8 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
       const double params = layer_params_per_rank(model, plan, l);
       lp.param_bytes = 2.0 * params;  // 16-bit weights gathered by ZeRO/FSDP
       lp.grad_bytes = plan.grad_bytes_per_param() * params;  // reduced over data parallelism
+      lp.fsdp_grad_prep_s = fsdp_pass_s(plan.fsdp_grad_prep_bytes_per_param(), params);
+      lp.fsdp_gather_copy_s = fsdp_pass_s(plan.fsdp_gather_copy_bytes_per_param(), params);
       costed[kind] = true;
     }
     p.layers.push_back(by_kind[kind]);
@@ -183,9 +190,11 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
   p.embedding_param_bytes = 2.0 * embedding_params;
   p.embedding_grad_bytes = plan.grad_bytes_per_param() * embedding_params;
   // The output layer (untied, or Megatron's last-stage copy of tied embeddings) and final norm.
-  p.head_grad_bytes = plan.grad_bytes_per_param() *
-                      ((has_output_layer_copy(model, plan) ? embedding_params : 0.0) + model.norm_params() +
-                       mtp_params_per_rank(model, plan));
+  const double head_params = (has_output_layer_copy(model, plan) ? embedding_params : 0.0) + model.norm_params() +
+                             mtp_params_per_rank(model, plan);
+  p.head_grad_bytes = plan.grad_bytes_per_param() * head_params;
+  p.embedding_fsdp_grad_prep_s = fsdp_pass_s(plan.fsdp_grad_prep_bytes_per_param(), embedding_params);
+  p.head_fsdp_grad_prep_s = fsdp_pass_s(plan.fsdp_grad_prep_bytes_per_param(), head_params);
   p.optimizer = coster.cost_all(optimizer_ops(model, plan));
   p.p2p_bytes = pipeline_p2p_bytes(model, plan);
   return p;

@@ -115,6 +115,21 @@ class StepBuilder {
     return id;
   }
 
+  // A kernel of `seconds` (on a whole GPU) on stage s's reduction stream: it holds the GPU like
+  // compute does, so compute running meanwhile shares the GPU with it (max-min).
+  sim::TaskId side_stream_kernel(int s, const char* name, double seconds, const std::vector<sim::TaskId>& deps) {
+    sim::TaskSpec t;
+    t.activity.work = seconds;
+    t.activity.usages = {{gpu_res_[stages_[s].rep], 1.0}};
+    t.category = kCatElementwise;
+    t.track = stages_[s].dp_track;
+    t.name = g_.intern(name);
+    const sim::TaskId id = g_.add(t);
+    for (sim::TaskId d : deps)
+      if (d != sim::kNoTask) g_.add_dependency(d, id);
+    return id;
+  }
+
   // One task for a run of consecutive compute ops (a kernel sequence on the stream): the replay
   // cost is per task, and nothing can interleave with the ops of one stream anyway. The parts are
   // kept for the breakdown.
@@ -355,6 +370,13 @@ class StepBuilder {
         const sim::TaskId limiter = layer_done.size() >= 2 ? layer_done[layer_done.size() - 2] : entry;
         const sim::TaskId gathered = fsdp_gather(s, p_.layers[l].param_bytes, limiter);
         st.cursor = add_join({st.cursor, gathered});
+        if (p_.layers[l].fsdp_gather_copy_s > 0) {  // FSDP 2's copy-out, on the compute stream
+          CostedOp copy;
+          copy.name = "fsdp gather copy-out";
+          copy.category = kCatElementwise;
+          copy.seconds = p_.layers[l].fsdp_gather_copy_s;
+          add_compute(s, &copy, &copy + 1);
+        }
       }
       run_ops(s, ops);
       layer_done.push_back(st.cursor);
@@ -367,10 +389,14 @@ class StepBuilder {
     } else {
       // Gradients leave for data-parallel reduction as they are produced: FSDP reduce-scatters
       // each unit right away, the others bucket the last micro-batch's (build_tail).
-      auto gradients_ready = [&](double bytes) {
+      auto gradients_ready = [&](double bytes, double fsdp_prep_s) {
         if (fsdp) {
           if (!reduce_now) return;
-          const sim::TaskId rs = reduce_scatter_gradients(s, bytes, {st.rs_cursor, st.cursor});
+          // FSDP's cast/copy of the unsharded gradient runs on the reduction stream ahead of
+          // the reduce-scatter, sharing the GPU with the backward compute that goes on.
+          std::vector<sim::TaskId> deps{st.rs_cursor, st.cursor};
+          if (fsdp_prep_s > 0) deps = {side_stream_kernel(s, "fsdp gradient cast/copy", fsdp_prep_s, deps)};
+          const sim::TaskId rs = reduce_scatter_gradients(s, bytes, deps);
           if (rs != sim::kNoTask) st.rs_cursor = rs;
         } else if (last_mb) {
           st.grads_ready.push_back({st.cursor, bytes});
@@ -378,15 +404,15 @@ class StepBuilder {
       };
       if (vs == V - 1) {
         run_ops(s, p_.pre_backward);
-        gradients_ready(p_.head_grad_bytes);
+        gradients_ready(p_.head_grad_bytes, p_.head_fsdp_grad_prep_s);
       }
       for (int l = l1 - 1; l >= l0; --l) {
         run_layer(l, p_.layers[l].backward);
-        gradients_ready(p_.layers[l].grad_bytes);
+        gradients_ready(p_.layers[l].grad_bytes, p_.layers[l].fsdp_grad_prep_s);
       }
       if (vs == 0) {
         run_ops(s, p_.post_backward);
-        gradients_ready(p_.embedding_grad_bytes);
+        gradients_ready(p_.embedding_grad_bytes, p_.embedding_fsdp_grad_prep_s);
       }
     }
     item_exit_[key(it.micro_batch, vs, it.backward)] = st.cursor;

@@ -12,7 +12,9 @@
 //    overlap_param_gather bucket by bucket under the next step's first forward, each layer waiting
 //    for its own bucket; ZeRO-3/FSDP gathers each layer's parameters before its forward and
 //    backward and reduce-scatters its gradients per micro-batch, or, under a pipeline, once per
-//    step (torchtitan's FSDP2 with pipelining).
+//    step (torchtitan's FSDP2 with pipelining); FSDP's element-wise passes (the gradient cast or
+//    copy before each reduce-scatter on the reduction stream, FSDP 2's copy-out after each gather
+//    on the compute stream) hold the GPU like compute.
 //  - Communication kernels occupy SMs: a running collective takes a share of its GPUs' compute
 //    resource, slowing overlapped compute (see the collective tuning's sm_fraction).
 // Symmetry (exact, never at the cost of shared links): every data-parallel replica and every rank
@@ -63,6 +65,11 @@ struct LayerProgram {
   std::vector<CostedOp> backward;  // includes recomputed forward ops first, if any
   double param_bytes = 0.0;        // this rank's parameter bytes of the layer (16-bit)
   double grad_bytes = 0.0;         // gradient bytes reduced over DP for the layer
+  // FSDP (zero 3) element-wise passes (ParallelPlan::fsdp_impl): over the unsharded gradient
+  // before its reduce-scatter, on the reduction stream; over the gathered parameters after each
+  // all-gather, on the compute stream. Seconds on a whole GPU.
+  double fsdp_grad_prep_s = 0.0;
+  double fsdp_gather_copy_s = 0.0;
 };
 
 struct StepProgram {
@@ -86,6 +93,8 @@ struct StepProgram {
   double embedding_param_bytes = 0.0;
   double embedding_grad_bytes = 0.0;        // input embedding (first virtual stage)
   double head_grad_bytes = 0.0;             // output layer + final norm (last virtual stage)
+  double embedding_fsdp_grad_prep_s = 0.0;  // as LayerProgram::fsdp_grad_prep_s
+  double head_fsdp_grad_prep_s = 0.0;
   std::vector<CostedOp> optimizer;           // after gradients are reduced
   double p2p_bytes = 0.0;                    // activation bytes one rank sends between stages
   double data_wait_s = 0.0;                  // exposed data-loader wait at the step start

@@ -405,6 +405,23 @@ TEST(TrainingCasePolicy, HybridShardInTheNotesShardsInsideANode) {
   EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["shard_size"]);
 }
 
+TEST(TrainingCasePolicy, TheNotesVocabularySaysWhoseFsdp) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["hardware"]["num_gpus"] = 8;
+  c["parallelism"]["dp"] = 8;
+  c["parallelism"]["global_batch"] = 8;
+  c["parallelism"]["zero"] = 3;
+  std::vector<std::string> defaults;
+  const auto impl = [&](const std::string& notes) {
+    c["notes"] = notes;
+    return scenario_from_yaml(training_case_scenario(c, defaults), "case t").training.plan.fsdp_impl;
+  };
+  EXPECT_EQ(impl("optimizer sharding: PyTorch FSDP FULL_SHARD."), stacksim::workload::FsdpImpl::Fsdp1);
+  EXPECT_EQ(impl("FSDP2 (full shard), FSDP mixed-precision mode: DEFAULT."), stacksim::workload::FsdpImpl::Fsdp2);
+  EXPECT_EQ(impl("FSDP = 8 (Megatron FSDP over the data-parallel ranks)."), stacksim::workload::FsdpImpl::Megatron);
+  EXPECT_EQ(impl(""), stacksim::workload::FsdpImpl::Fsdp2);
+}
+
 TEST(TrainingCasePolicy, GatedMlpFamiliesNormaliseWithRmsNorm) {
   YAML::Node c = training_case("H100-SXM5-80GB", "");
   std::vector<std::string> defaults;

@@ -196,6 +196,30 @@ TEST(Plan, BadValuesAreInputErrors) {
   EXPECT_TRUE(has(ep_dispatch, "'parallelism.ep_dispatch'") && has(ep_dispatch, "deepep")) << ep_dispatch;
   const std::string cp_comm = check(gpt(), "{cp_comm: ring, global_batch: 1}", 1);
   EXPECT_TRUE(has(cp_comm, "'parallelism.cp_comm'") && has(cp_comm, "p2p") && has(cp_comm, "all_gather")) << cp_comm;
+  const std::string fsdp_impl = check(gpt(), "{fsdp_impl: deepspeed, global_batch: 1}", 1);
+  EXPECT_TRUE(has(fsdp_impl, "'parallelism.fsdp_impl'") && has(fsdp_impl, "fsdp1") && has(fsdp_impl, "megatron")) << fsdp_impl;
+}
+
+TEST(Plan, FsdpElementWisePassBytesFollowTheImplementation) {
+  // Per parameter, with 16-bit compute weights (q = 2) and reduce dtype r.
+  auto plan = [](const std::string& yaml) {
+    return parse_plan(config::Node::load_string("parallelism: " + yaml + "\n", "p")["parallelism"]);
+  };
+  const ParallelPlan v2 = plan("{zero: 3, global_batch: 1, grad_reduce_fp32: true}");
+  EXPECT_EQ(v2.fsdp_impl, FsdpImpl::Fsdp2);          // PyTorch's current API is the default
+  EXPECT_DOUBLE_EQ(v2.fsdp_grad_prep_bytes_per_param(), 2 + 4);  // copy-in with the cast to fp32
+  EXPECT_DOUBLE_EQ(v2.fsdp_gather_copy_bytes_per_param(), 2 + 2);  // copy-out after the gather
+  const ParallelPlan v1 = plan("{zero: 3, global_batch: 1, grad_reduce_fp32: true, fsdp_impl: fsdp1}");
+  EXPECT_DOUBLE_EQ(v1.fsdp_grad_prep_bytes_per_param(), (2 + 4) + (4 + 4));  // cast, then pre-divide
+  EXPECT_DOUBLE_EQ(v1.fsdp_gather_copy_bytes_per_param(), 0.0);                // flat-parameter views
+  const ParallelPlan pure = plan("{zero: 3, global_batch: 1, fsdp_impl: fsdp1}");
+  EXPECT_DOUBLE_EQ(pure.fsdp_grad_prep_bytes_per_param(), 2 + 2);  // no cast: the pre-divide only
+  const ParallelPlan fp32 = plan("{zero: 3, global_batch: 1, precision: fp32}");
+  EXPECT_DOUBLE_EQ(fp32.fsdp_grad_prep_bytes_per_param(), 4 + 4);
+  EXPECT_DOUBLE_EQ(fp32.fsdp_gather_copy_bytes_per_param(), 4 + 4);
+  const ParallelPlan mcore = plan("{zero: 3, global_batch: 1, grad_reduce_fp32: true, fsdp_impl: megatron}");
+  EXPECT_DOUBLE_EQ(mcore.fsdp_grad_prep_bytes_per_param(), 0.0);  // in the collectives' buckets
+  EXPECT_DOUBLE_EQ(mcore.fsdp_gather_copy_bytes_per_param(), 0.0);
 }
 
 TEST(Plan, RecomputeLayersRules) {

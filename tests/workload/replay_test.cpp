@@ -285,6 +285,32 @@ TEST(Replay, FsdpUnderAPipelineGathersAndReducesOncePerStep) {
   EXPECT_LT(dp_s(2, 4), 0.5 * dp_s(1, 4));
 }
 
+TEST(Replay, FsdpElementWisePassesCostTheirGpuTime) {
+  // FSDP's gradient cast/copy runs on the reduction stream under the next layer's backward and
+  // shares the GPU with it (max-min), its copy-out after each gather on the compute stream: on a
+  // GPU that is never idle, each adds exactly its own time, per layer and pass.
+  const double t_f = 0.1, prep = 0.01, copy = 0.005;
+  const auto step = [&](double prep_s, double copy_s) {
+    StepProgram p;
+    p.dp = 2;
+    p.zero = 3;
+    for (int l = 0; l < 4; ++l) {
+      LayerProgram layer;
+      layer.forward = {compute(t_f)};
+      layer.backward = {compute(2 * t_f)};
+      layer.param_bytes = layer.grad_bytes = 1e6;
+      layer.fsdp_grad_prep_s = prep_s;
+      layer.fsdp_gather_copy_s = copy_s;
+      p.layers.push_back(layer);
+    }
+    return replay_step(p, ideal_cluster(2), coll::CommTuning{}, {}).step_time_s;
+  };
+  const double base = step(0, 0);
+  EXPECT_NEAR(base, 4 * 3 * t_f, 1e-3);
+  EXPECT_NEAR(step(prep, 0) - base, 4 * prep, 1e-6);       // one cast per layer and micro-batch
+  EXPECT_NEAR(step(0, copy) - base, 2 * 4 * copy, 1e-6);   // forward and backward gathers
+}
+
 TEST(Replay, OverlappedParameterGatherWaitsOnlyForEachLayersOwnBucket) {
   // ZeRO-1 with overlap_param_gather on dp 4: the updated parameters arrive bucket by bucket in
   // forward order and each layer's first forward waits for its own (Megatron-Core's pre-hooks), so
