@@ -65,6 +65,9 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
   // gradients until the last micro-batch (replay.cpp): 16-bit weights and gradients in full.
   const bool keep_gathered = p.zero >= 3 && p.pp > 1;
   f.weights_bytes = 2.0 * sharded(p.zero >= 3 && !keep_gathered);
+  // PyTorch's FSDP keeps no 16-bit copy of its shard: the sharded fp32 parameters (the optimizer's
+  // master weights) are cast at each gather, so only the gathered layers (below) are 16-bit.
+  if (p.zero >= 3 && !keep_gathered && p.fsdp_impl != FsdpImpl::Megatron) f.weights_bytes = 0;
   f.gradients_bytes = p.grad_bytes_per_param() * sharded(p.zero >= 2 && !keep_gathered);
   f.optimizer_bytes = 12.0 * sharded(p.zero >= 1);
 
@@ -84,7 +87,14 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
   // Interleaved: in-flight counts model chunks of (on average) 1/vp of the rank's layers.
   f.activations_bytes = rank_layers_bytes / p.vp * in_flight_micro_batches(p, stage);
   if (p.recompute == Recompute::Full) f.activations_bytes += largest_layer_full;
-  if (p.zero >= 3 && !keep_gathered) f.weights_bytes += 2.0 * 2.0 * largest_layer_params;
+  if (p.zero >= 3 && !keep_gathered) {
+    f.weights_bytes += 2.0 * 2.0 * largest_layer_params;
+    // One unit's unsharded gradient on its way to the reduce-scatter: in the reduce dtype and,
+    // with PyTorch's FSDP, also as autograd produced it (FSDP 1 casts it, FSDP 2 copies it into
+    // the reduce-scatter buffer; Megatron-Core's FSDP accumulates into its buckets directly).
+    const double in_flight = p.grad_bytes_per_param() + (p.fsdp_impl == FsdpImpl::Megatron ? 0.0 : p.param_bytes_per_param());
+    f.gradients_bytes += in_flight * largest_layer_params;
+  }
 
   const double tokens = static_cast<double>(p.micro_batch) * m.seq_len / p.cp;
   const bool last = (p.vp - 1) * p.pp + stage == V - 1;

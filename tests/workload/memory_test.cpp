@@ -37,14 +37,22 @@ TEST(Memory, SixteenBytesPerParameterAndZero) {
   p.zero = 2;
   f = memory_per_gpu(m, p);
   EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes, (2.0 + 14.0 / 8) * P);
-  p.zero = 3;  // everything / dp, plus two gathered 16-bit layers
+  // PyTorch FSDP: fp32 parameter shards (the master weights), 16-bit gradient shards and the
+  // Adam moments, 14 B / dp, no 16-bit copy of the shard; plus two gathered 16-bit layers and one
+  // layer's gradient in flight (16-bit as produced, plus the 16-bit reduce-scatter copy).
+  p.zero = 3;
   f = memory_per_gpu(m, p);
-  EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes,
-                   16.0 * P / 8 + 2 * 2.0 * layer_params_per_rank(m, p, 0));
+  const double layer = layer_params_per_rank(m, p, 0);
+  EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes, 14.0 * P / 8 + (2 * 2.0 + 2.0 + 2.0) * layer);
+  // Megatron-Core's FSDP keeps 16-bit parameter shards beside the fp32 ones (16 B / dp) and
+  // accumulates gradients straight into its buckets (no second copy in flight).
+  p.fsdp_impl = FsdpImpl::Megatron;
+  f = memory_per_gpu(m, p);
+  EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes, 16.0 * P / 8 + (2 * 2.0 + 2.0) * layer);
+  p.fsdp_impl = FsdpImpl::Fsdp2;
   p.shard_size = 4;  // hybrid sharding: everything / 4 (two replicas of each shard)
   f = memory_per_gpu(m, p);
-  EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes,
-                   16.0 * P / 4 + 2 * 2.0 * layer_params_per_rank(m, p, 0));
+  EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes, 14.0 * P / 4 + (2 * 2.0 + 2.0 + 2.0) * layer);
   // Under a pipeline FSDP keeps the stage gathered and its gradients unsharded until the last
   // micro-batch: 16-bit weights and gradients whole, only the 12 bytes sharded.
   p.shard_size = 0;
