@@ -10,6 +10,7 @@ namespace stacksim::topo {
 namespace {
 
 const std::vector<std::string> kTopologies = {"fat_tree", "rail_optimized", "single_switch"};
+const std::vector<std::string> kRoutings = {"dmodk", "ecmp"};
 
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
@@ -122,13 +123,17 @@ ClusterConfig parse_cluster_config(const config::Node& n, const hw::NodeCatalog&
   }
   c.node.nic = nic_name;
   const config::Node f = n["fabric"];
-  f.check_keys({"topology", "tiers", "oversubscription", "radix", "switch_latency"});
+  f.check_keys({"topology", "tiers", "oversubscription", "radix", "switch_latency", "routing"});
   c.fabric.topology = f.string_or("topology", c.fabric.topology);
   if (std::find(kTopologies.begin(), kTopologies.end(), c.fabric.topology) == kTopologies.end()) {
     const std::string near = config::nearest(c.fabric.topology, kTopologies);
     f.fail("topology", "unknown fabric topology '" + c.fabric.topology + "'",
            (near.empty() ? "" : "did you mean '" + near + "'? ") + "use one of: " + joined(kTopologies));
   }
+  c.fabric.routing = f.string_or("routing", "");
+  if (!c.fabric.routing.empty() && std::find(kRoutings.begin(), kRoutings.end(), c.fabric.routing) == kRoutings.end())
+    f.fail("routing", "unknown routing '" + c.fabric.routing + "'",
+           "use dmodk (InfiniBand's static fat-tree routing) or ecmp (per-flow hashing, Ethernet/RoCE)");
   c.fabric.tiers = static_cast<int>(std::clamp<long long>(f.optional_int("tiers").value_or(0), -1, 1000));
   if (f.has("tiers") && c.fabric.tiers != 2 && c.fabric.tiers != 3)
     f.fail("tiers", "must be 2 or 3", "use tiers: 2 or tiers: 3, or leave it out to choose automatically");
@@ -301,6 +306,9 @@ Cluster build_cluster(const ClusterConfig& cfg) {
   for (int n = 0; n < cfg.nodes; ++n) nodes.push_back(build_node(c, cfg, n));
   if (cfg.nodes > 1) build_fabric(c, cfg, nodes);
   c.set_shape(cfg.nodes, cfg.node.gpus_per_node);
+  const std::string routing = cfg.fabric.routing.empty() ? (cfg.nic.fabric == "infiniband" ? "dmodk" : "ecmp")
+                                                         : cfg.fabric.routing;
+  c.set_destination_routing(routing == "dmodk");
   return c;
 }
 

@@ -48,6 +48,12 @@ struct FabricConfig {
   double oversubscription = 1.0;
   int radix = 64;
   double switch_latency_s = 0.6e-6;
+  // How switches choose among equal up-links: "dmodk" (static destination-based routing, as an
+  // InfiniBand subnet manager's fat-tree engines program it: up-link = destination port mod the
+  // up-link count, so a shift permutation such as a ring crosses the fabric without two flows on
+  // one link) or "ecmp" (a per-flow hash, as Ethernet/RoCE switches spread flows: flows collide).
+  // Empty = by the NIC's fabric: dmodk on InfiniBand, ecmp elsewhere.
+  std::string routing;
 };
 
 struct ClusterConfig {

@@ -14,7 +14,13 @@
 //  - anything else (devices outside nodes, irregular graphs, a failed up/down walk): BFS over the
 //    whole graph, distances cached per destination.
 // ECMP: among equal candidates the choice is hash(ecmp_key mod kEcmpWays, hop) (splitmix64), so
-// the same key always takes the same path and different keys spread over the spines. Routes are
+// the same key always takes the same path and different keys spread over the spines. With
+// destination routing (D-mod-K, InfiniBand subnet managers' fat-tree routing) the fabric's up-links
+// are chosen by the destination NIC's port number instead: the i-th choice among n up-links is
+// (port / product of the earlier choices' n) mod n, ports numbered leaf by leaf, so the ports of
+// one leaf leave through distinct up-links. OpenSM's fat-tree routing engine "optimizes routing of
+// fat-trees for congestion-free 'shift' communication pattern" (doc/current-routing.txt); a ring
+// across nodes is such a pattern. Routes are
 // cached per (source, destination, key mod kEcmpWays).
 #include "topologies/cluster.hpp"
 
@@ -93,6 +99,7 @@ struct Cluster::RouteCache {
   std::vector<std::vector<DeviceId>> gateways;                   // all of a device's NICs (size > 1 only)
   std::vector<DeviceId> staging;                                 // kNone: GPUDirect RDMA (or not a GPU)
   std::vector<int32_t> leaf;                                     // dense leaf index or -1
+  std::vector<int64_t> port;                                     // NICs: port number, leaf by leaf
   std::vector<int32_t> reach_row;                                // network switches: row in reach
   size_t words = 0;                                              // 64-bit words per reach row
   std::vector<uint64_t> reach;                                   // leaves below each switch
@@ -179,6 +186,7 @@ Cluster::RouteCache& Cluster::index() const {
     c.gateways.assign(n, {});
     c.staging.assign(n, kNone);
     c.leaf.assign(n, -1);
+    c.port.assign(n, -1);
     c.reach_row.assign(n, -1);
     for (DeviceId d = 0; d < n; ++d) {
       const Device& dev = device(d);
@@ -204,6 +212,14 @@ Cluster::RouteCache& Cluster::index() const {
       c.max_tier = std::max(c.max_tier, device(d).tier);
       for (uint32_t i = c.in_begin[d]; i < c.in_begin[d + 1]; ++i)
         if (device(link_source(c.in_list[i])).kind == DeviceKind::Nic) { c.leaf[d] = leaves++; break; }
+    }
+    int64_t ports = 0;
+    for (DeviceId s : switches) {
+      if (c.leaf[s] < 0) continue;
+      for (uint32_t i = c.in_begin[s]; i < c.in_begin[s + 1]; ++i) {
+        const DeviceId nic = link_source(c.in_list[i]);
+        if (device(nic).kind == DeviceKind::Nic && c.port[nic] < 0) c.port[nic] = ports++;
+      }
     }
     std::stable_sort(switches.begin(), switches.end(),
                      [&](DeviceId a, DeviceId b) { return device(a).tier < device(b).tier; });
@@ -331,6 +347,7 @@ bool Cluster::route_in_fabric(DeviceId from, DeviceId to, uint64_t key, std::vec
   auto is_switch = [&](DeviceId d) { return device(d).kind == DeviceKind::NetworkSwitch; };
   const size_t start = out.size();
   std::vector<LinkId> options, preferred;
+  int64_t divisor = 1;  // destination routing: the product of the earlier choices' counts
   for (DeviceId cur = from; cur != to;) {
     if (out.size() - start > static_cast<size_t>(2 * c.max_tier + 2)) return false;
     options.clear();
@@ -352,7 +369,14 @@ bool Cluster::route_in_fabric(DeviceId from, DeviceId to, uint64_t key, std::vec
         if (above(link_target(l))) preferred.push_back(l);
     const std::vector<LinkId>& pick = preferred.empty() ? options : preferred;
     if (pick.empty()) return false;
-    const LinkId l = pick[ecmp_pick(key, out.size(), pick.size())];
+    size_t choice = 0;
+    if (pick.size() > 1 && destination_routing_ && c.port[to] >= 0) {
+      choice = static_cast<size_t>((c.port[to] / divisor) % static_cast<int64_t>(pick.size()));
+      divisor *= static_cast<int64_t>(pick.size());
+    } else if (pick.size() > 1) {
+      choice = ecmp_pick(key, out.size(), pick.size());
+    }
+    const LinkId l = pick[choice];
     out.push_back(l);
     cur = link_target(l);
   }

@@ -97,6 +97,10 @@ class Cluster {
   // Without GPUDirect RDMA a GPU's traffic to other nodes is staged in host memory: it goes
   // GPU -> `cpu` (its socket) -> gateway NIC, crossing the PCIe switch uplink both ways.
   void set_staging(DeviceId gpu, DeviceId cpu) { staging_[gpu] = cpu; }
+  // Fabric switches pick among equal up-links by the destination's port (D-mod-K, InfiniBand's
+  // static fat-tree routing) instead of hashing the flow's ECMP key.
+  void set_destination_routing(bool on) { destination_routing_ = on; invalidate(); }
+  bool destination_routing() const { return destination_routing_; }
 
  private:
   Graph g_;
@@ -106,6 +110,7 @@ class Cluster {
   int gpus_per_node_ = 0;
   std::map<DeviceId, std::vector<DeviceId>> gateway_;
   std::map<DeviceId, DeviceId> staging_;
+  bool destination_routing_ = false;
   struct RouteCache;
   mutable std::shared_ptr<RouteCache> cache_;
 

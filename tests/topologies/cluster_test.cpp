@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -197,7 +198,7 @@ TEST(Builders, ThreeTierFabricRoutesAcrossPods) {
 TEST(Builders, EcmpSpreadsKeysOverSpinesDeterministically) {
   // 16 nodes x 8 NICs, radix 16: 16 leaves, 8 spines. With 64 keys hashed uniformly onto 8
   // spines, the expected number of unused spines is 8 (7/8)^64 ~ 0.002: all 8 (allow 7) are used.
-  const std::string yaml = "node: dgx-h100\nnodes: 16\nfabric: {topology: fat_tree, radix: 16}\n";
+  const std::string yaml = "node: dgx-h100\nnodes: 16\nfabric: {topology: fat_tree, radix: 16, routing: ecmp}\n";
   const Cluster c = build(yaml);
   const Cluster again = build(yaml);
   ASSERT_EQ(switches_of_tier(c, 2), 8u);
@@ -211,6 +212,31 @@ TEST(Builders, EcmpSpreadsKeysOverSpinesDeterministically) {
     EXPECT_EQ(r.links, again.gpu_route(0, 120, key).links);  // and on a fresh build
   }
   EXPECT_GE(spines.size(), 7u);
+}
+
+TEST(Builders, DestinationRoutingCarriesAShiftPermutationWithoutSharedLinks) {
+  // 16 nodes x 8 NICs, radix 16: 16 leaves of 8 ports, 8 spines. Every GPU sends to the same GPU
+  // 3 nodes on (a shift permutation: the flows of a ring across nodes). InfiniBand's fat-tree
+  // routing (D-mod-K, the default on InfiniBand NICs) picks the up-link by the destination port,
+  // and a leaf's 8 ports are distinct modulo 8: no link carries two flows. Hashing (ECMP) the
+  // same 128 flows over 8 spines puts two on one up-link somewhere.
+  const auto most_flows_on_a_link = [](const std::string& yaml) {
+    const Cluster c = build(yaml);
+    std::map<LinkId, int> flows;
+    int most = 0;
+    for (int g = 0; g < 128; ++g)
+      for (LinkId l : c.gpu_route(g, (g + 3 * 8) % 128, static_cast<uint64_t>(g)).links)
+        if (c.link(l).kind == LinkKind::Network) most = std::max(most, ++flows[l]);
+    return most;
+  };
+  const std::string base = "node: dgx-h100\nnodes: 16\nfabric: {topology: fat_tree, radix: 16";
+  EXPECT_TRUE(cfg_of(base + "}\n").fabric.routing.empty());  // by the NIC: InfiniBand -> dmodk
+  EXPECT_TRUE(build(base + "}\n").destination_routing());
+  EXPECT_EQ(most_flows_on_a_link(base + "}\n"), 1);
+  EXPECT_EQ(most_flows_on_a_link(base + ", routing: dmodk}\n"), 1);
+  EXPECT_GE(most_flows_on_a_link(base + ", routing: ecmp}\n"), 2);
+  EXPECT_FALSE(build("node: dgx-h100\nnodes: 16\nnic: roce-400\n").destination_routing());  // Ethernet hashes
+  EXPECT_NE(error_of(base + ", routing: adaptive}\n").find("dmodk"), std::string::npos);
 }
 
 TEST(Builders, OversubscriptionDividesLeafUplinks) {
