@@ -20,8 +20,7 @@
 // (port / product of the earlier choices' n) mod n, ports numbered leaf by leaf, so the ports of
 // one leaf leave through distinct up-links. OpenSM's fat-tree routing engine "optimizes routing of
 // fat-trees for congestion-free 'shift' communication pattern" (doc/current-routing.txt); a ring
-// across nodes is such a pattern. Routes are
-// cached per (source, destination, key mod kEcmpWays).
+// across nodes is such a pattern. Routes are cached per (source, destination, key mod kEcmpWays).
 #include "topologies/cluster.hpp"
 
 #include <algorithm>
