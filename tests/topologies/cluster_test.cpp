@@ -235,6 +235,10 @@ TEST(Builders, DestinationRoutingCarriesAShiftPermutationWithoutSharedLinks) {
   EXPECT_EQ(most_flows_on_a_link(base + "}\n"), 1);
   EXPECT_EQ(most_flows_on_a_link(base + ", routing: dmodk}\n"), 1);
   EXPECT_GE(most_flows_on_a_link(base + ", routing: ecmp}\n"), 2);
+  // Three tiers (radix 8: 32 leaves of 4 ports in 8 pods): the core choice takes the next digit.
+  const std::string three = "node: dgx-h100\nnodes: 16\nfabric: {topology: fat_tree, radix: 8, tiers: 3";
+  EXPECT_EQ(most_flows_on_a_link(three + "}\n"), 1);
+  EXPECT_GE(most_flows_on_a_link(three + ", routing: ecmp}\n"), 2);
   EXPECT_FALSE(build("node: dgx-h100\nnodes: 16\nnic: roce-400\n").destination_routing());  // Ethernet hashes
   EXPECT_NE(error_of(base + ", routing: adaptive}\n").find("dmodk"), std::string::npos);
 }
