@@ -110,6 +110,29 @@ struct Cluster::RouteCache {
   std::map<DeviceId, std::vector<int32_t>> dist_to;
 };
 
+Cluster::Cluster(const Cluster& other) { copy_from(other); }
+
+Cluster& Cluster::operator=(const Cluster& other) {
+  if (this != &other) copy_from(other);
+  return *this;
+}
+
+void Cluster::copy_from(const Cluster& other) {
+  g_ = Graph();
+  for (DeviceId d = 0; d < other.num_devices(); ++d) boost::add_vertex(other.device(d), g_);
+  edges_.clear();
+  edges_.reserve(other.edges_.size());
+  for (LinkId l = 0; l < other.edges_.size(); ++l)
+    edges_.push_back(boost::add_edge(other.link_source(l), other.link_target(l), other.link(l), g_).first);
+  gpus_ = other.gpus_;
+  num_nodes_ = other.num_nodes_;
+  gpus_per_node_ = other.gpus_per_node_;
+  gateway_ = other.gateway_;
+  staging_ = other.staging_;
+  destination_routing_ = other.destination_routing_;
+  cache_ = other.cache_;  // same ids, same routes; a later mutation gives this cluster its own
+}
+
 DeviceId Cluster::add_device(Device d) {
   const bool gpu = d.kind == DeviceKind::Gpu;
   const DeviceId id = static_cast<DeviceId>(boost::add_vertex(d, g_));

@@ -48,6 +48,13 @@ struct Route {
 
 class Cluster {
  public:
+  // Link ids index edge descriptors, which point into the graph's own edge storage (neither
+  // Boost's copy nor its swap keeps them pointing into the right one): a copy rebuilds its graph
+  // edge by edge, and a move is a copy.
+  Cluster() = default;
+  Cluster(const Cluster& other);
+  Cluster& operator=(const Cluster& other);
+
   DeviceId add_device(Device d);
   LinkId add_link(DeviceId from, DeviceId to, Link l);     // one direction
   void add_duplex(DeviceId a, DeviceId b, Link l);         // a->b and b->a
@@ -113,6 +120,8 @@ class Cluster {
   bool destination_routing_ = false;
   struct RouteCache;
   mutable std::shared_ptr<RouteCache> cache_;
+
+  void copy_from(const Cluster& other);  // every member, the graph rebuilt in link-id order
 
   // Routing internals (cluster.cpp). The index is built once per graph; a mutation gives the
   // cluster a fresh cache.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -334,6 +335,29 @@ TEST(Builders, BadConfigurationsAreInputErrors) {
   } catch (const config::InputError& e) {
     EXPECT_EQ(e.file(), "test.yaml");
     EXPECT_EQ(e.line(), 5);
+  }
+}
+
+TEST(Cluster, CopiesAndMovesOutliveTheOriginal) {
+  // Link ids index edge descriptors into the graph's storage: a copy or a moved-to cluster must
+  // answer from its own graph once the original is gone.
+  const std::string yaml = "node: dgx-h100\nnodes: 4\nfabric: {topology: fat_tree, radix: 16}\n";
+  const Cluster reference = build(yaml);
+  auto original = std::make_unique<Cluster>(build(yaml));
+  const Cluster copy(*original);
+  Cluster assigned;
+  assigned = *original;
+  const Cluster moved(std::move(*original));
+  original.reset();
+  for (const Cluster* c : {&copy, const_cast<const Cluster*>(&assigned), &moved}) {
+    ASSERT_EQ(c->num_links(), reference.num_links());
+    for (LinkId l = 0; l < reference.num_links(); ++l) {
+      EXPECT_EQ(c->link_source(l), reference.link_source(l));
+      EXPECT_EQ(c->link_target(l), reference.link_target(l));
+      EXPECT_EQ(c->link(l).bandwidth_Bps, reference.link(l).bandwidth_Bps);
+    }
+    EXPECT_EQ(c->gpu_route(0, 31, 5).links, reference.gpu_route(0, 31, 5).links);
+    EXPECT_EQ(c->destination_routing(), reference.destination_routing());
   }
 }
 
