@@ -139,14 +139,12 @@ struct ParallelPlan {
   std::vector<int> stage_layers;  // layers per virtual stage (empty: even, or first/last above)
 
   int num_gpus() const { return tp * pp * dp * cp; }
-  double grad_bytes_per_param() const {
-    return grad_reduce_fp32 || precision == Precision::FP32 || precision == Precision::TF32 ? 4.0 : 2.0;
-  }
-  int num_micro_batches() const { return global_batch / (micro_batch * dp); }
-  // Bytes per parameter (of the compute dtype q) FSDP's element-wise passes move: over the
-  // unsharded gradient before each reduce-scatter, and over the gathered parameters after each
-  // all-gather (fsdp_impl above).
+  // The compute dtype's bytes (q in fsdp_impl above): 16-bit, or 4 for fp32/tf32 training.
   double param_bytes_per_param() const { return precision == Precision::FP32 || precision == Precision::TF32 ? 4.0 : 2.0; }
+  double grad_bytes_per_param() const { return grad_reduce_fp32 ? 4.0 : param_bytes_per_param(); }
+  int num_micro_batches() const { return global_batch / (micro_batch * dp); }
+  // Bytes per parameter FSDP's element-wise passes move: over the unsharded gradient before each
+  // reduce-scatter, and over the gathered parameters after each all-gather (fsdp_impl above).
   double fsdp_grad_prep_bytes_per_param() const {
     const double q = param_bytes_per_param(), r = grad_bytes_per_param();
     switch (fsdp_impl) {

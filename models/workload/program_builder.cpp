@@ -137,10 +137,11 @@ class Coster {
 StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& plan,
                                const compute::GpuModel& gpu) {
   const Coster coster(model, plan, gpu);
-  // One FSDP element-wise pass of `bytes_per_param` over `params` parameters (none without FSDP).
-  const bool fsdp = plan.zero >= 3 && plan.dp > 1;  // as the replay's FSDP
+  // One FSDP element-wise pass of `bytes_per_param` over `params` parameters (the replay runs
+  // them only where it replays FSDP).
   auto fsdp_pass_s = [&](double bytes_per_param, double params) {
-    return fsdp && bytes_per_param > 0 && params > 0 ? gpu.memory_bound(bytes_per_param * params).seconds : 0.0;
+    return plan.zero >= 3 && bytes_per_param > 0 && params > 0 ? gpu.memory_bound(bytes_per_param * params).seconds
+                                                               : 0.0;
   };
   StepProgram p;
   p.pp = plan.pp; p.vp = plan.vp; p.tp = plan.tp; p.cp = plan.cp; p.dp = plan.dp; p.ep = plan.ep;

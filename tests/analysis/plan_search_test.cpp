@@ -12,13 +12,16 @@
 using namespace stacksim::analysis;
 
 namespace {
-// A Llama-style 8-layer job on two DGX H100 nodes, naively planned (pure DP, full recomputation).
-std::string write_job(const std::string& name) {
+// A Llama-style job (8 layers unless said) on two DGX H100 nodes, naively planned (pure DP, full
+// recomputation); `model_extra` and `plan_extra` append keys to the model and plan maps.
+std::string write_job(const std::string& name, int layers = 8, const std::string& model_extra = "",
+                      const std::string& plan_extra = "") {
   const std::string path = test_tmp(name);
   std::ofstream(path) << "cluster: {node: dgx-h100, nodes: 2}\n"
-                         "model: {layers: 8, hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, vocab: 32000,"
-                         " seq_len: 4096, mlp: swiglu}\n"
-                         "parallelism: {tp: 1, pp: 1, dp: 16, micro_batch: 1, global_batch: 64, recompute: full}\n";
+                         "model: {layers: " << layers << ", hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336,"
+                         " vocab: 32000, seq_len: 4096, mlp: swiglu" << model_extra << "}\n"
+                         "parallelism: {tp: 1, pp: 1, dp: 16, micro_batch: 1, global_batch: 64, recompute: full"
+                      << plan_extra << "}\n";
   return path;
 }
 
@@ -59,11 +62,7 @@ TEST(PlanSearch, TriesInterleavedPipelinesAndFsdp) {
 TEST(PlanSearch, MoeModelsTryExpertParallelismIncludingFolding) {
   // Mixtral-shaped (8 experts, top-2) on two DGX H100: the search tries ep out of dp and, with
   // tp > 1, ep beyond dp with whole experts (etp 1); every dense candidate keeps ep 1.
-  const std::string path = test_tmp("plan_moe.yaml");
-  std::ofstream(path) << "cluster: {node: dgx-h100, nodes: 2}\n"
-                         "model: {layers: 8, hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, vocab: 32000,"
-                         " seq_len: 4096, mlp: swiglu, moe: {experts: 8, top_k: 2}}\n"
-                         "parallelism: {tp: 1, pp: 1, dp: 16, micro_batch: 1, global_batch: 64, recompute: full}\n";
+  const std::string path = write_job("plan_moe.yaml", 8, ", moe: {experts: 8, top_k: 2}");
   const auto plans = search_plans(path, {}, 100000);
   bool expert_parallel = false, folded = false;
   for (const PlanCandidate& c : plans) {
@@ -79,12 +78,7 @@ TEST(PlanSearch, LayersThatDoNotDivideGetAnUnevenLayoutThatReplacesTheScenarios)
   // 10 layers on 16 GPUs: pp 4 takes 2 on the first and last stages and 3 on the two middle ones;
   // pp 8 (and pp 4 x vp 2) counts every stage. The scenario's own first/last split (for no plan
   // the search tries) is replaced, so pipeline-free candidates exist too.
-  const std::string path = test_tmp("plan_uneven.yaml");
-  std::ofstream(path) << "cluster: {node: dgx-h100, nodes: 2}\n"
-                         "model: {layers: 10, hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336, vocab: 32000,"
-                         " seq_len: 4096, mlp: swiglu}\n"
-                         "parallelism: {tp: 1, pp: 1, dp: 16, micro_batch: 1, global_batch: 64, recompute: full,"
-                         " first_stage_layers: 3, last_stage_layers: 3}\n";
+  const std::string path = write_job("plan_uneven.yaml", 10, "", ", first_stage_layers: 3, last_stage_layers: 3");
   const auto plans = search_plans(path, {}, 100000);
   bool split = false, counted = false, flat = false;
   for (const PlanCandidate& c : plans) {

@@ -32,6 +32,13 @@ measured: {step_time_s: 1.0}
   return c;
 }
 
+// The scenario the case policy builds for case `c` carrying `notes`.
+YAML::Node built_with_notes(YAML::Node c, const std::string& notes) {
+  c["notes"] = notes;
+  std::vector<std::string> defaults;
+  return training_case_scenario(c, defaults);
+}
+
 std::string kernel_for(const std::string& gpu, const std::string& attention) {
   std::vector<std::string> defaults;
   return training_case_scenario(training_case(gpu, attention), defaults)["model"]["attention"].as<std::string>();
@@ -411,10 +418,8 @@ TEST(TrainingCasePolicy, TheNotesVocabularySaysWhoseFsdp) {
   c["parallelism"]["dp"] = 8;
   c["parallelism"]["global_batch"] = 8;
   c["parallelism"]["zero"] = 3;
-  std::vector<std::string> defaults;
   const auto impl = [&](const std::string& notes) {
-    c["notes"] = notes;
-    return scenario_from_yaml(training_case_scenario(c, defaults), "case t").training.plan.fsdp_impl;
+    return scenario_from_yaml(built_with_notes(c, notes), "case t").training.plan.fsdp_impl;
   };
   EXPECT_EQ(impl("optimizer sharding: PyTorch FSDP FULL_SHARD."), stacksim::workload::FsdpImpl::Fsdp1);
   EXPECT_EQ(impl("FSDP2 (full shard), FSDP mixed-precision mode: DEFAULT."), stacksim::workload::FsdpImpl::Fsdp2);
@@ -529,11 +534,9 @@ TEST(TrainingCasePolicy, AllGatherContextParallelismIsReadFromTheNotesAndCostsMo
   c["parallelism"]["cp"] = 8;
   c["parallelism"]["global_batch"] = 1;
   c["parallelism"]["zero"] = 1;
-  std::vector<std::string> defaults;
-  const YAML::Node ring = training_case_scenario(c, defaults);
+  const YAML::Node ring = built_with_notes(c, "");
   EXPECT_FALSE(ring["parallelism"]["cp_comm"]);
-  c["notes"] = "Context parallelism is all-gather based (Section 3.3.2).";
-  const YAML::Node gathered = training_case_scenario(c, defaults);
+  const YAML::Node gathered = built_with_notes(c, "Context parallelism is all-gather based (Section 3.3.2).");
   ASSERT_TRUE(gathered["parallelism"]["cp_comm"]);
   EXPECT_EQ(gathered["parallelism"]["cp_comm"].as<std::string>(), "all_gather");
   const double t_ring = simulate_training(scenario_from_yaml(ring, "ring").training, {}).step_time_s;
@@ -548,10 +551,8 @@ TEST(TrainingCasePolicy, DeepEpNamedInTheNotesDeduplicatesTheDispatch) {
   c["parallelism"]["ep"] = 16;
   c["parallelism"]["global_batch"] = 16;
   c["model"]["moe"] = YAML::Load("{experts: 64, top_k: 8}");
-  std::vector<std::string> defaults;
-  EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["ep_dispatch"]);
-  c["notes"] = "Dispatcher: DeepEP (flex).";
-  const YAML::Node s = training_case_scenario(c, defaults);
+  EXPECT_FALSE(built_with_notes(c, "")["parallelism"]["ep_dispatch"]);
+  const YAML::Node s = built_with_notes(c, "Dispatcher: DeepEP (flex).");
   ASSERT_TRUE(s["parallelism"]["ep_dispatch"]);
   EXPECT_EQ(s["parallelism"]["ep_dispatch"].as<std::string>(), "deepep");
 }

@@ -62,6 +62,19 @@ topo::ClusterConfig cfg(const std::string& y) {
   return topo::parse_cluster_config(config::Node::load_string(y, "t.yaml"), nodes());
 }
 
+// A catalogue cluster with the NCCL tuning of its node and NIC.
+struct Built {
+  topo::ClusterConfig cfg;
+  topo::Cluster cluster;
+  CommTuning tuning;
+};
+Built built(const std::string& yaml) {
+  topo::ClusterConfig k = cfg(yaml);
+  topo::Cluster c = topo::build_cluster(k);
+  const CommTuning t = tuning_for(k.node, k.nic);
+  return {std::move(k), std::move(c), t};
+}
+
 }  // namespace
 
 TEST(Collectives, BusFactorsAreNcclTests) {
@@ -105,9 +118,7 @@ TEST(Collectives, ReduceScatterAllGatherAllToAllBroadcastVolumes) {
 TEST(Collectives, AllToAllAcrossNodesIsNicBound) {
   // 2 DGX H100: every GPU sends S (n-g)/n = S/2 to the other node through its own NIC at
   // 50 GB/s x 0.94 (ib-ndr); NVLink carries the rest far faster. t = S/2 / 47 GB/s (+ latency).
-  const topo::ClusterConfig k = cfg("node: dgx-h100\nnodes: 2\n");
-  const topo::Cluster c = topo::build_cluster(k);
-  const CommTuning t = tuning_for(k.node, k.nic);
+  const auto [k, c, t] = built("node: dgx-h100\nnodes: 2\n");
   const double S = 4e9;
   const double expected = S / 2 / (k.nic.bandwidth_Bps * t.network_efficiency);
   EXPECT_NEAR(time_collective(c, t, make(CollectiveOp::AllToAll, 16, S)).seconds, expected, expected * 0.01);
@@ -133,9 +144,7 @@ TEST(Collectives, NodeDeduplicatedDispatchSendsEachTokenOncePerNode) {
   // DeepEP-style dispatch of top-8 copies over 4 DGX H100: a remote node receives a token when any
   // of its 8 experts is there (1 - (3/4)^8 of them) instead of 8/4 copies: the NIC-bound time
   // shrinks by 4 (1 - 0.75^8) / 8 = 0.45.
-  const topo::ClusterConfig k = cfg("node: dgx-h100\nnodes: 4\n");
-  const topo::Cluster c = topo::build_cluster(k);
-  const CommTuning t = tuning_for(k.node, k.nic);
+  const auto [k, c, t] = built("node: dgx-h100\nnodes: 4\n");
   const double S = 4e9;
   Collective plain = make(CollectiveOp::AllToAll, 32, S);
   Collective dedup = plain;
@@ -153,9 +162,8 @@ TEST(Collectives, TwoNodeRingIsLimitedByTheNics) {
   // DGX A100 x2, ring: every NIC carries one channel of V/8 with V = 2(n-1)/n S, n = 16, at the
   // NIC rate x network efficiency (0.96): busbw = 8 NICs x 25 GB/s x 0.96 = 192 GB/s (latency
   // is < 0.5% of the time at 8 GB).
-  const topo::ClusterConfig k = cfg("node: dgx-a100\nnodes: 2\n");
-  const topo::Cluster c = topo::build_cluster(k);
-  const CollectiveTiming t = time_collective(c, tuning_for(k.node, k.nic), all_reduce(16, 8e9));
+  const Built b = built("node: dgx-a100\nnodes: 2\n");
+  const CollectiveTiming t = time_collective(b.cluster, b.tuning, all_reduce(16, 8e9));
   EXPECT_NEAR(t.busbw_Bps / 1e9, 8 * 25 * 0.96, 192.0 * 0.005);
 }
 
@@ -163,9 +171,8 @@ TEST(Collectives, Nvl72KeepsA64GpuRingOnNvlink) {
   // 64 GPUs as 8 DGX B200 cross the NICs (8 x 50 GB/s per node: ~370 GB/s busbw), in one GB200
   // NVL72 rack they stay on NVLink (900 GB/s per GPU, ~75 % of it for a ring).
   const auto busbw = [](const std::string& node) {
-    const topo::ClusterConfig k = cfg("node: " + node + "\nnodes: " + (node == "dgx-b200" ? "8" : "1") + "\n");
-    const topo::Cluster c = topo::build_cluster(k);
-    return time_collective(c, tuning_for(k.node, k.nic), make(CollectiveOp::AllGather, 64, 8e9)).busbw_Bps;
+    const Built b = built("node: " + node + "\nnodes: " + (node == "dgx-b200" ? "8" : "1") + "\n");
+    return time_collective(b.cluster, b.tuning, make(CollectiveOp::AllGather, 64, 8e9)).busbw_Bps;
   };
   const double rack = busbw("gb200-nvl72"), nodes = busbw("dgx-b200");
   EXPECT_GT(rack, 1.5 * nodes);
@@ -179,19 +186,16 @@ TEST(Collectives, OversubscribedFabricSlowsCrossLeafTraffic) {
   // of that at ratio 4. Both are limited by links scaled by the same network efficiency, so the
   // slow-down is the ratio, 4.
   auto busbw = [](const std::string& ratio) {
-    const topo::ClusterConfig k = cfg("node: dgx-h100\nnodes: 4\nfabric: {topology: fat_tree, radix: 16, "
-                                      "oversubscription: " + ratio + "}\n");
-    const topo::Cluster c = topo::build_cluster(k);
-    return time_collective(c, tuning_for(k.node, k.nic), all_reduce(32, 4e9)).busbw_Bps;
+    const Built b = built("node: dgx-h100\nnodes: 4\nfabric: {topology: fat_tree, radix: 16, "
+                          "oversubscription: " + ratio + "}\n");
+    return time_collective(b.cluster, b.tuning, all_reduce(32, 4e9)).busbw_Bps;
   };
   EXPECT_NEAR(busbw("1") / busbw("4"), 4.0, 0.04);
 }
 
 TEST(Collectives, NvlsBeatsTheRingOnAnH100Node) {
   // NCCL maintainers (specs.yaml NCCLT_212): ring ~370 GB/s busbw (0.82 x 450), NVLS ~480.
-  const topo::ClusterConfig k = cfg("node: dgx-h100\nnodes: 1\n");
-  const topo::Cluster c = topo::build_cluster(k);
-  const CommTuning t = tuning_for(k.node, k.nic);
+  const auto [k, c, t] = built("node: dgx-h100\nnodes: 1\n");
   const auto ring = time_collective(c, t, all_reduce(8, 8e9, Algorithm::Ring));
   const auto nvls = time_collective(c, t, all_reduce(8, 8e9, Algorithm::InSwitch));
   const auto aut = time_collective(c, t, all_reduce(8, 8e9, Algorithm::Auto));
@@ -213,9 +217,7 @@ TEST(Collectives, NvlsTreeAcrossTwoH100NodesIsBoundByTheSwitchNotTheNics) {
   // pipelined with a tree over the 8 rails, each carrying S/8 each way at 400 Gb/s; the network
   // alone would allow 8 x 47 GB/s x 2(n-1)/n = 705 GB/s busbw, so the switch bounds it, above the
   // ring's NIC limit (8 x 47 GB/s = 376). Measured 440-487 GB/s (CoreWeave, SkyPilot/Together).
-  const topo::ClusterConfig k = cfg("node: dgx-h100\nnodes: 2\n");
-  const topo::Cluster c = topo::build_cluster(k);
-  const CommTuning t = tuning_for(k.node, k.nic);
+  const auto [k, c, t] = built("node: dgx-h100\nnodes: 2\n");
   const auto tree = time_collective(c, t, all_reduce(16, 8e9, Algorithm::InSwitchTree));
   const auto ring = time_collective(c, t, all_reduce(16, 8e9, Algorithm::Ring));
   const auto one_node = time_collective(topo::build_cluster(cfg("node: dgx-h100\nnodes: 1\n")), t,
@@ -333,9 +335,7 @@ TEST(Collectives, BadGroupsAreErrors) {
 }
 
 TEST(Collectives, Deterministic) {
-  const topo::ClusterConfig k = cfg("node: dgx-h100\nnodes: 8\nfabric: {topology: fat_tree, radix: 16}\n");
-  const topo::Cluster c = topo::build_cluster(k);
-  const auto t = tuning_for(k.node, k.nic);
+  const auto [k, c, t] = built("node: dgx-h100\nnodes: 8\nfabric: {topology: fat_tree, radix: 16}\n");
   for (double S : {1e4, 3e8}) {
     const auto a = time_collective(c, t, all_reduce(64, S, Algorithm::Auto));
     const auto b = time_collective(c, t, all_reduce(64, S, Algorithm::Auto));
