@@ -81,9 +81,11 @@ double phase_latency(const Protocol& p, const Phase& ph) {
   return ph.intra_steps * p.step_latency_s + ph.inter_steps * p.network_step_latency_s;
 }
 
+// NVLS and NVLSTree reduce in the switch: NVLS's call latency, its efficiency, Simple only.
+bool reduces_in_switch(Algorithm a) { return a == Algorithm::InSwitch || a == Algorithm::InSwitchTree; }
+
 double call_latency(const CommTuning& t, const Protocol& p, const Plan& plan) {
-  return plan.algorithm == Algorithm::InSwitch || plan.algorithm == Algorithm::InSwitchTree ? t.nvls_latency_s
-                                                                                               : p.latency_s;
+  return reduces_in_switch(plan.algorithm) ? t.nvls_latency_s : p.latency_s;
 }
 
 // Per-flow rate cap of a protocol with a per-rank bus-bandwidth cap (0 = none), in bytes/s.
@@ -153,7 +155,7 @@ Choice choose(const topo::Cluster& c, const CommTuning& t, const Collective& col
   if (t.protocols.empty()) throw std::invalid_argument("the collective tuning has no protocol");
   std::vector<Algorithm> algos;
   if (col.algorithm != Algorithm::Auto) {
-    if ((col.algorithm == Algorithm::InSwitch || col.algorithm == Algorithm::InSwitchTree) && t.nvls_efficiency <= 0)
+    if (reduces_in_switch(col.algorithm) && t.nvls_efficiency <= 0)
       throw std::invalid_argument("NVLS requested, but the tuning of '" + t.intra_generation +
                                   "' has no in-switch reduction");
     algos = {col.algorithm};
@@ -177,7 +179,7 @@ Choice choose(const topo::Cluster& c, const CommTuning& t, const Collective& col
     int best_p = -1;
     double best_e = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < t.protocols.size(); ++i) {
-      if ((a == Algorithm::InSwitch || a == Algorithm::InSwitchTree) && t.protocols[i].bus_cap_Bps > 0)
+      if (reduces_in_switch(a) && t.protocols[i].bus_cap_Bps > 0)
         continue;  // NVLS runs Simple
       const double e = estimate(c, t, plan, t.protocols[i], load);
       if (e < best_e) {
