@@ -166,6 +166,11 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
   const config::Node plan_node(plan_yaml, origin, "parallelism");
   t.plan = workload::parse_plan(plan_node);
   workload::check_plan(t.model, t.plan, cc.num_gpus(), plan_node);
+  if (t.plan.precision == workload::Precision::FP8 && t.plan.fp8_recipe == workload::Fp8Recipe::Mxfp8 &&
+      !cat.gpus.get(gpu_name).supports_mxfp8())
+    plan_node.fail("fp8_recipe", "mxfp8 needs Blackwell tensor cores; " + gpu_name + " is " +
+                                     cat.gpus.get(gpu_name).architecture,
+                   "use fp8_recipe: delayed or current on this GPU");
   return s;
 }
 

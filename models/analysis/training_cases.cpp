@@ -567,6 +567,19 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
       defaults.push_back("parallelism.fsdp_impl: fsdp1 (the notes use FSDP 1's sharding-strategy names)");
     }
   }
+  // Transformer Engine's FP8 recipe, from the notes' precision statement: MXFP8 where the run's
+  // precision is FP8-MX / MXFP8, current scaling where it is FP8-CS or "current scaling";
+  // otherwise delayed scaling (TE's and Megatron's default, the plan default).
+  if (pl["precision"].as<std::string>() == "fp8") {
+    static const std::regex mx("Precision (FP8-MX|MXFP8)"), cs("Precision FP8-CS|current scaling");
+    if (std::regex_search(case_notes, mx)) {
+      pl["fp8_recipe"] = "mxfp8";
+      defaults.push_back("parallelism.fp8_recipe: mxfp8 (the notes' precision is MXFP8)");
+    } else if (std::regex_search(case_notes, cs)) {
+      pl["fp8_recipe"] = "current";
+      defaults.push_back("parallelism.fp8_recipe: current (the notes' precision is FP8 with current scaling)");
+    }
+  }
   // Multi-token prediction with its depth stated in the notes (DeepSeek-V3: 1).
   static const std::regex mtp_depth("multi-token[- ]prediction depth:? ([0-9]+)");
   if (std::smatch hit; std::regex_search(case_notes, hit, mtp_depth) && std::stoi(hit[1].str()) > 0) {

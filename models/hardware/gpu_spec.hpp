@@ -67,6 +67,10 @@ struct GpuSpec {
 
   double peak(const std::string& dtype) const;            // 0 if unsupported
   double max_efficiency(const std::string& dtype) const;  // the dtype's, else bf16's (else fp16's)
+  // FP8 tensor-core GEMMs take only the TN layout before Blackwell (Transformer Engine writes a
+  // transposed copy of each quantised operand there); MXFP8 block scaling needs Blackwell.
+  bool fp8_gemm_needs_transpose() const { return architecture == "hopper" || architecture == "ada"; }
+  bool supports_mxfp8() const { return architecture == "blackwell"; }
 };
 
 class GpuCatalog {

@@ -131,6 +131,7 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
         dgrad.backward = wgrad.backward = true;
         dgrad.cls = wgrad.cls = f.cls;
         dgrad.fp8_eligible = wgrad.fp8_eligible = f.fp8_eligible;
+        wgrad.quantizes_operand = false;
         out.push_back(dgrad);
         out.push_back(wgrad);
         break;

@@ -85,6 +85,10 @@ struct Op {
   // GEMM under FP8 precision: false for a plain 16-bit linear outside Transformer Engine's FP8
   // layers (Megatron's output layer), which keeps the 16-bit rate and needs no cast.
   bool fp8_eligible = true;
+  // GEMM under FP8: its A operand (m x k: the activation, or the output gradient of a dgrad) is
+  // quantised from 16 bit first; false for a wgrad, which reads the columnwise copies its forward
+  // and dgrad quantisations wrote.
+  bool quantizes_operand = true;
 };
 
 // One layer, one micro-batch. The backward list starts with the recomputed forward ops

@@ -44,7 +44,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "kernels", "cp_comm", "ep_dispatch", "fsdp_impl", "shard_size", "dp_bucket_size",
+                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "kernels", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "shard_size", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers", "stage_layers"});
   ParallelPlan p;
   auto positive_int = [&](const char* key, int fallback) {
@@ -135,6 +135,13 @@ ParallelPlan parse_plan(const config::Node& n) {
   else if (fi == "megatron") p.fsdp_impl = FsdpImpl::Megatron;
   else n.fail("fsdp_impl", "unknown FSDP implementation '" + fi + "'",
               "use fsdp2 (PyTorch fully_shard, the default), fsdp1 (FullyShardedDataParallel) or megatron (Megatron-Core's FSDP)");
+  const std::string fr = n.string_or("fp8_recipe", "delayed");
+  if (fr == "delayed") p.fp8_recipe = Fp8Recipe::Delayed;
+  else if (fr == "current") p.fp8_recipe = Fp8Recipe::Current;
+  else if (fr == "mxfp8") p.fp8_recipe = Fp8Recipe::Mxfp8;
+  else n.fail("fp8_recipe", "unknown FP8 recipe '" + fr + "'",
+              "use delayed (per-tensor scale from the amax history, the default), current (per-tensor "
+              "scale from the tensor's own amax) or mxfp8 (per-32-value scales, Blackwell)");
   p.shard_size = n.has("shard_size") ? positive_int("shard_size", 0) : 0;
   p.dp_bucket_bytes = 2.0 * std::max(40e6, 1e6 * p.dp);
   if (n.has("dp_bucket_size"))

@@ -23,6 +23,7 @@
 //     shard_size: 8          # optional: ZeRO/FSDP shards over groups of this many dp*cp ranks,
 //                            # replicated across them (HSDP; default all dp*cp ranks)
 //     precision: bf16        # fp32 | tf32 | fp16 | bf16 | fp8 (FP8 GEMMs, 16-bit elsewhere)
+//     fp8_recipe: delayed    # fp8: delayed | current | mxfp8: how tensors are quantised (below)
 //     schedule: 1f1b         # 1f1b | gpipe | interleaved (interleaved = 1f1b with vp > 1)
 //     dp_bucket_size: 80 MB  # gradient bucket (default below)
 //     overlap_grad_reduce: true      # bucketed DP reduction overlapped with backward
@@ -53,6 +54,14 @@
 // bf16 recipes and torchtitan's default; the default false is 16-bit gradients, as NeMo 1.x's
 // configs (grad_sync_dtype: bf16), DeepSpeed and FSDP with a 16-bit reduce_dtype run. fp32/tf32
 // training has 4 B gradients anyway.
+// fp8_recipe (Transformer Engine's recipes, its docs "Low precision training"): every FP8 GEMM
+// operand that is an activation or an output gradient is quantised from 16 bit on the fly;
+// weights once per step. delayed (DelayedScaling, TE's and Megatron's default): the scale comes
+// from the amax history, one read of the tensor; current (Float8CurrentScaling): the amax is
+// computed first, a second read; mxfp8 (MXFP8BlockScaling, Blackwell and later): one E8M0 scale
+// per 32 values, and the rowwise and columnwise copies are quantised separately (a quantised
+// tensor cannot be transposed). Per-tensor recipes on Hopper/Ada also write a transposed copy
+// (FP8 GEMMs there take only the TN layout); Blackwell reads either layout.
 // overlap_p2p_comm: pipeline sends and receives asynchronous, under the next forward/backward
 // (interleaved schedule only); false = blocking (batch_isend_irecv, then wait: a stage starts its
 // next item only once its own send is through). Default: true with interleaving (vp > 1), as
@@ -107,6 +116,7 @@ enum class Kernels { Fused, Eager };
 enum class CpComm { P2P, AllGather };
 enum class EpDispatch { AllToAll, DeepEP };
 enum class FsdpImpl { Fsdp2, Fsdp1, Megatron };
+enum class Fp8Recipe { Delayed, Current, Mxfp8 };
 
 const char* precision_name(Precision p);
 const char* recompute_name(Recompute r);
@@ -132,6 +142,7 @@ struct ParallelPlan {
   CpComm cp_comm = CpComm::P2P;
   EpDispatch ep_dispatch = EpDispatch::AllToAll;
   FsdpImpl fsdp_impl = FsdpImpl::Fsdp2;  // zero 3: whose FSDP (their element-wise passes differ)
+  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  // fp8: Transformer Engine's quantisation recipe
   int shard_size = 0;  // ZeRO/FSDP shard group size over the dp*cp ranks; 0 = all of them
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;
@@ -156,6 +167,18 @@ struct ParallelPlan {
   }
   double fsdp_gather_copy_bytes_per_param() const {
     return fsdp_impl == FsdpImpl::Fsdp2 ? 2.0 * param_bytes_per_param() : 0.0;
+  }
+  // HBM bytes per element of quantising one 16-bit GEMM operand (fp8_recipe above).
+  // `fp8_transpose`: the GPU's FP8 GEMMs take only the TN layout (Hopper, Ada), so a transposed
+  // copy is written for the backward GEMMs.
+  double fp8_quantize_bytes_per_element(bool fp8_transpose) const {
+    const double read = 2.0, copies = fp8_transpose ? 2.0 : 1.0;
+    switch (fp8_recipe) {
+      case Fp8Recipe::Delayed: return read + copies;
+      case Fp8Recipe::Current: return 2.0 * read + copies;
+      case Fp8Recipe::Mxfp8: break;
+    }
+    return read + 2.0 * (1.0 + 1.0 / 32);  // rowwise and columnwise copies, one E8M0 scale per 32
   }
   bool sp() const { return sequence_parallel && tp > 1; }
   bool interleaved() const { return vp > 1; }

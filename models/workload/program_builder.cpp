@@ -68,7 +68,8 @@ class Coster {
  public:
   Coster(const ModelConfig& model, const ParallelPlan& plan, const compute::GpuModel& gpu)
       : gpu_(gpu), gemm_(gemm_dtype(plan.precision)), other_(other_dtype(plan.precision)),
-        kernel_(attention_kernel(model.attention)) {}
+        kernel_(attention_kernel(model.attention)),
+        quantize_bytes_per_element_(plan.fp8_quantize_bytes_per_element(gpu.spec().fp8_gemm_needs_transpose())) {}
 
   CostedOp cost(const Op& op) const {
     CostedOp c;
@@ -111,14 +112,15 @@ class Coster {
     out.reserve(ops.size());
     for (const Op& op : ops) {
       if (op.kind == OpKind::Comm && op.group == CommGroup::PP) continue;  // the replay sends activations
-      if (op.kind == OpKind::Gemm && op.cls == OpClass::Gemm && op.fp8_eligible && gemm_ == compute::DType::FP8) {
+      if (op.kind == OpKind::Gemm && op.cls == OpClass::Gemm && op.fp8_eligible && op.quantizes_operand &&
+          gemm_ == compute::DType::FP8) {
         // FP8 GEMMs read FP8 operands: the 16-bit input activation (or output gradient) is
-        // quantised first (Transformer Engine's cast + amax: read 2 B, write 1 B per element).
-        // Weights are cast once per step and cached across micro-batches, so they are not charged.
+        // quantised first, as the plan's fp8_recipe does it. Weights are quantised once per step
+        // and cached across micro-batches, so they are not charged.
         CostedOp cast;
-        cast.name = "fp8 cast";
+        cast.name = "fp8 quantize";
         cast.category = kCatElementwise;
-        cast.seconds = gpu_.memory_bound(3.0 * static_cast<double>(op.m) * op.k * op.batch).seconds;
+        cast.seconds = gpu_.memory_bound(quantize_bytes_per_element_ * static_cast<double>(op.m) * op.k * op.batch).seconds;
         out.push_back(cast);
       }
       out.push_back(cost(op));
@@ -130,6 +132,7 @@ class Coster {
   const compute::GpuModel& gpu_;
   compute::DType gemm_, other_;
   compute::AttentionKernel kernel_;
+  double quantize_bytes_per_element_;
 };
 
 }  // namespace

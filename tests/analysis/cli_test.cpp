@@ -94,6 +94,14 @@ TEST(Cli, BadPlansSayWhatToChange) {
   const std::string gpu = input_error("run", {s, "--set", "hardware.gpu=H101"});
   EXPECT_NE(gpu.find("unknown GPU"), std::string::npos) << gpu;
   EXPECT_NE(gpu.find("key 'hardware.gpu'"), std::string::npos) << gpu;  // where the name was written
+  // MXFP8 needs Blackwell: on an H100 it is an input error at the key; on a B200 it runs.
+  const std::string mx = input_error(
+      "run", {s, "--set", "parallelism.precision=fp8", "--set", "parallelism.fp8_recipe=mxfp8"});
+  EXPECT_NE(mx.find("'parallelism.fp8_recipe'"), std::string::npos) << mx;
+  EXPECT_NE(mx.find("Blackwell"), std::string::npos) << mx;
+  EXPECT_EQ(input_error("run", {s, "--set", "parallelism.precision=fp8", "--set", "parallelism.fp8_recipe=mxfp8",
+                                "--set", "hardware.gpu=B200"}),
+            "");
 }
 
 TEST(Cli, CollectiveGroupNamingAMissingGpuIsAnInputError) {

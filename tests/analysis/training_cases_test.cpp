@@ -427,6 +427,23 @@ TEST(TrainingCasePolicy, TheNotesVocabularySaysWhoseFsdp) {
   EXPECT_EQ(impl(""), stacksim::workload::FsdpImpl::Fsdp2);
 }
 
+TEST(TrainingCasePolicy, TheNotesPrecisionStatementSaysTheFp8Recipe) {
+  YAML::Node c = training_case("B200", "");
+  c["hardware"]["num_gpus"] = 8;
+  c["parallelism"]["dp"] = 8;
+  c["parallelism"]["global_batch"] = 8;
+  c["parallelism"]["precision"] = "fp8";
+  const auto recipe = [&](const std::string& notes) {
+    return scenario_from_yaml(built_with_notes(c, notes), "case t").training.plan.fp8_recipe;
+  };
+  using stacksim::workload::Fp8Recipe;
+  EXPECT_EQ(recipe("Precision FP8-MX (MXFP8 block scaling, 32x32 on Blackwell), typed as fp8."), Fp8Recipe::Mxfp8);
+  EXPECT_EQ(recipe("Precision FP8-CS (per-tensor current scaling; the parenthesised FP8-MX figures are not used)."),
+            Fp8Recipe::Current);
+  EXPECT_EQ(recipe("Precision FP8 with per-tensor current scaling, as the page says."), Fp8Recipe::Current);
+  EXPECT_EQ(recipe("FP8 via Transformer Engine."), Fp8Recipe::Delayed);
+}
+
 TEST(TrainingCasePolicy, GatedMlpFamiliesNormaliseWithRmsNorm) {
   YAML::Node c = training_case("H100-SXM5-80GB", "");
   std::vector<std::string> defaults;

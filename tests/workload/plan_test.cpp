@@ -198,6 +198,27 @@ TEST(Plan, BadValuesAreInputErrors) {
   EXPECT_TRUE(has(cp_comm, "'parallelism.cp_comm'") && has(cp_comm, "p2p") && has(cp_comm, "all_gather")) << cp_comm;
   const std::string fsdp_impl = check(gpt(), "{fsdp_impl: deepspeed, global_batch: 1}", 1);
   EXPECT_TRUE(has(fsdp_impl, "'parallelism.fsdp_impl'") && has(fsdp_impl, "fsdp1") && has(fsdp_impl, "megatron")) << fsdp_impl;
+  const std::string recipe = check(gpt(), "{fp8_recipe: tensorwise, global_batch: 1}", 1);
+  EXPECT_TRUE(has(recipe, "'parallelism.fp8_recipe'") && has(recipe, "delayed") && has(recipe, "current") &&
+              has(recipe, "mxfp8")) << recipe;
+}
+
+TEST(Plan, Fp8QuantizationBytesFollowTheRecipeAndTheGemmLayouts) {
+  // Per element of a 16-bit operand: read 2 B; write 1 B (+ 1 B transposed where FP8 GEMMs take
+  // only TN); current scaling reads the tensor once more for its amax; MXFP8 quantises rowwise
+  // and columnwise copies, each with one 1-byte scale per 32 values.
+  auto plan = [](const std::string& yaml) {
+    return parse_plan(config::Node::load_string("parallelism: " + yaml + "\n", "p")["parallelism"]);
+  };
+  const ParallelPlan delayed = plan("{global_batch: 1, precision: fp8}");
+  EXPECT_EQ(delayed.fp8_recipe, Fp8Recipe::Delayed);  // Transformer Engine's and Megatron's default
+  EXPECT_DOUBLE_EQ(delayed.fp8_quantize_bytes_per_element(true), 2 + 1 + 1);
+  EXPECT_DOUBLE_EQ(delayed.fp8_quantize_bytes_per_element(false), 2 + 1);
+  const ParallelPlan current = plan("{global_batch: 1, precision: fp8, fp8_recipe: current}");
+  EXPECT_DOUBLE_EQ(current.fp8_quantize_bytes_per_element(true), 2 + 2 + 1 + 1);
+  EXPECT_DOUBLE_EQ(current.fp8_quantize_bytes_per_element(false), 2 + 2 + 1);
+  const ParallelPlan mx = plan("{global_batch: 1, precision: fp8, fp8_recipe: mxfp8}");
+  EXPECT_DOUBLE_EQ(mx.fp8_quantize_bytes_per_element(false), 2 + 2 * (1 + 1.0 / 32));
 }
 
 TEST(Plan, FsdpElementWisePassBytesFollowTheImplementation) {

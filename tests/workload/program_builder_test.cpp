@@ -63,8 +63,39 @@ TEST(StepProgram, UnderFp8TheOutputLayerStaysA16BitGemmWithoutCasts) {
   for (const CostedOp& o : prog.post_forward)
     if (o.name == "logits") logits_s = o.seconds;
   EXPECT_DOUBLE_EQ(logits_s, g.gemm(tokens, m.vocab, m.hidden, compute::DType::BF16).seconds);
-  EXPECT_EQ(named(prog.post_forward, "fp8 cast") + named(prog.pre_backward, "fp8 cast"), 0);
-  EXPECT_GT(named(prog.layers[0].forward, "fp8 cast"), 0);
+  EXPECT_EQ(named(prog.post_forward, "fp8 quantize") + named(prog.pre_backward, "fp8 quantize"), 0);
+  EXPECT_GT(named(prog.layers[0].forward, "fp8 quantize"), 0);
+}
+
+TEST(StepProgram, Fp8QuantizesEachActivationAndOutputGradientOnceAsTheRecipeDoes) {
+  // One quantisation per FP8 GEMM's A operand in the forward and in the dgrad (the wgrad reads
+  // their columnwise copies): sum over the layer's linears of T x K (forward) and T x N (dgrad)
+  // elements, at the recipe's bytes per element (parallel_plan.hpp).
+  const ModelConfig m = gpt_model(2, 1024, 16, 1024);
+  ParallelPlan p;
+  p.global_batch = 1;
+  p.precision = Precision::FP8;
+  const compute::GpuModel g = gpu();  // architecture unset: reads either layout (no transpose)
+  const double T = static_cast<double>(m.seq_len) * p.micro_batch, h = m.hidden, f = m.ffn_hidden;
+  // QKV (h -> 3h), output projection (h -> h), fc1 (h -> f), fc2 (f -> h).
+  const double forward_elements = T * (h + h + h + f), dgrad_elements = T * (3 * h + h + f + h);
+  const auto quantize_s = [&](const std::vector<CostedOp>& ops, int& count) {
+    double s = 0;
+    for (const CostedOp& o : ops)
+      if (o.name == "fp8 quantize") s += o.seconds - g.kernel_overhead_s(), ++count;
+    return s;
+  };
+  for (const Fp8Recipe r : {Fp8Recipe::Delayed, Fp8Recipe::Current, Fp8Recipe::Mxfp8}) {
+    p.fp8_recipe = r;
+    const StepProgram prog = build_step_program(m, p, g);
+    int fwd_n = 0, bwd_n = 0;
+    const double fwd_s = quantize_s(prog.layers[0].forward, fwd_n), bwd_s = quantize_s(prog.layers[0].backward, bwd_n);
+    EXPECT_EQ(fwd_n, 4);
+    EXPECT_EQ(bwd_n, 4);  // dgrads only
+    const double bytes = p.fp8_quantize_bytes_per_element(false);
+    EXPECT_NEAR(fwd_s, bytes * forward_elements / g.hbm_rate_Bps(), 1e-12);
+    EXPECT_NEAR(bwd_s, bytes * dgrad_elements / g.hbm_rate_Bps(), 1e-12);
+  }
 }
 
 TEST(StepProgram, WindowedAndFullAttentionLayersAreCostedApart) {
