@@ -512,7 +512,13 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   } else {
     throw std::runtime_error("parallelism.global_batch is null");
   }
-  pipeline_split(positive<int>(m, "layers"), pp, has(p, "vp") ? positive<int>(p, "vp") : 0, !old_gen,
+  // DeepSeek's DualPipe, named in the notes: its own two chunks per rank, no interleaving.
+  const bool dualpipe = notes_of(c).find("DualPipe") != std::string::npos;
+  if (dualpipe) {
+    pl["schedule"] = "dualpipe";
+    defaults.push_back("parallelism.schedule: dualpipe (the notes name DualPipe)");
+  }
+  pipeline_split(positive<int>(m, "layers"), pp, dualpipe ? 1 : has(p, "vp") ? positive<int>(p, "vp") : 0, !old_gen,
                  pl["global_batch"].as<int>() / (pl["micro_batch"].as<int>() * dp), pl, defaults);
   // Interleaved pipelines send asynchronously with today's launchers (the plan default); the
   // Megatron-LM of Volta/Ampere-era runs (2020-22) sent blocking: overlap_p2p_comm came in 2023.
@@ -637,13 +643,6 @@ void predict_training_case(const YAML::Node& c, CaseOutcome& out) {
   YAML::Emitter emitted;
   emitted << scenario_yaml;
   out.scenario_yaml = std::string(emitted.c_str()) + "\n";
-  // A pipeline schedule the replay does not have changes what is exposed, not a detail: refuse
-  // rather than report a 1F1B prediction as if it were this run's (the scenario is still written).
-  if (notes_of(c).find("DualPipe") != std::string::npos)
-    throw std::runtime_error(
-        "the run uses DualPipe (forward and backward micro-batches interleaved so that expert all-to-all and "
-        "pipeline transfers hide under compute), which the replay does not model; --scenarios writes the 1F1B "
-        "equivalent");
   const Scenario scenario = scenario_from_yaml(scenario_yaml, "case " + out.id);
   const TrainingResult r = simulate_training(scenario.training, RunOptions{});
   if (r.oom) out.defaults.push_back("note: predicted out of memory (" + r.oom_detail + ")");

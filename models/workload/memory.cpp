@@ -52,6 +52,8 @@ int in_flight_micro_batches(const ParallelPlan& p, int stage) {
   const int m = p.num_micro_batches();
   if (p.pp == 1) return 1;
   if (p.schedule == Schedule::GPipe) return m;
+  // DualPipe: PP + 1 chunks' activations at the peak (the DeepSeek-V3 report's Table 2).
+  if (p.dualpipe()) return p.pp + 1;
   if (p.vp > 1) return std::min(m * p.vp, 2 * (p.pp - stage - 1) + (p.vp - 1) * p.pp + 1);
   return std::min(m, p.pp - stage);
 }
@@ -76,16 +78,17 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
   double rank_layers_bytes = 0, largest_layer_params = 0, largest_layer_full = 0;
   ParallelPlan no_recompute = p;
   no_recompute.recompute = Recompute::None;
-  for (int c = 0; c < p.vp; ++c) {
-    const int vs = c * p.pp + stage;
+  const std::vector<int> held = rank_virtual_stages(p, stage);
+  for (const int vs : held) {
     for (int l = bounds[vs]; l < bounds[vs + 1]; ++l) {
       rank_layers_bytes += activation_bytes_per_layer(m, p, l);
       largest_layer_params = std::max(largest_layer_params, layer_params_per_rank(m, p, l));
       largest_layer_full = std::max(largest_layer_full, activation_bytes_per_layer(m, no_recompute, l));
     }
   }
-  // Interleaved: in-flight counts model chunks of (on average) 1/vp of the rank's layers.
-  f.activations_bytes = rank_layers_bytes / p.vp * in_flight_micro_batches(p, stage);
+  // Interleaved (and DualPipe): in-flight counts model chunks of (on average) one chunk's share
+  // of the rank's layers.
+  f.activations_bytes = rank_layers_bytes / static_cast<double>(held.size()) * in_flight_micro_batches(p, stage);
   if (p.recompute == Recompute::Full) f.activations_bytes += largest_layer_full;
   if (p.zero >= 3 && !keep_gathered) {
     f.weights_bytes += 2.0 * 2.0 * largest_layer_params;
@@ -97,7 +100,7 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
   }
 
   const double tokens = static_cast<double>(p.micro_batch) * m.seq_len / p.cp;
-  const bool last = (p.vp - 1) * p.pp + stage == V - 1;
+  const bool last = std::find(held.begin(), held.end(), V - 1) != held.end();
   if (last) {
     f.buffers_bytes += 6.0 * tokens * m.vocab / p.tp;
     // The MTP layers' activations, kept for every micro-batch in flight on this stage: under full

@@ -131,7 +131,7 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
         dgrad.backward = wgrad.backward = true;
         dgrad.cls = wgrad.cls = f.cls;
         dgrad.fp8_eligible = wgrad.fp8_eligible = f.fp8_eligible;
-        wgrad.quantizes_operand = false;
+        wgrad.weight_grad = true;
         out.push_back(dgrad);
         out.push_back(wgrad);
         break;
@@ -564,6 +564,13 @@ int max_layers_per_chunk(const ModelConfig& m, const ParallelPlan& p) {
   return most;
 }
 
+std::vector<int> rank_virtual_stages(const ParallelPlan& p, int rank) {
+  if (p.dualpipe()) return {rank, p.pp - 1 - rank};
+  std::vector<int> out;
+  for (int c = 0; c < p.vp; ++c) out.push_back(c * p.pp + rank);
+  return out;
+}
+
 namespace {
 
 template <class PerLayer>
@@ -571,8 +578,7 @@ double stage_sum(const ModelConfig& m, const ParallelPlan& p, int stage, PerLaye
   const std::vector<int> bounds = virtual_stage_bounds(m, p);
   const int V = p.pp * p.vp;
   double params = 0;
-  for (int c = 0; c < p.vp; ++c) {
-    const int vs = c * p.pp + stage;
+  for (const int vs : rank_virtual_stages(p, stage)) {
     for (int l = bounds[vs]; l < bounds[vs + 1]; ++l) params += per_layer(l);
     if (!with_embeddings) continue;
     if (vs == 0) params += embedding_params_per_rank(m, p);

@@ -85,10 +85,10 @@ struct Op {
   // GEMM under FP8 precision: false for a plain 16-bit linear outside Transformer Engine's FP8
   // layers (Megatron's output layer), which keeps the 16-bit rate and needs no cast.
   bool fp8_eligible = true;
-  // GEMM under FP8: its A operand (m x k: the activation, or the output gradient of a dgrad) is
-  // quantised from 16 bit first; false for a wgrad, which reads the columnwise copies its forward
-  // and dgrad quantisations wrote.
-  bool quantizes_operand = true;
+  // GEMM: a weight gradient (wgrad). Under FP8 it quantises nothing (it reads the columnwise
+  // copies its forward and dgrad wrote; the others quantise their A operand, m x k, from 16 bit);
+  // zero-bubble schedules may defer it (pipeline_schedule.hpp).
+  bool weight_grad = false;
 };
 
 // One layer, one micro-batch. The backward list starts with the recomputed forward ops
@@ -133,6 +133,9 @@ bool has_output_layer_copy(const ModelConfig& m, const ParallelPlan& p);
 std::vector<int> virtual_stage_bounds(const ModelConfig& m, const ParallelPlan& p);
 // The most layers any virtual stage (model chunk) holds.
 int max_layers_per_chunk(const ModelConfig& m, const ParallelPlan& p);
+// The virtual stages pipeline rank `rank` holds: c*pp + rank for each of its vp chunks; under
+// DualPipe its own stage and the mirror rank's (rank, pp-1-rank).
+std::vector<int> rank_virtual_stages(const ParallelPlan& p, int rank);
 // All the chunks of pipeline rank `stage` (layers, embedding, output layer, final norm).
 double stage_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage);
 double stage_expert_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage);

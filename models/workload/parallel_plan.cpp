@@ -106,8 +106,11 @@ ParallelPlan parse_plan(const config::Node& n) {
   } else if (sc == "gpipe") {
     if (p.vp > 1) n.fail("schedule", "gpipe has no interleaved variant (vp = " + str(p.vp) + ")", "use schedule: 1f1b with vp > 1, or vp: 1");
     p.schedule = Schedule::GPipe;
+  } else if (sc == "dualpipe") {
+    if (p.vp > 1) n.fail("schedule", "dualpipe holds its two chunks per rank itself (vp = " + str(p.vp) + ")", "set vp: 1");
+    p.schedule = Schedule::DualPipe;
   } else {
-    n.fail("schedule", "unknown schedule '" + sc + "'", "use 1f1b, interleaved (with vp > 1) or gpipe");
+    n.fail("schedule", "unknown schedule '" + sc + "'", "use 1f1b, interleaved (with vp > 1), gpipe or dualpipe");
   }
   p.overlap_grad_reduce = n.bool_or("overlap_grad_reduce", true);
   p.overlap_param_gather = n.bool_or("overlap_param_gather", true);
@@ -267,6 +270,22 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
                (mbs < p.pp ? "to be at least" : "to be a multiple of") + " pp (" + str(p.pp) + ")",
            "use global_batch " + str(static_cast<long long>(want) * p.micro_batch * p.dp) + " (" + str(want) +
                " micro-batches), or vp: 1");
+  }
+  if (p.dualpipe()) {
+    if (p.pp < 2 || p.pp % 2 != 0)
+      n.fail("pp", "dualpipe pairs pipeline rank r with rank pp-1-r, so pp must be even (pp = " + str(p.pp) + ")",
+             "use an even pp, or schedule: 1f1b");
+    if (mbs % 2 != 0 || mbs < 2 * p.pp) {
+      const int want = std::max(2 * p.pp, mbs + (mbs % 2));
+      n.fail("global_batch",
+             "dualpipe feeds half the micro-batches from each end: it needs an even number of at least 2*pp = " +
+                 str(2 * p.pp) + " per replica (global_batch / (micro_batch*dp) = " + str(mbs) + ")",
+             "use global_batch " + str(static_cast<long long>(want) * p.micro_batch * p.dp) + " (" + str(want) +
+                 " micro-batches)");
+    }
+    if (p.zero >= 3)
+      n.fail("zero", "dualpipe with ZeRO-3/FSDP is not modelled (each rank holds two stages of its own)",
+             "use zero: 1 or 2 (DeepSeek-V3 ran ZeRO-1)");
   }
   // Load-balanced context parallelism cuts the sequence into 2*cp chunks (Megatron-Core, TE).
   if (p.cp > 1 && m.seq_len % (2 * p.cp) != 0)

@@ -24,7 +24,7 @@
 //                            # replicated across them (HSDP; default all dp*cp ranks)
 //     precision: bf16        # fp32 | tf32 | fp16 | bf16 | fp8 (FP8 GEMMs, 16-bit elsewhere)
 //     fp8_recipe: delayed    # fp8: delayed | current | mxfp8: how tensors are quantised (below)
-//     schedule: 1f1b         # 1f1b | gpipe | interleaved (interleaved = 1f1b with vp > 1)
+//     schedule: 1f1b         # 1f1b | gpipe | interleaved (= 1f1b with vp > 1) | dualpipe (below)
 //     dp_bucket_size: 80 MB  # gradient bucket (default below)
 //     overlap_grad_reduce: true      # bucketed DP reduction overlapped with backward
 //     overlap_param_gather: true     # ZeRO parameter gather overlapped with the next forward
@@ -54,6 +54,10 @@
 // bf16 recipes and torchtitan's default; the default false is 16-bit gradients, as NeMo 1.x's
 // configs (grad_sync_dtype: bf16), DeepSpeed and FSDP with a 16-bit reduce_dtype run. fp32/tf32
 // training has 4 B gradients anyway.
+// schedule dualpipe (DeepSeek-V3): micro-batches from both ends of the pipeline, each rank holding
+// two stages (its own and the mirror rank's: parameters, gradients and optimizer state twice),
+// forward and backward chunks of the two directions overlapped (pipeline_schedule.hpp). Needs pp
+// even, vp 1, an even number of micro-batches >= 2 pp, and zero <= 2.
 // fp8_recipe (Transformer Engine's recipes, its docs "Low precision training"): every FP8 GEMM
 // operand that is an activation or an output gradient is quantised from 16 bit on the fly;
 // weights once per step. delayed (DelayedScaling, TE's and Megatron's default): the scale comes
@@ -111,7 +115,7 @@ namespace stacksim::workload {
 
 enum class Precision { FP32, TF32, FP16, BF16, FP8 };
 enum class Recompute { None, Selective, Full };
-enum class Schedule { OneFOneB, GPipe };  // 1F1B is interleaved when vp > 1
+enum class Schedule { OneFOneB, GPipe, DualPipe };  // 1F1B is interleaved when vp > 1
 enum class Kernels { Fused, Eager };
 enum class CpComm { P2P, AllGather };
 enum class EpDispatch { AllToAll, DeepEP };
@@ -182,6 +186,9 @@ struct ParallelPlan {
   }
   bool sp() const { return sequence_parallel && tp > 1; }
   bool interleaved() const { return vp > 1; }
+  bool dualpipe() const { return schedule == Schedule::DualPipe; }
+  // Model chunks a pipeline rank holds: vp, or DualPipe's two directions.
+  int chunks_per_rank() const { return dualpipe() ? 2 : vp; }
   // MoE parallel folding (Megatron-Core): experts are not split over tp; the tp ranks' own
   // (sequence-parallel) tokens go to experts of an ep group spanning tp, cp and dp.
   int expert_tp() const { return etp > 0 ? etp : tp; }

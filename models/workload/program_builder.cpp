@@ -85,6 +85,7 @@ class Coster {
     }
     c.kind = CostedOp::Kind::Compute;
     c.category = category_of(op.cls);
+    c.weight_grad = op.weight_grad;
     switch (op.kind) {
       case OpKind::Gemm:
         c.seconds = gpu_.gemm(op.m, op.n, op.k, op.fp8_eligible ? gemm_ : other_, op.batch).seconds;
@@ -112,7 +113,7 @@ class Coster {
     out.reserve(ops.size());
     for (const Op& op : ops) {
       if (op.kind == OpKind::Comm && op.group == CommGroup::PP) continue;  // the replay sends activations
-      if (op.kind == OpKind::Gemm && op.cls == OpClass::Gemm && op.fp8_eligible && op.quantizes_operand &&
+      if (op.kind == OpKind::Gemm && op.cls == OpClass::Gemm && op.fp8_eligible && !op.weight_grad &&
           gemm_ == compute::DType::FP8) {
         // FP8 GEMMs read FP8 operands: the 16-bit input activation (or output gradient) is
         // quantised first, as the plan's fp8_recipe does it. Weights are quantised once per step
@@ -150,11 +151,13 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
   p.pp = plan.pp; p.vp = plan.vp; p.tp = plan.tp; p.cp = plan.cp; p.dp = plan.dp; p.ep = plan.ep;
   p.experts_folded = plan.experts_folded();
   p.micro_batches = plan.num_micro_batches();
-  p.schedule = plan.schedule == Schedule::GPipe ? 0 : 1;
+  p.schedule = plan.schedule == Schedule::GPipe ? 0 : plan.dualpipe() ? 3 : 1;
   p.zero = plan.zero;
   p.overlap_grad_reduce = plan.overlap_grad_reduce;
   p.overlap_param_gather = plan.overlap_param_gather;
-  p.blocking_p2p = !(plan.overlap_p2p_comm && plan.interleaved());
+  // DualPipe waits for its previous chunk's sends before each chunk (dualpipe.py's
+  // _commit_and_wait_comm), as blocking sends do.
+  p.blocking_p2p = plan.dualpipe() || !(plan.overlap_p2p_comm && plan.interleaved());
   p.dp_bucket_bytes = plan.dp_bucket_bytes;
   p.shard_size = plan.shard_size;
 

@@ -341,11 +341,10 @@ class StepBuilder {
 
   void build_item(int s, const PipelineItem& it) {
     StageState& st = stages_[s];
-    const int V = p_.pp * p_.vp;
-    const int vs = virtual_stage(it.chunk, s, p_.pp);
-    const auto [l0, l1] = layer_range(vs);
+    const int vs = vstage(it.chunk, s);
+    const auto [l0, l1] = layer_range(model_stage(vs));
     const bool fsdp = p_.zero >= 3 && p_.dp > 1;
-    const bool last_mb = it.micro_batch == p_.micro_batches - 1;
+    const bool last_mb = it.micro_batch == last_micro_batch(it.chunk);
     // FSDP under a pipeline (torchtitan: FSDP2 + torch.distributed.pipelining) keeps each stage's
     // gathered parameters for all its micro-batches (reshard_after_forward is off with PP, "to avoid
     // per-microbatch all-gathers") and reduce-scatters the gradients after the last micro-batch
@@ -355,13 +354,13 @@ class StepBuilder {
     const bool gather = fsdp && (!keep_gathered || (!it.backward && it.micro_batch == 0));
     const bool reduce_now = !keep_gathered || last_mb;
 
-    const bool gathered_ahead = !it.backward && it.micro_batch == 0 &&
+    const bool gathered_ahead = !it.backward && it.micro_batch == first_micro_batch(it.chunk) &&
                                 it.chunk < static_cast<int>(st.chunk_layer_gather.size());
     std::vector<sim::TaskId> gate_deps{st.cursor};
     if (gathered_ahead) gate_deps.push_back(st.chunk_head_gather[it.chunk]);
     st.cursor = add_join(gate_deps);
     const sim::TaskId entry = st.cursor;
-    item_entry_[key(it.micro_batch, vs, it.backward)] = entry;
+    item_entry_[key(it)] = entry;
 
     std::vector<sim::TaskId> layer_done;  // compute end per processed layer (for FSDP prefetch)
     auto run_layer = [&](int l, const std::vector<CostedOp>& ops) {
@@ -382,10 +381,17 @@ class StepBuilder {
       layer_done.push_back(st.cursor);
     };
 
+    // A zero-bubble backward runs the input gradients only; its `weight` item the wgrads (and
+    // then hands the gradients to data-parallel reduction).
+    const Part part = it.weight ? Part::Weight : it.defer_weight ? Part::Input : Part::Both;
     if (!it.backward) {
-      if (vs == 0) run_ops(s, p_.pre_forward);
+      if (first_position(vs)) run_ops(s, p_.pre_forward);
       for (int l = l0; l < l1; ++l) run_layer(l, p_.layers[l].forward);
-      if (vs == V - 1) run_ops(s, p_.post_forward);
+      if (last_position(vs)) run_ops(s, p_.post_forward);
+    } else if (part == Part::Input) {
+      if (last_position(vs)) run_ops(s, backward_part(p_.pre_backward, part));
+      for (int l = l1 - 1; l >= l0; --l) run_layer(l, backward_part(p_.layers[l].backward, part));
+      if (first_position(vs)) run_ops(s, backward_part(p_.post_backward, part));
     } else {
       // Gradients leave for data-parallel reduction as they are produced: FSDP reduce-scatters
       // each unit right away, the others bucket the last micro-batch's (build_tail).
@@ -402,30 +408,68 @@ class StepBuilder {
           st.grads_ready.push_back({st.cursor, bytes});
         }
       };
-      if (vs == V - 1) {
-        run_ops(s, p_.pre_backward);
+      if (last_position(vs)) {
+        run_ops(s, backward_part(p_.pre_backward, part));
         gradients_ready(p_.head_grad_bytes, p_.head_fsdp_grad_prep_s);
       }
       for (int l = l1 - 1; l >= l0; --l) {
-        run_layer(l, p_.layers[l].backward);
+        run_layer(l, backward_part(p_.layers[l].backward, part));
         gradients_ready(p_.layers[l].grad_bytes, p_.layers[l].fsdp_grad_prep_s);
       }
-      if (vs == 0) {
-        run_ops(s, p_.post_backward);
+      if (first_position(vs)) {
+        run_ops(s, backward_part(p_.post_backward, part));
         gradients_ready(p_.embedding_grad_bytes, p_.embedding_fsdp_grad_prep_s);
       }
     }
-    item_exit_[key(it.micro_batch, vs, it.backward)] = st.cursor;
+    item_exit_[key(it)] = st.cursor;
+  }
+
+  // Which ops of a backward list an item runs: all, the input-gradient part (every op but the
+  // wgrads) or the weight part (the wgrads alone).
+  enum class Part { Both, Input, Weight };
+  const std::vector<CostedOp>& backward_part(const std::vector<CostedOp>& ops, Part part) {
+    if (part == Part::Both) return ops;
+    auto it = split_cache_.find(&ops);
+    if (it == split_cache_.end()) {
+      std::pair<std::vector<CostedOp>, std::vector<CostedOp>> split;
+      for (const CostedOp& op : ops) (op.weight_grad ? split.second : split.first).push_back(op);
+      it = split_cache_.emplace(&ops, std::move(split)).first;
+    }
+    return part == Part::Input ? it->second.first : it->second.second;
   }
 
   static constexpr uint64_t kNoItem = ~uint64_t{0};
-  static uint64_t key(int mb, int vs, bool backward) {
-    return (static_cast<uint64_t>(mb) << 33) | (static_cast<uint64_t>(vs) << 1) | (backward ? 1 : 0);
+  // An item's identity: micro-batch, pipeline position, backward, deferred weight part.
+  static uint64_t key(int mb, int vs, bool backward, bool weight = false) {
+    return (static_cast<uint64_t>(mb) << 34) | (static_cast<uint64_t>(vs) << 2) | (weight ? 2 : 0) | (backward ? 1 : 0);
+  }
+  uint64_t key(const PipelineItem& it) const {
+    return key(it.micro_batch, vstage(it.chunk, it_stage_), it.backward, it.weight);
   }
 
   ScheduleKind schedule_kind() const {
     if (p_.schedule == 0) return ScheduleKind::GPipe;
+    if (dualpipe()) return ScheduleKind::DualPipe;
     return p_.vp > 1 ? ScheduleKind::Interleaved : ScheduleKind::OneFOneB;
+  }
+
+  // Pipeline positions. Megatron's schedules: pp*vp virtual stages, chunk c of rank s at c*pp + s.
+  // DualPipe: two pipelines of pp positions over the same pp model stages; position j of the
+  // forward direction is rank j, position pp + j of the reverse direction is rank pp-1-j, and
+  // micro-batches [0, m/2) take the first, [m/2, m) the second.
+  bool dualpipe() const { return p_.schedule == 3; }
+  int chunks() const { return dualpipe() ? 2 : p_.vp; }
+  int positions() const { return dualpipe() ? 2 * p_.pp : p_.pp * p_.vp; }
+  int vstage(int chunk, int s) const { return dualpipe() ? (chunk == 0 ? s : 2 * p_.pp - 1 - s) : virtual_stage(chunk, s, p_.pp); }
+  int model_stage(int vs) const { return dualpipe() ? vs % p_.pp : vs; }
+  int rank_of_position(int vs) const {
+    return dualpipe() ? (vs < p_.pp ? vs : 2 * p_.pp - 1 - vs) : vs % p_.pp;
+  }
+  bool first_position(int vs) const { return dualpipe() ? vs % p_.pp == 0 : vs == 0; }
+  bool last_position(int vs) const { return dualpipe() ? vs % p_.pp == p_.pp - 1 : vs == positions() - 1; }
+  int first_micro_batch(int chunk) const { return dualpipe() ? chunk * (p_.micro_batches / 2) : 0; }
+  int last_micro_batch(int chunk) const {
+    return dualpipe() ? (chunk + 1) * (p_.micro_batches / 2) - 1 : p_.micro_batches - 1;
   }
 
   void build_pipeline() {
@@ -437,7 +481,6 @@ class StepBuilder {
         // each layer waiting only for its own bucket (Megatron-Core's overlap_param_gather: a
         // bucket's all-gather is dispatched ahead and its modules' forward pre-hooks wait for it).
         StageState& st = stages_[s];
-        const int V = p_.pp * p_.vp;
         sim::TaskId previous = sim::kNoTask;
         auto gather = [&](double bytes) {
           const sim::TaskId g = add_group_collective(s, Group::DpShard, coll::CollectiveOp::AllGather, bytes,
@@ -445,10 +488,10 @@ class StepBuilder {
           if (g != sim::kNoTask) previous = g;
           return g;
         };
-        for (int c = 0; c < p_.vp; ++c) {
-          const int vs = virtual_stage(c, s, p_.pp);
-          const auto [l0, l1] = layer_range(vs);
-          const bool head = vs == 0 || vs == V - 1;
+        for (int c = 0; c < chunks(); ++c) {
+          const int vs = vstage(c, s);
+          const auto [l0, l1] = layer_range(model_stage(vs));
+          const bool head = first_position(vs) || last_position(vs);
           double bucket = head ? p_.embedding_param_bytes : 0.0;
           std::vector<sim::TaskId> layers(l1 - l0, sim::kNoTask);
           int first = l0;
@@ -465,25 +508,51 @@ class StepBuilder {
           st.chunk_layer_gather.push_back(std::move(layers));
         }
       }
-      uint64_t previous = kNoItem;
+      // Items in order. An item marked overlap_next runs beside the next one: both start together
+      // once both inputs are in (DualPipe's F&B chunk waits for both receives), share the GPU,
+      // and what follows waits for both.
+      it_stage_ = s;
+      std::vector<uint64_t> previous;  // the item(s) the next item follows
+      sim::TaskId pair_start = sim::kNoTask, pair_first_exit = sim::kNoTask;
+      std::vector<uint64_t> pair_keys;
       for (const PipelineItem& it : stage_schedule(schedule_kind(), p_.pp, p_.vp, p_.micro_batches, s)) {
+        StageState& st = stages_[s];
+        const bool second_of_pair = pair_start != sim::kNoTask;
+        if (it.overlap_next) pair_start = st.cursor = add_join({st.cursor});
         build_item(s, it);
-        const uint64_t k = key(it.micro_batch, virtual_stage(it.chunk, s, p_.pp), it.backward);
-        if (previous != kNoItem) next_item_[previous] = k;
-        previous = k;
+        const uint64_t k = key(it);
+        for (uint64_t prev : previous) next_items_[prev].push_back(k);
+        if (it.overlap_next) {
+          pair_first_exit = st.cursor;
+          st.cursor = pair_start;
+          pair_keys = {k};
+          continue;  // `previous` stays: the pair's second item follows it too
+        }
+        if (second_of_pair) {
+          st.cursor = add_join({pair_first_exit, st.cursor});
+          pair_keys.push_back(k);
+          for (uint64_t pk : pair_keys) item_entry_[pk] = pair_start;  // inputs gate both
+          pair_start = sim::kNoTask;
+          previous = pair_keys;
+        } else {
+          previous = {k};
+        }
       }
     }
-    // Activations forward and gradients backward between consecutive virtual stages.
-    const int V = p_.pp * p_.vp;
-    for (int mb = 0; mb < p_.micro_batches; ++mb)
-      for (int vs = 0; vs < V; ++vs) {
-        if (vs > 0) link_stages(mb, vs - 1, vs, false);
-        if (vs < V - 1) link_stages(mb, vs + 1, vs, true);
+    // Activations forward and gradients backward between consecutive positions of each
+    // micro-batch's pipeline.
+    for (int mb = 0; mb < p_.micro_batches; ++mb) {
+      const int dir = dualpipe() && mb >= p_.micro_batches / 2 ? 1 : 0;
+      const int begin = dir * p_.pp, end = dualpipe() ? begin + p_.pp : positions();
+      for (int vs = begin; vs < end; ++vs) {
+        if (vs > begin) link_stages(mb, vs - 1, vs, false);
+        if (vs < end - 1) link_stages(mb, vs + 1, vs, true);
       }
+    }
   }
 
   void link_stages(int mb, int from_vs, int to_vs, bool backward) {
-    const int from_s = from_vs % p_.pp, to_s = to_vs % p_.pp;
+    const int from_s = rank_of_position(from_vs), to_s = rank_of_position(to_vs);
     const sim::TaskId produced = item_exit_.at(key(mb, from_vs, backward));
     const sim::TaskId consumer = item_entry_.at(key(mb, to_vs, backward));
     if (from_s == to_s || p_.p2p_bytes <= 0) {
@@ -509,9 +578,9 @@ class StepBuilder {
     // Megatron's blocking p2p (batch_isend_irecv, then wait): the sender's next item starts only
     // once the send is through.
     if (p_.blocking_p2p) {
-      const auto next = next_item_.find(key(mb, from_vs, backward));
-      if (next != next_item_.end()) {
-        g_.add_dependency(exit, item_entry_.at(next->second));
+      const auto next = next_items_.find(key(mb, from_vs, backward));
+      if (next != next_items_.end()) {
+        for (uint64_t k : next->second) g_.add_dependency(exit, item_entry_.at(k));
         spans_.push_back({from_s, kCatPpComm, first, exit});
       }
     }
@@ -524,12 +593,11 @@ class StepBuilder {
   }
 
   double chunk_param_bytes(int s, int chunk) const {
-    const int V = p_.pp * p_.vp;
-    const int vs = virtual_stage(chunk, s, p_.pp);
-    const auto [l0, l1] = layer_range(vs);
+    const int vs = vstage(chunk, s);
+    const auto [l0, l1] = layer_range(model_stage(vs));
     double b = 0;
     for (int l = l0; l < l1; ++l) b += p_.layers[l].param_bytes;
-    if (vs == 0 || vs == V - 1) b += p_.embedding_param_bytes;
+    if (first_position(vs) || last_position(vs)) b += p_.embedding_param_bytes;
     return b;
   }
 
@@ -561,7 +629,7 @@ class StepBuilder {
       run_ops(s, p_.optimizer);
       if (p_.zero >= 1 && p_.zero <= 2 && p_.dp > 1 && !p_.overlap_param_gather) {
         double bytes = 0;
-        for (int c = 0; c < p_.vp; ++c) bytes += chunk_param_bytes(s, c);
+        for (int c = 0; c < chunks(); ++c) bytes += chunk_param_bytes(s, c);
         const sim::TaskId e = add_group_collective(s, Group::DpShard, coll::CollectiveOp::AllGather, bytes,
                                                    {st.cursor}, st.dp_track, kCatDpComm);
         if (e != sim::kNoTask) st.cursor = add_join({st.cursor, e});
@@ -654,7 +722,9 @@ class StepBuilder {
   std::vector<std::pair<uint16_t, double>> parts_;          // (category, nominal seconds)
   std::vector<CommSpan> spans_;
   std::map<uint64_t, sim::TaskId> item_entry_, item_exit_;
-  std::map<uint64_t, uint64_t> next_item_;  // item -> the next item of the same stage
+  std::map<uint64_t, std::vector<uint64_t>> next_items_;  // item -> the item(s) after it on its stage
+  std::map<const std::vector<CostedOp>*, std::pair<std::vector<CostedOp>, std::vector<CostedOp>>> split_cache_;
+  int it_stage_ = 0;  // the stage whose items are being built (key(PipelineItem))
   std::map<std::tuple<int, double, std::vector<int>>, double> estimates_;
   coll::CollectiveCache collective_cache_;
 };

@@ -57,6 +57,7 @@ struct CostedOp {
   double bytes = 0.0;             // collective: nccl-tests buffer size per rank
   bool overlaps_next = false;     // collective runs concurrently with the next compute op (CP)
   int dedup_top_k = 0;            // all-to-all: MoE dispatch once per destination node (coll::Collective)
+  bool weight_grad = false;       // compute: a wgrad GEMM (zero-bubble schedules defer these)
 };
 
 // The ops of one layer for one micro-batch on one rank.
@@ -76,7 +77,7 @@ struct StepProgram {
   int pp = 1, vp = 1, tp = 1, cp = 1, dp = 1, ep = 1;
   bool experts_folded = false;  // ep groups run along tp, then cp, then dp (etp 1)
   int micro_batches = 1;
-  int schedule = 1;                // ScheduleKind as int (0 GPipe, 1 1F1B, 2 interleaved)
+  int schedule = 1;                // 0 GPipe, 1 1F1B (interleaved when vp > 1), 3 DualPipe
   int zero = 0;                    // 0..3
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false;

@@ -113,6 +113,23 @@ TEST(Memory, FirstStageHoldsPpMicroBatches) {
   EXPECT_NEAR(memory_per_gpu(m, p, 0).activations_bytes / (2 * 12 * per_layer), 1.0, 1e-12);
 }
 
+TEST(Memory, DualPipeHoldsTwoStagesAndPpPlusOneChunksOfActivations) {
+  // The DeepSeek-V3 report's Table 2: parameters 2x, activations PP + 1 (chunks of one stage).
+  ModelConfig m = gpt3();
+  m.layers = 8;
+  ParallelPlan one = plan(1, false, Recompute::None);
+  one.pp = 4;
+  one.global_batch = 16;
+  ParallelPlan dual = one;
+  dual.schedule = Schedule::DualPipe;
+  const int middle = 1;  // no embedding or output layer on either of its stages (1 and 2)
+  const MemoryFootprint a = memory_per_gpu(m, one, middle), b = memory_per_gpu(m, dual, middle);
+  EXPECT_DOUBLE_EQ(b.weights_bytes, 2 * a.weights_bytes);
+  EXPECT_DOUBLE_EQ(b.optimizer_bytes, 2 * a.optimizer_bytes);
+  // 1F1B's stage 1 holds pp - 1 = 3 micro-batches of its stage; DualPipe pp + 1 = 5 stage chunks.
+  EXPECT_DOUBLE_EQ(b.activations_bytes / a.activations_bytes, 5.0 / 3.0);
+}
+
 TEST(Memory, OutOfMemoryVerdict) {
   const ModelConfig m = gpt3();
   ParallelPlan p = plan(8, true, Recompute::Selective);

@@ -60,6 +60,49 @@ TEST(PipelineSchedule, InterleavedCoversEveryChunkAndKeepsMegatronWarmup) {
   }
 }
 
+TEST(PipelineSchedule, DualPipeRunsEachDirectionsHalfOnceAndPairsForwardWithBackward) {
+  // DeepSeek's example shape (dualpipe.py's README: 8 ranks, 20 micro-batches) and a small one.
+  for (const auto [pp, m] : {std::pair{8, 20}, std::pair{4, 8}, std::pair{4, 12}}) {
+    for (int r = 0; r < pp; ++r) {
+      const auto items = stage_schedule(ScheduleKind::DualPipe, pp, 1, m, r);
+      std::vector<PipelineItem> passes, deferred;
+      int weights = 0, pairs = 0;
+      for (size_t i = 0; i < items.size(); ++i) {
+        const PipelineItem& it = items[i];
+        if (it.weight) {
+          // Weights run in the order their backwards deferred them (a FIFO), after them.
+          ASSERT_LT(static_cast<size_t>(weights), deferred.size()) << "rank " << r;
+          EXPECT_EQ(it.micro_batch, deferred[weights].micro_batch);
+          EXPECT_EQ(it.chunk, deferred[weights].chunk);
+          ++weights;
+          continue;
+        }
+        // Chunk = direction: micro-batches [0, m/2) go forward, [m/2, m) the reverse way.
+        EXPECT_EQ(it.chunk, it.micro_batch < m / 2 ? 0 : 1);
+        passes.push_back(it);
+        if (it.defer_weight) deferred.push_back(it);
+        if (it.overlap_next) {
+          // A forward of one direction beside a backward of the other.
+          ASSERT_LT(i + 1, items.size());
+          EXPECT_FALSE(it.backward);
+          EXPECT_TRUE(items[i + 1].backward);
+          EXPECT_NE(items[i + 1].chunk, it.chunk);
+          ++pairs;
+        }
+      }
+      expect_complete(passes, m / 2, 2);  // m/2 micro-batches through each of the two chunks
+      EXPECT_EQ(static_cast<size_t>(weights), deferred.size()) << "every deferred wgrad runs";
+      // The steady state (step 4) has two pairs per iteration but one on the middle ranks' first.
+      const int half = pp / 2, half_rank = std::min(r, pp - 1 - r);
+      const int main_steps = m / 2 - pp + half_rank + 1;
+      EXPECT_EQ(pairs, 2 * main_steps - (half_rank == half - 1 ? 1 : 0) + (half - half_rank - 1)) << "rank " << r;
+    }
+  }
+  EXPECT_THROW(stage_schedule(ScheduleKind::DualPipe, 3, 1, 12, 0), std::invalid_argument);  // pp odd
+  EXPECT_THROW(stage_schedule(ScheduleKind::DualPipe, 4, 1, 6, 0), std::invalid_argument);   // m < 2 pp
+  EXPECT_THROW(stage_schedule(ScheduleKind::DualPipe, 4, 2, 8, 0), std::invalid_argument);   // vp > 1
+}
+
 TEST(PipelineSchedule, RejectsBadShapes) {
   EXPECT_THROW(stage_schedule(ScheduleKind::OneFOneB, 0, 1, 4, 0), std::invalid_argument);
   EXPECT_THROW(stage_schedule(ScheduleKind::OneFOneB, 4, 1, 4, 4), std::invalid_argument);

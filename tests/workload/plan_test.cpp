@@ -144,6 +144,19 @@ TEST(Plan, InterleavingNeedsMultiplesOfPpMicroBatches) {
   EXPECT_TRUE(has(check(gpt(), "{pp: 1, vp: 2, global_batch: 4}", 1), "needs pipeline parallelism"));
 }
 
+TEST(Plan, DualPipeRules) {
+  // pp even, vp 1, an even count of at least 2 pp micro-batches per replica, no ZeRO-3.
+  EXPECT_EQ(check(gpt(), "{pp: 4, schedule: dualpipe, global_batch: 8}", 4), "");
+  EXPECT_TRUE(has(check(gpt(), "{pp: 3, schedule: dualpipe, global_batch: 6}", 3), "pp must be even"));
+  const std::string few = check(gpt(), "{pp: 4, schedule: dualpipe, global_batch: 6}", 4);
+  EXPECT_TRUE(has(few, "at least 2*pp = 8") && has(few, "use global_batch 8")) << few;
+  EXPECT_EQ(check(gpt(), "{pp: 4, schedule: dualpipe, global_batch: 10}", 4), "");
+  const std::string odd = check(gpt(), "{pp: 4, schedule: dualpipe, global_batch: 9}", 4);
+  EXPECT_TRUE(has(odd, "even") && has(odd, "use global_batch 10")) << odd;
+  EXPECT_TRUE(has(check(gpt(), "{pp: 4, vp: 2, schedule: dualpipe, global_batch: 8}", 4), "set vp: 1"));
+  EXPECT_TRUE(has(check(gpt(), "{pp: 4, dp: 2, zero: 3, schedule: dualpipe, global_batch: 16}", 8), "'parallelism.zero'"));
+}
+
 TEST(Plan, GlobalBatchMustDivideByMicroBatchTimesDp) {
   const std::string e = check(gpt(), "{dp: 16, micro_batch: 2, global_batch: 100}", 16);
   EXPECT_TRUE(has(e, "micro_batch*dp = 2*16 = 32")) << e;
