@@ -424,6 +424,14 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
       moe_layers_from_text(moe["moe_layer_freq"].as<std::string>(), positive<int>(m, "layers"), mm, defaults);
     if (has(moe, "expert_ffn_hidden")) mm["expert_ffn_hidden"] = positive<long long>(moe, "expert_ffn_hidden");
     else { mm["expert_ffn_hidden"] = ffn; defaults.push_back("model.moe.expert_ffn_hidden: = ffn_hidden"); }
+    // Group-limited routing of the family's public config (DeepSeek-V3's config.json: n_group 8,
+    // topk_group 4); it matters where the dispatch crosses to a node once (ep_dispatch deepep).
+    const std::string lname = has(m, "name") ? lowercase(get<std::string>(m, "name")) : "";
+    if (lname.find("deepseek-v3") != std::string::npos || lname.find("deepseek v3") != std::string::npos) {
+      mm["groups"] = 8;
+      mm["groups_per_token"] = 4;
+      defaults.push_back("model.moe.groups: 8, groups_per_token: 4 (DeepSeek-V3's n_group / topk_group)");
+    }
     mo["moe"] = mm;
   }
   s["model"] = mo;
@@ -600,10 +608,15 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     pl["cp_comm"] = "all_gather";
     defaults.push_back("parallelism.cp_comm: all_gather (the notes: all-gather-based context parallelism)");
   }
-  // DeepEP named in the notes (Megatron-Core's flex dispatcher): tokens cross to a node once.
-  if (ep > 1 && case_notes.find("DeepEP") != std::string::npos) {
+  // DeepEP named in the notes (Megatron-Core's flex dispatcher), or node-limited routing ("routed
+  // to at most N nodes": DeepSeek-V3's dispatch, section 3.2.2, sends a token to each of its nodes
+  // once over InfiniBand and fans it out over NVLink): tokens cross to a node once.
+  static const std::regex node_limited("routed to at most [0-9]+ nodes", std::regex::icase);
+  if (ep > 1 && (case_notes.find("DeepEP") != std::string::npos || std::regex_search(case_notes, node_limited))) {
     pl["ep_dispatch"] = "deepep";
-    defaults.push_back("parallelism.ep_dispatch: deepep (the notes name DeepEP)");
+    defaults.push_back(case_notes.find("DeepEP") != std::string::npos
+                           ? "parallelism.ep_dispatch: deepep (the notes name DeepEP)"
+                           : "parallelism.ep_dispatch: deepep (the notes: node-limited routing, one crossing per node)");
   }
   // Eager PyTorch modules (named in the notes): element-wise ops run op by op.
   if (case_notes.find("eager PyTorch") != std::string::npos) {

@@ -315,7 +315,7 @@ sim::TaskId append_collective(sim::TaskGraph& g, const topo::Cluster& c,
                               const Collective& col, const std::vector<sim::TaskId>& deps, uint16_t category,
                               sim::TrackId track, CollectiveCache& cache) {
   const auto key = std::make_tuple(static_cast<int>(col.op), static_cast<int>(col.algorithm), col.peer,
-                                   col.dedup_top_k, col.bytes, col.ranks);
+                                   col.dispatch, col.bytes, col.ranks);
   auto it = cache.chains.find(key);
   if (it == cache.chains.end()) {
     const size_t first = g.size();

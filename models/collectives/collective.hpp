@@ -51,6 +51,19 @@ struct NicSpec;
 namespace stacksim::coll {
 
 enum class CollectiveOp { AllReduce, ReduceScatter, AllGather, AllToAll, Broadcast, SendRecv };
+
+// How an MoE all-to-all's token copies reach their experts (Collective::dispatch).
+struct MoeDispatch {
+  int top_k = 0;             // > 0: once per destination node (DeepEP); 0: every copy to its rank
+  int groups = 0;            // group-limited routing (ModelConfig's moe.groups / groups_per_token):
+  int groups_per_token = 0;  // a token's experts lie in groups_per_token of `groups` expert groups
+  bool operator==(const MoeDispatch&) const = default;
+  auto operator<=>(const MoeDispatch&) const = default;
+};
+// Expected nodes one token's top_k copies reach, of `nodes` nodes holding the EP group's experts in
+// order (experts split evenly, groups contiguous): with group-limited routing, the nodes of its
+// groups_per_token groups when the groups split evenly over the nodes; else 1 - (1 - 1/N)^k of them.
+double moe_nodes_per_token(const MoeDispatch& d, int nodes);
 // InSwitchTree: NCCL's NVLSTree, in-switch reduction inside each node and NCCL's double binary
 // tree across nodes, one rail per GPU, pipelined (NCCL 2.18+ on NVSwitch systems).
 enum class Algorithm { Auto, Ring, Tree, Hierarchical, InSwitch, InSwitchTree };
@@ -66,8 +79,8 @@ struct Collective {
   // AllToAll as MoE dispatch/combine that crosses nodes once per destination node (DeepEP's
   // NVLink/RDMA forwarding, DeepSeek-V3 section 3.2.2): `bytes` holds top_k copies of each token;
   // a token goes to a remote node once if any of its top_k experts is there and is fanned out over
-  // NVLink. 0 = a plain all-to-all (every copy to its rank).
-  int dedup_top_k = 0;
+  // NVLink. top_k 0 = a plain all-to-all (every copy to its rank).
+  MoeDispatch dispatch;
 };
 
 // One NCCL protocol (LL, LL128, Simple) on one hardware generation.
@@ -132,7 +145,7 @@ struct CollectiveTiming {
 // collective becomes, for ONE cluster, tuning and link map: the replay appends the same
 // collectives every micro-batch. Only used when no GPU compute resources are passed.
 struct CollectiveCache {
-  std::map<std::tuple<int, int, int, int, double, std::vector<int>>, std::vector<sim::TaskSpec>> chains;
+  std::map<std::tuple<int, int, int, MoeDispatch, double, std::vector<int>>, std::vector<sim::TaskSpec>> chains;
 };
 sim::TaskId append_collective(sim::TaskGraph& graph, const topo::Cluster& cluster,
                               const std::vector<sim::ResourceId>& link_resources, const CommTuning& tuning,

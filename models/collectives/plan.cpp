@@ -14,7 +14,7 @@
 //    so inside a node every pair is a flow); across nodes each GPU sends the data for a whole
 //    node to its rail peer there (g S/n), which forwards (N-1) S/n to each local GPU. MoE
 //    dispatch with node deduplication (DeepEP) sends a remote node each token once instead of
-//    once per expert there (Collective::dedup_top_k).
+//    once per expert there (Collective::dispatch).
 // Steps (latency): NCCL's counts: ring all-reduce 2(n-1) with 2(N-1) crossing nodes, RS/AG n-1
 // with N-1, tree 2(g-1) intra + 2 ceil(log2 N) inter, hierarchical (g-1) + 2(N-1) + (g-1).
 #include "models/collectives/plan.hpp"
@@ -265,9 +265,10 @@ Plan plan_all_to_all(const topo::Cluster& c, const Collective& col, const std::v
   const int N = static_cast<int>(nodes.size());
   const double piece = col.bytes / n;
   // Node-deduplicated dispatch (DeepEP): of a token's k copies, k/N would go to each remote node;
-  // it goes there once if any of its k experts does, which happens with 1 - (1 - 1/N)^k.
-  const int k = col.dedup_top_k;
-  const double remote = k > 0 && N > 1 ? N * (1.0 - std::pow(1.0 - 1.0 / N, k)) / k : 1.0;
+  // it goes to the nodes it reaches once each (moe_nodes_per_token of N), the bytes per copy scaled
+  // by nodes reached / k.
+  const int k = col.dispatch.top_k;
+  const double remote = k > 0 && N > 1 ? moe_nodes_per_token(col.dispatch, N) / k : 1.0;
   Phase p;
   p.intra_steps = N == 1 ? 1 : 0;
   p.inter_steps = N == 1 ? 0 : 1;
@@ -380,3 +381,25 @@ Plan make_plan(const topo::Cluster& c, const Collective& col, Algorithm algorith
 }
 
 }  // namespace stacksim::coll::detail
+
+namespace stacksim::coll {
+
+double moe_nodes_per_token(const MoeDispatch& d, int nodes) {
+  const int k = d.top_k, N = nodes, G = d.groups, M = d.groups_per_token;
+  // k copies to k experts spread evenly over n nodes: 1 - (1 - 1/n)^k of them get at least one.
+  const auto spread = [k](double n) { return n * (1.0 - std::pow(1.0 - 1.0 / n, k)); };
+  if (k <= 0 || N <= 1) return std::min(1.0, static_cast<double>(N));
+  if (G > 0 && M > 0 && M < G) {
+    if (G % N == 0) {
+      // Each node holds G/N whole groups; M of the G groups chosen: a node is reached unless all
+      // M avoid its groups (C(G - G/N, M) / C(G, M)). At most k groups get an expert.
+      double miss = 1.0;
+      for (int i = 0; i < M; ++i) miss *= static_cast<double>(G - G / N - i) / (G - i);
+      return std::min(N * (1.0 - miss), spread(N));
+    }
+    if (N % G == 0) return spread(static_cast<double>(M) * (N / G));  // each group spans N/G nodes
+  }
+  return spread(N);
+}
+
+}  // namespace stacksim::coll

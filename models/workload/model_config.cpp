@@ -75,6 +75,13 @@ void validate(const ModelConfig& m, const Fail& fail) {
     if (m.moe.imbalance < 1.0)
       fail("moe.imbalance", "must be >= 1 (tokens of the busiest rank over the mean)", "use e.g. 1.1");
     if (m.moe.capacity_factor < 0) fail("moe.capacity_factor", "must be >= 0", "use 0 for dropless routing");
+    if (m.moe.groups < 0 || (m.moe.groups > 0 && m.moe.experts % m.moe.groups != 0))
+      fail("moe.groups", "must divide the experts (" + std::to_string(m.moe.experts) + ") into equal groups",
+           "use a divisor of the experts, or 0 for unrestricted routing");
+    if (m.moe.groups_per_token < 0 || m.moe.groups_per_token > m.moe.groups ||
+        (m.moe.groups > 0 && m.moe.groups_per_token == 0))
+      fail("moe.groups_per_token", "must be between 1 and moe.groups (" + std::to_string(m.moe.groups) + ")",
+           "set the groups a token's experts may come from (DeepSeek-V3: 4 of 8), or drop moe.groups");
   }
 }
 
@@ -242,7 +249,7 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
     const config::Node e = n["moe"];
     e.require_map();
     e.check_keys({"experts", "top_k", "shared_experts", "expert_ffn_hidden", "first_dense_layers", "layer_freq",
-                  "imbalance", "capacity_factor"});
+                  "imbalance", "capacity_factor", "groups", "groups_per_token"});
     const bool from_hf = m.is_moe();  // then every key is an optional override
     m.moe.experts = static_cast<int>(from_hf ? e.optional_int("experts").value_or(m.moe.experts) : e.required_int("experts"));
     m.moe.top_k = static_cast<int>(from_hf ? e.optional_int("top_k").value_or(m.moe.top_k) : e.required_int("top_k"));
@@ -253,6 +260,8 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
     m.moe.layer_freq = static_cast<int>(e.optional_int("layer_freq").value_or(m.moe.layer_freq));
     m.moe.imbalance = e.optional_number("imbalance").value_or(m.moe.imbalance);
     m.moe.capacity_factor = e.optional_number("capacity_factor").value_or(m.moe.capacity_factor);
+    m.moe.groups = static_cast<int>(e.optional_int("groups").value_or(m.moe.groups));
+    m.moe.groups_per_token = static_cast<int>(e.optional_int("groups_per_token").value_or(m.moe.groups_per_token));
   }
   check_model(m, n);
   return m;
@@ -360,6 +369,12 @@ ModelConfig parse_hf_config(const std::string& path) {
       m.moe.shared_experts = static_cast<int>(shared_ffn / m.moe.expert_ffn_hidden);
     m.moe.first_dense_layers = static_cast<int>(get({"first_k_dense_replace"}, 0, false));
     m.moe.layer_freq = static_cast<int>(get({"moe_layer_freq"}, 1, false));
+    // DeepSeek's group-limited routing; n_group 1 (or topk_group = n_group) restricts nothing.
+    const int64_t groups = get({"n_group"}, 0, false), per_token = get({"topk_group"}, 0, false);
+    if (groups > 1 && per_token > 0 && per_token < groups) {
+      m.moe.groups = static_cast<int>(groups);
+      m.moe.groups_per_token = static_cast<int>(per_token);
+    }
   }
   validate(m, [&](const std::string& key, const std::string& reason, const std::string& fix) {
     throw config::InputError(path, 0, key, reason, fix + " (in the HuggingFace config, or override it in the scenario)");

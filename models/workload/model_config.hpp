@@ -68,6 +68,11 @@ struct MoeConfig {
   int layer_freq = 1;         // later, layer l is MoE when l % layer_freq == 0 (DeepSeek's moe_layer_freq)
   double imbalance = 1.1;     // tokens of the busiest expert rank over the mean (dropless routing)
   double capacity_factor = 0; // > 0: tokens beyond capacity_factor x the mean are dropped (GShard)
+  // Group-limited routing (DeepSeek-V2/V3's n_group / topk_group): the experts form `groups`
+  // contiguous groups and a token's top_k experts come from at most `groups_per_token` of them.
+  // 0 = unrestricted. Deployed with one group per node, a token reaches at most that many nodes.
+  int groups = 0;
+  int groups_per_token = 0;
 
   // Tokens the busiest expert processes over the mean.
   double load_factor() const;

@@ -322,7 +322,7 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
   const double dispatch_bytes = kAct * d.Tn * d.h * e.top_k;
   auto ep_all_to_all = [&](const std::string& name) {
     Op a2a = comm(name, CommKind::AllToAll, CommGroup::EP, dispatch_bytes);
-    if (p.ep_dispatch == EpDispatch::DeepEP) a2a.dedup_top_k = e.top_k;
+    if (p.ep_dispatch == EpDispatch::DeepEP) a2a.dispatch = {e.top_k, e.groups, e.groups_per_token};
     return a2a;
   };
   if (p.ep > 1) b.pre.push_back(ep_all_to_all("ep all-to-all dispatch"));

@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "models/collectives/collective.hpp"  // MoeDispatch
 #include "models/workload/flops.hpp"  // the step FLOP counts, for callers that include only the ops
 #include "models/workload/model_config.hpp"
 #include "models/workload/parallel_plan.hpp"
@@ -81,7 +82,7 @@ struct Op {
   // same (the usual pairs); Same: the same collective again; None: nothing (the forward's
   // conjugate is a local split).
   enum class Backward { Conjugate, Same, None } comm_backward = Backward::Conjugate;
-  int dedup_top_k = 0;  // Comm (EP all-to-all): DeepEP's once-per-node dispatch of top_k copies
+  coll::MoeDispatch dispatch;  // Comm (EP all-to-all): DeepEP's once-per-node dispatch (collective.hpp)
   // GEMM under FP8 precision: false for a plain 16-bit linear outside Transformer Engine's FP8
   // layers (Megatron's output layer), which keeps the 16-bit rate and needs no cast.
   bool fp8_eligible = true;

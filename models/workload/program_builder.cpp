@@ -80,7 +80,7 @@ class Coster {
       c.op = to_collective(op.comm);
       c.bytes = op.comm_bytes;
       c.overlaps_next = op.overlaps_next;
-      c.dedup_top_k = op.dedup_top_k;
+      c.dispatch = op.dispatch;
       return c;
     }
     c.kind = CostedOp::Kind::Compute;

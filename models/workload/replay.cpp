@@ -233,7 +233,7 @@ class StepBuilder {
   // Returns a task that completes when all of them have (or kNoTask if the groups are trivial).
   sim::TaskId add_group_collective(int s, Group g, coll::CollectiveOp op, double bytes,
                                    const std::vector<sim::TaskId>& deps, sim::TrackId track,
-                                   uint16_t category, int dedup_top_k = 0) {
+                                   uint16_t category, const coll::MoeDispatch& dispatch = {}) {
     const auto gs = groups(g, s);
     if (gs.empty() || gs.front().size() < 2 || bytes <= 0) return sim::kNoTask;
     const sim::TaskId first = static_cast<sim::TaskId>(g_.size());
@@ -243,7 +243,7 @@ class StepBuilder {
       c.op = op;
       c.ranks = ranks;
       c.bytes = bytes;
-      c.dedup_top_k = dedup_top_k;
+      c.dispatch = dispatch;
       // SM sharing is modelled by the companion task below, not by the flows.
       exits.push_back(coll::append_collective(g_, cluster_, link_res_, tuning_, c, deps, category,
                                               track, collective_cache_));
@@ -276,7 +276,7 @@ class StepBuilder {
   void run_collective_op(int s, const CostedOp& op, std::vector<sim::TaskId>& pending_overlap) {
     const uint16_t cat = comm_category(op.group);
     const sim::TaskId exit = add_group_collective(s, op.group, op.op, op.bytes,
-                                                  {stages_[s].cursor}, stages_[s].comm_track, cat, op.dedup_top_k);
+                                                  {stages_[s].cursor}, stages_[s].comm_track, cat, op.dispatch);
     if (exit == sim::kNoTask) return;
     if (op.overlaps_next)
       pending_overlap.push_back(exit);  // joined after the next compute op

@@ -56,7 +56,7 @@ struct CostedOp {
   coll::CollectiveOp op = coll::CollectiveOp::AllReduce;
   double bytes = 0.0;             // collective: nccl-tests buffer size per rank
   bool overlaps_next = false;     // collective runs concurrently with the next compute op (CP)
-  int dedup_top_k = 0;            // all-to-all: MoE dispatch once per destination node (coll::Collective)
+  coll::MoeDispatch dispatch;      // all-to-all: MoE dispatch once per destination node (coll::Collective)
   bool weight_grad = false;       // compute: a wgrad GEMM (zero-bubble schedules defer these)
 };
 

@@ -211,6 +211,23 @@ TEST(TrainingCasePolicy, LatentAttentionAndDenseLeadLayersAreReadFromTheirText) 
   EXPECT_THROW(training_case_scenario(c, defaults), std::runtime_error);
 }
 
+TEST(TrainingCasePolicy, NodeLimitedRoutingCrossesToANodeOnceWithTheFamilysGroups) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["model"]["mlp"] = YAML::Node();
+  c["model"]["moe"] = YAML::Load("{experts: 16, top_k: 2, expert_ffn_hidden: 512}");
+  c["parallelism"]["ep"] = 8;
+  c["parallelism"]["zero"] = 1;
+  EXPECT_FALSE(built_with_notes(c, "")["parallelism"]["ep_dispatch"]);
+  const YAML::Node limited = built_with_notes(c, "MoE: each token routed to at most 4 nodes.");
+  EXPECT_EQ(limited["parallelism"]["ep_dispatch"].as<std::string>(), "deepep");
+  EXPECT_FALSE(limited["model"]["moe"]["groups"]);  // no family config: unrestricted groups
+  c["model"]["name"] = "DeepSeek-V3";
+  c["model"]["moe"] = YAML::Load("{experts: 256, top_k: 8, expert_ffn_hidden: 512}");
+  const YAML::Node ds = built_with_notes(c, "");
+  EXPECT_EQ(ds["model"]["moe"]["groups"].as<int>(), 8);  // its config.json: n_group 8, topk_group 4
+  EXPECT_EQ(ds["model"]["moe"]["groups_per_token"].as<int>(), 4);
+}
+
 TEST(TrainingCasePolicy, EveryCatalogueTrainingGpuHasANodeType) {
   for (const char* gpu : {"V100-SXM3-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H800-SXM5-80GB",
                           "H200-SXM-141GB", "B200", "B300", "GB200", "GB300", "GH200", "L40S"}) {

@@ -148,13 +148,24 @@ TEST(Collectives, NodeDeduplicatedDispatchSendsEachTokenOncePerNode) {
   const double S = 4e9;
   Collective plain = make(CollectiveOp::AllToAll, 32, S);
   Collective dedup = plain;
-  dedup.dedup_top_k = 8;
+  dedup.dispatch.top_k = 8;
   const double t_plain = time_collective(c, t, plain).seconds;
   const double expected = S * 3 / 4 * (4 * (1 - std::pow(0.75, 8)) / 8) / (k.nic.bandwidth_Bps * t.network_efficiency);
   EXPECT_NEAR(time_collective(c, t, dedup).seconds, expected, expected * 0.02);
   EXPECT_LT(time_collective(c, t, dedup).seconds, 0.5 * t_plain);
+  // Group-limited routing (DeepSeek-V3: 8 groups, 4 per token; here 8 groups over 4 nodes, 2 per
+  // node, 2 per token): a node is missed when both of the token's groups avoid its two,
+  // C(6,2)/C(8,2) = 15/28, so 4 (1 - 15/28) = 1.86 nodes instead of 4 (1 - 0.75^8) = 3.6.
+  Collective limited = dedup;
+  limited.dispatch.groups = 8;
+  limited.dispatch.groups_per_token = 2;
+  EXPECT_NEAR(moe_nodes_per_token(limited.dispatch, 4), 4 * (1 - 15.0 / 28), 1e-12);
+  EXPECT_NEAR(time_collective(c, t, limited).seconds / time_collective(c, t, dedup).seconds,
+              (4 * (1 - 15.0 / 28)) / (4 * (1 - std::pow(0.75, 8))), 0.02);
+  limited.dispatch.groups_per_token = 8;  // every group allowed: no limit
+  EXPECT_DOUBLE_EQ(moe_nodes_per_token(limited.dispatch, 4), moe_nodes_per_token(dedup.dispatch, 4));
   // One expert per token leaves nothing to deduplicate.
-  dedup.dedup_top_k = 1;
+  dedup.dispatch.top_k = 1;
   EXPECT_DOUBLE_EQ(time_collective(c, t, dedup).seconds, t_plain);
 }
 

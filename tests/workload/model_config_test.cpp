@@ -88,6 +88,8 @@ TEST(HfConfig, DeepSeekV3) {
   EXPECT_EQ(m.moe.expert_ffn_hidden, 2048);
   EXPECT_FALSE(m.is_moe_layer(2));  // first_k_dense_replace = 3
   EXPECT_TRUE(m.is_moe_layer(3));
+  EXPECT_EQ(m.moe.groups, 8);  // n_group / topk_group: a token's experts in 4 of 8 groups
+  EXPECT_EQ(m.moe.groups_per_token, 4);
   // DeepSeek-V3 report: 671B total (without the 14B multi-token-prediction module), 37B active.
   EXPECT_NEAR(m.total_params() / 671e9, 1.0, 0.02);
   EXPECT_NEAR(m.active_params() / 37e9, 1.0, 0.03);
@@ -156,6 +158,16 @@ TEST(ModelYaml, InputErrorsNameKeyAndFix) {
     from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, moe: {experts: 4, top_k: 5}}\n");
   });
   EXPECT_NE(top_k.find("top_k"), std::string::npos) << top_k;
+  const std::string groups = error_of([] {
+    from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, moe: {experts: 16, top_k: 2,"
+              " groups: 3, groups_per_token: 1}}\n");
+  });
+  EXPECT_NE(groups.find("moe.groups"), std::string::npos) << groups;
+  const std::string per_token = error_of([] {
+    from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, moe: {experts: 16, top_k: 2,"
+              " groups: 4, groups_per_token: 5}}\n");
+  });
+  EXPECT_NE(per_token.find("moe.groups_per_token"), std::string::npos) << per_token;
   const std::string every = error_of([] {
     from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, full_attention_every: 2}\n");
   });
