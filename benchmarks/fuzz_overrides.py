@@ -10,11 +10,11 @@ import sys
 
 KEYS = ["cluster.nodes", "cluster.fabric.oversubscription", "cluster.fabric.routing", "cluster.gpus_per_node", "cluster.nics_per_node",
         "model.layers", "model.hidden", "model.heads", "model.kv_heads", "model.ffn_hidden", "model.vocab",
-        "model.seq_len", "model.moe.experts", "model.moe.top_k", "model.sliding_window", "model.full_attention_every", "model.mtp_layers",
+        "model.seq_len", "model.moe.experts", "model.moe.top_k", "model.moe.groups", "model.moe.groups_per_token", "model.sliding_window", "model.full_attention_every", "model.mtp_layers",
         "parallelism.tp", "parallelism.pp", "parallelism.cp", "parallelism.dp", "parallelism.vp", "parallelism.ep", "parallelism.etp",
         "parallelism.micro_batch", "parallelism.global_batch", "parallelism.zero", "parallelism.shard_size",
         "parallelism.first_stage_layers", "parallelism.last_stage_layers", "parallelism.stage_layers", "parallelism.recompute_layers",
-        "parallelism.dp_bucket_size", "parallelism.cp_comm", "parallelism.ep_dispatch", "parallelism.fsdp_impl", "parallelism.fp8_recipe",
+        "parallelism.dp_bucket_size", "parallelism.cp_comm", "parallelism.ep_dispatch", "parallelism.fsdp_impl", "parallelism.fp8_recipe", "parallelism.schedule",
         "host.loader_workers", "host.cpu_seconds_per_sample", "checkpoint.interval_steps"]
 VALUES = ["0", "-1", "1", "3", "7", "65536", "1000000000", "1e30", "1e-30", "0.001", "2.5", "-0.0", "nan", "inf",
           "abc", "true", "[]", "{}", "''"]
