@@ -1,6 +1,6 @@
 // Wall time of simulating one training step of the bundled scenarios (targets: GPT-3 175B on 1,024
 // GPUs <= 2 s; Llama-3 405B on 16,384 GPUs <= 30 s and <= 4 GiB RSS), and scenario evaluations
-// per second for a 64-GPU Llama-3 8B plan (sweep throughput).
+// per second for a 64-GPU Llama-3 8B plan (sweep throughput); DeepSeek-V3's DualPipe step on 2,048 GPUs.
 #include <benchmark/benchmark.h>
 
 #include "models/analysis/scenario.hpp"
@@ -26,6 +26,7 @@ void run_scenario(benchmark::State& state, const std::string& file, const std::v
 void BM_Gpt3_175B_1024xA100(benchmark::State& state) { run_scenario(state, "gpt3-175b-1024xa100.yaml", {}); }
 void BM_Llama3_70B_64xH100(benchmark::State& state) { run_scenario(state, "llama3-70b-64xh100.yaml", {}); }
 void BM_Llama3_405B_16384xH100(benchmark::State& state) { run_scenario(state, "llama3-405b-16384xh100.yaml", {}); }
+void BM_DeepSeekV3_2048xH800(benchmark::State& state) { run_scenario(state, "deepseek-v3-2048xh800.yaml", {}); }
 void BM_Llama3_8B_64xH100(benchmark::State& state) {
   // A sweep-sized evaluation: Llama-3 8B, TP2 PP2 DP16 on 8 nodes, global batch 128, run as
   // `stacksim sweep` runs it (no one-layer timing).
@@ -42,5 +43,6 @@ BENCHMARK(BM_Gpt3_175B_1024xA100)->Unit(benchmark::kSecond)->Iterations(1);
 BENCHMARK(BM_Llama3_70B_64xH100)->Unit(benchmark::kSecond)->Iterations(1);
 BENCHMARK(BM_Llama3_8B_64xH100)->Unit(benchmark::kMillisecond)->Threads(1)->Threads(2)->UseRealTime();
 BENCHMARK(BM_Llama3_405B_16384xH100)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_DeepSeekV3_2048xH800)->Unit(benchmark::kSecond)->Iterations(1);
 
 BENCHMARK_MAIN();

@@ -409,11 +409,11 @@ TEST(Replay, OverlappedParameterGatherWaitsOnlyForEachLayersOwnBucket) {
 }
 
 TEST(Replay, LongStepsExtendTheSteadyStateExactly) {
-  // 1F1B and interleaved pipelines with activations on finite links and blocking sends: past the
-  // fill, every round of pp micro-batches takes the same time, so replaying 16 and 32 micro-batches
-  // (8 rounds of pp at least) and extending the line gives the full replay of 40.
-  for (int vp : {1, 2}) {
-    StepProgram p = pipeline(4, vp, 40, 1e-3, 1);
+  // 1F1B, interleaved and DualPipe pipelines with activations on finite links and blocking sends:
+  // past the fill, every round of pp micro-batches takes the same time, so replaying 16 and 32
+  // micro-batches (8 rounds of pp at least) and extending the line gives the full replay of 40.
+  for (const auto [vp, schedule] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 3}}) {
+    StepProgram p = pipeline(4, vp, 40, 1e-3, schedule);
     p.p2p_bytes = 20e6;
     p.blocking_p2p = true;
     const topo::Cluster c = ideal_cluster(4, 50e9);
@@ -421,7 +421,7 @@ TEST(Replay, LongStepsExtendTheSteadyStateExactly) {
     bool extrapolated = false;
     const ReplayResult bounded = replay_step_bounded(p, c, coll::CommTuning{}, {}, 16, &extrapolated);
     EXPECT_TRUE(extrapolated);
-    EXPECT_NEAR(bounded.step_time_s, full.step_time_s, 1e-9 * full.step_time_s) << "vp " << vp;
+    EXPECT_NEAR(bounded.step_time_s, full.step_time_s, 1e-9 * full.step_time_s) << "vp " << vp << " schedule " << schedule;
     for (size_t k = 0; k < full.breakdown_s.size(); ++k)
       EXPECT_NEAR(bounded.breakdown_s[k], full.breakdown_s[k], 1e-9 * full.step_time_s) << category_name(k);
   }
