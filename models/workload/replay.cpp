@@ -52,7 +52,12 @@ class StepBuilder {
       const std::string proc = "stage " + std::to_string(s) + " (gpu " + std::to_string(rep) + ")";
       stages_[s].rep = rep;
       stages_[s].compute_track = g_.add_track(proc, "compute");
-      stages_[s].comm_track = g_.add_track(proc, "tp/cp/ep/pp comm");
+      stages_[s].comm_track = g_.add_track(proc, "tp/cp/ep comm");
+      stages_[s].pp_track = g_.add_track(proc, "pp receive");
+      if (p.schedule == 3) {  // DualPipe's F&B pairs: the backward chunk's own tracks
+        stages_[s].paired_compute_track = g_.add_track(proc, "compute (paired backward)");
+        stages_[s].paired_comm_track = g_.add_track(proc, "tp/cp/ep comm (paired backward)");
+      }
       stages_[s].dp_track = g_.add_track(proc, "dp comm");
       stages_[s].cursor = add_join({});
     }
@@ -92,7 +97,11 @@ class StepBuilder {
  private:
   struct StageState {
     int rep = 0;
-    sim::TrackId compute_track = 0, comm_track = 0, dp_track = 0;
+    sim::TrackId compute_track = 0, comm_track = 0, dp_track = 0, pp_track = 0;
+    sim::TrackId paired_compute_track = 0, paired_comm_track = 0;
+    bool on_paired_tracks = false;  // building the second item of an F&B pair
+    sim::TrackId compute_now() const { return on_paired_tracks ? paired_compute_track : compute_track; }
+    sim::TrackId comm_now() const { return on_paired_tracks ? paired_comm_track : comm_track; }
     sim::TaskId cursor = sim::kNoTask;
     sim::TaskId dp_cursor = sim::kNoTask;   // data-parallel stream (gradient buckets, gathers)
     sim::TaskId ag_cursor = sim::kNoTask;   // FSDP all-gather stream
@@ -144,7 +153,7 @@ class StepBuilder {
     t.activity.work = seconds;
     t.activity.usages = {{gpu_res_[stages_[s].rep], 1.0}};
     t.category = first->category;
-    t.track = stages_[s].compute_track;
+    t.track = stages_[s].compute_now();
     const std::string name = last - first == 1 ? first->name : first->name + " .. " + (last - 1)->name;
     t.name = g_.intern(name);
     const sim::TaskId id = g_.add(t);
@@ -276,7 +285,7 @@ class StepBuilder {
   void run_collective_op(int s, const CostedOp& op, std::vector<sim::TaskId>& pending_overlap) {
     const uint16_t cat = comm_category(op.group);
     const sim::TaskId exit = add_group_collective(s, op.group, op.op, op.bytes,
-                                                  {stages_[s].cursor}, stages_[s].comm_track, cat, op.dispatch);
+                                                  {stages_[s].cursor}, stages_[s].comm_now(), cat, op.dispatch);
     if (exit == sim::kNoTask) return;
     if (op.overlaps_next)
       pending_overlap.push_back(exit);  // joined after the next compute op
@@ -519,7 +528,9 @@ class StepBuilder {
         StageState& st = stages_[s];
         const bool second_of_pair = pair_start != sim::kNoTask;
         if (it.overlap_next) pair_start = st.cursor = add_join({st.cursor});
+        st.on_paired_tracks = second_of_pair;  // the trace keeps concurrent slices on their own tracks
         build_item(s, it);
+        st.on_paired_tracks = false;
         const uint64_t k = key(it);
         for (uint64_t prev : previous) next_items_[prev].push_back(k);
         if (it.overlap_next) {
@@ -570,7 +581,7 @@ class StepBuilder {
         x.peer = dst;
         x.bytes = p_.p2p_bytes;
         exits.push_back(coll::append_collective(g_, cluster_, link_res_, tuning_, x, {produced},
-                                                kCatPpComm, stages_[to_s].comm_track, collective_cache_));
+                                                kCatPpComm, stages_[to_s].pp_track, collective_cache_));
       }
     const sim::TaskId exit = exits.size() == 1 ? exits.front() : add_join(exits);
     g_.add_dependency(exit, consumer);
