@@ -6,7 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "config/error.hpp"
@@ -60,6 +62,37 @@ TEST(Cli, RunWritesTheJsonContractAndATrace) {
   std::ifstream tr(trace);
   const auto t = nlohmann::json::parse(tr);
   EXPECT_GT(t["traceEvents"].size(), 10u);
+}
+
+TEST(Cli, TraceSlicesOnOneTrackNestOrFollowEachOther) {
+  // Perfetto draws a track's complete events as a stack: two slices that overlap without one
+  // containing the other are drawn wrongly. DualPipe runs a forward and a backward chunk at once
+  // (the backward on a track of its own), pipeline receives have their own track.
+  const std::string s = write("tracks.yaml", kTraining);
+  for (const std::vector<std::string>& sets : {std::vector<std::string>{},
+                                               {"--set", "parallelism.schedule=dualpipe", "--set", "parallelism.global_batch=32"}}) {
+    const std::string trace = test_tmp("tracks.trace.json");
+    std::vector<std::string> args{s, "--trace", trace};
+    args.insert(args.end(), sets.begin(), sets.end());
+    std::ostringstream out, err;
+    ASSERT_EQ(analysis::run_command("run", args, out, err), 0) << err.str();
+    const auto t = nlohmann::json::parse(std::ifstream(trace));
+    std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> slices;
+    for (const auto& e : t["traceEvents"])
+      if (e["ph"] == "X")
+        slices[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back(
+            {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+    ASSERT_FALSE(slices.empty());
+    for (auto& [track, list] : slices) {
+      std::sort(list.begin(), list.end());
+      for (size_t i = 1; i < list.size(); ++i) {
+        const bool follows = list[i].first >= list[i - 1].second - 1e-3;
+        const bool nested = list[i].second <= list[i - 1].second + 1e-3;
+        EXPECT_TRUE(follows || nested) << "track " << track.first << "/" << track.second << " at " << list[i].first
+                                       << (sets.empty() ? " (1F1B)" : " (DualPipe)");
+      }
+    }
+  }
 }
 
 TEST(Cli, MalformedYamlNamesTheFileAndLine) {
