@@ -369,7 +369,7 @@ class StepBuilder {
     if (gathered_ahead) gate_deps.push_back(st.chunk_head_gather[it.chunk]);
     st.cursor = add_join(gate_deps);
     const sim::TaskId entry = st.cursor;
-    item_entry_[key(it)] = entry;
+    item_entry_[key(it, s)] = entry;
 
     std::vector<sim::TaskId> layer_done;  // compute end per processed layer (for FSDP prefetch)
     auto run_layer = [&](int l, const std::vector<CostedOp>& ops) {
@@ -430,7 +430,7 @@ class StepBuilder {
         gradients_ready(p_.embedding_grad_bytes, p_.embedding_fsdp_grad_prep_s);
       }
     }
-    item_exit_[key(it)] = st.cursor;
+    item_exit_[key(it, s)] = st.cursor;
   }
 
   // Which ops of a backward list an item runs: all, the input-gradient part (every op but the
@@ -447,13 +447,12 @@ class StepBuilder {
     return part == Part::Input ? it->second.first : it->second.second;
   }
 
-  static constexpr uint64_t kNoItem = ~uint64_t{0};
   // An item's identity: micro-batch, pipeline position, backward, deferred weight part.
   static uint64_t key(int mb, int vs, bool backward, bool weight = false) {
     return (static_cast<uint64_t>(mb) << 34) | (static_cast<uint64_t>(vs) << 2) | (weight ? 2 : 0) | (backward ? 1 : 0);
   }
-  uint64_t key(const PipelineItem& it) const {
-    return key(it.micro_batch, vstage(it.chunk, it_stage_), it.backward, it.weight);
+  uint64_t key(const PipelineItem& it, int s) const {
+    return key(it.micro_batch, vstage(it.chunk, s), it.backward, it.weight);
   }
 
   ScheduleKind schedule_kind() const {
@@ -520,7 +519,6 @@ class StepBuilder {
       // Items in order. An item marked overlap_next runs beside the next one: both start together
       // once both inputs are in (DualPipe's F&B chunk waits for both receives), share the GPU,
       // and what follows waits for both.
-      it_stage_ = s;
       std::vector<uint64_t> previous;  // the item(s) the next item follows
       sim::TaskId pair_start = sim::kNoTask, pair_first_exit = sim::kNoTask;
       std::vector<uint64_t> pair_keys;
@@ -531,7 +529,7 @@ class StepBuilder {
         st.on_paired_tracks = second_of_pair;  // the trace keeps concurrent slices on their own tracks
         build_item(s, it);
         st.on_paired_tracks = false;
-        const uint64_t k = key(it);
+        const uint64_t k = key(it, s);
         for (uint64_t prev : previous) next_items_[prev].push_back(k);
         if (it.overlap_next) {
           pair_first_exit = st.cursor;
@@ -735,7 +733,6 @@ class StepBuilder {
   std::map<uint64_t, sim::TaskId> item_entry_, item_exit_;
   std::map<uint64_t, std::vector<uint64_t>> next_items_;  // item -> the item(s) after it on its stage
   std::map<const std::vector<CostedOp>*, std::pair<std::vector<CostedOp>, std::vector<CostedOp>>> split_cache_;
-  int it_stage_ = 0;  // the stage whose items are being built (key(PipelineItem))
   std::map<std::tuple<int, double, std::vector<int>>, double> estimates_;
   coll::CollectiveCache collective_cache_;
 };

@@ -1,8 +1,9 @@
 // Replays one training step of a parallel plan as per-rank task graphs on the engine.
 //
 // What is simulated (DESIGN.md "workload replay"):
-//  - Pipeline stages run their schedule (GPipe / 1F1B / interleaved) as an in-order sequence of
-//    tasks per stage; activations and gradients cross stages as flows on the real links.
+//  - Pipeline stages run their schedule (GPipe / 1F1B / interleaved / DualPipe) as an in-order
+//    sequence of tasks per stage (DualPipe's F&B pairs as two chains sharing the GPU);
+//    activations and gradients cross stages as flows on the real links.
 //  - Tensor/context/expert-parallel collectives sit in the stage's program order (Megatron runs
 //    them synchronously); the context-parallel ring exchange (cp_comm p2p) runs under the
 //    attention forward and backward.
