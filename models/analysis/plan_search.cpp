@@ -63,7 +63,12 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
           if (dp % ep == 0) eps.push_back({ep, tp});
           else if ((tp * dp) % ep == 0) eps.push_back({ep, 1});
         }
-      for (int vp : vps)
+      // DualPipe (both pipeline ends fed, F&B chunks overlapped) where it can run: pp even, no
+      // interleaving; the scenario's own schedule otherwise.
+      std::vector<std::pair<int, bool>> schedules;  // (vp, dualpipe)
+      for (int vp : vps) schedules.push_back({vp, false});
+      if (pp >= 2 && pp % 2 == 0) schedules.push_back({1, true});
+      for (const auto& [vp, dualpipe] : schedules)
         for (int mb : {1, 2, 4})
           // recompute: auto is the least recomputation that fits (none, selective, the first layers
           // of each chunk, all), never slower than any fixed mode that fits, so it is the only one tried.
@@ -82,6 +87,7 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
               plan.push_back("parallelism.last_stage_layers=" + (split ? std::to_string(layout.last) : "null"));
               plan.push_back("parallelism.stage_layers=" +
                              (layout.stage_layers.empty() ? "null" : join_counts(layout.stage_layers)));
+              if (dualpipe) plan.push_back("parallelism.schedule=dualpipe");
               if (m.is_moe()) plan.push_back("parallelism.ep=" + std::to_string(ep));
               if (etp < tp) plan.push_back("parallelism.etp=1");
               plans.push_back(plan);

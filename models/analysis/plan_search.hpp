@@ -1,4 +1,4 @@
-// `stacksim plan`: enumerate the (tp, pp, dp, micro-batch, recompute, ZeRO) plans that use every
+// `stacksim plan`: enumerate the (tp, pp, vp or DualPipe, dp, micro-batch, recompute, ZeRO, ep) plans that use every
 // GPU of the scenario's cluster, simulate them in parallel, drop the invalid and out-of-memory
 // ones and rank the rest by step time.
 #pragma once

@@ -59,6 +59,19 @@ TEST(PlanSearch, TriesInterleavedPipelinesAndFsdp) {
   EXPECT_TRUE(fsdp);
 }
 
+TEST(PlanSearch, TriesDualPipeOnEvenPipelines) {
+  const std::string path = write_job("plan_dualpipe.yaml");
+  bool dualpipe = false;
+  for (const PlanCandidate& c : search_plans(path, {}, 100000))
+    if (has_set(c, "parallelism.schedule=dualpipe")) {
+      dualpipe = true;
+      EXPECT_TRUE(has_set(c, "parallelism.vp=1"));
+      EXPECT_FALSE(has_set(c, "parallelism.pp=1") || has_set(c, "parallelism.pp=3"));
+      EXPECT_GT(c.result.step_time_s, 0.0);
+    }
+  EXPECT_TRUE(dualpipe);
+}
+
 TEST(PlanSearch, MoeModelsTryExpertParallelismIncludingFolding) {
   // Mixtral-shaped (8 experts, top-2) on two DGX H100: the search tries ep out of dp and, with
   // tp > 1, ep beyond dp with whole experts (etp 1); every dense candidate keeps ep 1.
