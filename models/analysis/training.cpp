@@ -215,10 +215,12 @@ void print_training(const Scenario& s, const TrainingResult& r, bool verbose, st
   out << "scenario " << s.name << ": " << r.num_gpus << " GPUs (" << s.training.gpu << ", " << s.training.cluster.node.name
       << " x " << s.training.cluster.nodes << ")\n";
   const auto& p = s.training.plan;
-  std::string etp;
+  std::string etp, schedule;
   if (p.experts_folded()) etp.append(" etp ").append(std::to_string(p.expert_tp()));
-  std::snprintf(line, sizeof line, "plan: tp %d pp %d dp %d cp %d ep %d%s vp %d, micro-batch %d, global batch %d, %s, recompute %s, zero %d\n",
-                p.tp, p.pp, p.dp, p.cp, p.ep, etp.c_str(), p.vp, p.micro_batch, p.global_batch,
+  if (p.pp > 1 && p.schedule != workload::Schedule::OneFOneB)
+    schedule = p.dualpipe() ? " (dualpipe)" : " (gpipe)";
+  std::snprintf(line, sizeof line, "plan: tp %d pp %d%s dp %d cp %d ep %d%s vp %d, micro-batch %d, global batch %d, %s, recompute %s, zero %d\n",
+                p.tp, p.pp, schedule.c_str(), p.dp, p.cp, p.ep, etp.c_str(), p.vp, p.micro_batch, p.global_batch,
                 workload::precision_name(p.precision), r.recompute.c_str(), p.zero);
   out << line;
   std::snprintf(line, sizeof line, "step time        %s\n", sim::format_seconds(r.step_time_s).c_str()); out << line;
