@@ -100,6 +100,12 @@ std::string explain(const TrainingResult& base, const TrainingResult& var, doubl
   out += buf;
   out += base.bottleneck == var.bottleneck ? " Bottleneck unchanged: " + var.bottleneck + "."
                                            : " Bottleneck: " + base.bottleneck + " -> " + var.bottleneck + ".";
+  // Breakdowns are the pacing stage's; when that stage changes they describe different GPUs.
+  if (base.critical_stage != var.critical_stage) {
+    std::snprintf(buf, sizeof buf, " (The pacing pipeline stage moved from %d to %d: the breakdowns are of different GPUs.)",
+                  base.critical_stage, var.critical_stage);
+    out += buf;
+  }
   if (base.usd_per_million_tokens > 0 && var.usd_per_million_tokens > 0) {
     std::snprintf(buf, sizeof buf, " Cost per million tokens $%.4g -> $%.4g (%+.0f%%).", base.usd_per_million_tokens,
                   var.usd_per_million_tokens, cost_change_pct(base, var));

@@ -701,8 +701,14 @@ class StepBuilder {
     auto attribute = [&](int64_t a, int64_t b) {
       if (b <= a) return;
       const double dt = static_cast<double>(b - a) * 1e-12;
-      for (uint16_t c = 0; c < kNumCategories; ++c)
-        if (compute_active[c] > 0) { out[c] += dt; return; }
+      // Concurrent compute (DualPipe's F&B pairs share the GPU) splits the interval evenly
+      // among the running parts; one part alone takes all of it.
+      int running = 0;
+      for (uint16_t c = 0; c < kNumCategories; ++c) running += compute_active[c];
+      if (running > 0) {
+        for (uint16_t c = 0; c < kNumCategories; ++c) out[c] += dt * compute_active[c] / running;
+        return;
+      }
       for (uint16_t c : kCommPriority)
         if (comm_active[c] > 0) { out[c] += dt; return; }
       out[p_.pp > 1 ? kCatPipelineBubble : kCatIdle] += dt;

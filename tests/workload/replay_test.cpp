@@ -147,6 +147,7 @@ TEST(Replay, DualPipeMatchesItsScheduleEvaluatedDirectly) {
     for (const auto [pp, m] : {std::pair{4, 8}, std::pair{4, 16}, std::pair{8, 20}}) {
       StepProgram p = pipeline(pp, 1, m, F, 3);
       for (LayerProgram& l : p.layers) {
+        l.forward = {compute(F, kCatAttention)};  // a category of its own, to follow it in the breakdown
         CostedOp wgrad = compute(W);
         wgrad.weight_grad = true;
         l.backward = {compute(B), wgrad};
@@ -158,6 +159,10 @@ TEST(Replay, DualPipeMatchesItsScheduleEvaluatedDirectly) {
       double sum = 0;
       for (double x : r.breakdown_s) sum += x;
       EXPECT_NEAR(sum, r.step_time_s, 1e-9);
+      // A pair's forward and backward share the GPU; the breakdown splits their overlap evenly, so
+      // each category gets its own GPU time: m forwards, m backwards with their weight gradients.
+      EXPECT_NEAR(r.breakdown_s[kCatAttention], m * F, 1e-9);
+      EXPECT_NEAR(r.breakdown_s[kCatGemm], m * (B + W), 1e-9);
     }
 }
 
