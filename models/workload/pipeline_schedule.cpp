@@ -50,7 +50,7 @@ std::vector<PipelineItem> dualpipe_schedule(int pp, int m, int rank) {
   for (int i = 0; i < half - half_rank - 1; ++i) backward(1, true), weight(), forward(1);  // step 3: nB1W1F1
   for (int i = 0; i < per_direction - pp + half_rank + 1; ++i) {  // step 4 (main): nF0B1F1B0
     if (i == 0 && middle) {
-      forward(0), backward(1);  // "we don't overlap these two chunks to further reduce bubble size"
+      forward(0), backward(1);  // the middle ranks' first pair runs in sequence (a smaller bubble)
     } else {
       forward(0, true), backward(1);
     }
