@@ -147,3 +147,17 @@ TEST(Compare, BadPricesAreInputErrors) {
     EXPECT_NE(std::string(e.what()).find("did you mean --set prices.gpu_hour_usd=3?"), std::string::npos) << e.what();
   }
 }
+
+TEST(Compare, TheReasonSaysWhenThePacingStageMoves) {
+  // Two pipeline stages; the heavier one paces the pipeline and its breakdown is reported. Moving
+  // the extra layers from the first stage to the last moves the pacing stage from 0 to 1.
+  const std::string path = test_tmp("cmp_stages.yaml");
+  std::ofstream(path) << "cluster: {node: dgx-h100, nodes: 1}\n"
+                         "model: {layers: 8, hidden: 2048, heads: 16, ffn_hidden: 8192, vocab: 50304, seq_len: 2048}\n"
+                         "parallelism: {tp: 1, pp: 2, dp: 4, micro_batch: 1, global_batch: 32, stage_layers: [6, 2]}\n";
+  const Comparison moved = compare(path, {}, {{"parallelism.stage_layers=[2, 6]"}}, false);
+  EXPECT_NE(moved.variants[0].reason.find("pacing pipeline stage moved from 0 to 1"), std::string::npos)
+      << moved.variants[0].reason;
+  const Comparison same = compare(path, {}, {{"hardware.gpu=H200-SXM-141GB"}}, false);
+  EXPECT_EQ(same.variants[0].reason.find("pacing pipeline stage"), std::string::npos) << same.variants[0].reason;
+}
