@@ -61,8 +61,19 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
     r.error = "hardware.gpus_per_node must be at least 1, got " + std::to_string(per_node);
     return r;
   }
-  // As for training cases: on a rack-scale NVLink node (NVL72) fewer GPUs per node are a tray's.
-  if (node_gpus > 16 && per_node < node_gpus) {
+  // As for training cases: on a rack-scale NVLink node (NVL72) fewer GPUs per node are a tray's,
+  // unless the case describes NVLink partitions: then each is an NVLink domain of its own and the
+  // partitions talk over the fabric.
+  std::string described = has(hw, "system") ? hw["system"].as<std::string>() : "";
+  if (has(c, "notes")) described += " " + c["notes"].as<std::string>();
+  std::transform(described.begin(), described.end(), described.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  const bool partitions = described.find("nvl partition") != std::string::npos ||
+                          described.find("nvlink partition") != std::string::npos;
+  if (node_gpus > 16 && per_node < node_gpus && partitions) {
+    r.defaults.push_back("hardware.gpus_per_node: " + std::to_string(per_node) +
+                         " GPUs per NVLink partition (the case describes partitions: separate NVLink domains "
+                         "joined over the fabric)");
+  } else if (node_gpus > 16 && per_node < node_gpus) {
     r.defaults.push_back("hardware.gpus_per_node: " + std::to_string(per_node) + " GPUs per tray, in one " +
                          std::to_string(node_gpus) + "-GPU NVLink rack");
     per_node = node_gpus;
@@ -109,7 +120,13 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
   } else {
     r.defaults.push_back("hardware.inter_node: the node type's NICs");
   }
-  if (has(inter, "nics_per_node")) cl["nics_per_node"] = inter["nics_per_node"].as<int>();
+  if (has(inter, "nics_per_node")) {
+    cl["nics_per_node"] = inter["nics_per_node"].as<int>();
+  } else if (partitions && per_node < node_gpus) {
+    // A partition keeps its GPUs' own NICs (the rack's per-GPU share), not the whole rack's.
+    const hw::NodeSpec& spec = nodes().node(node);
+    cl["nics_per_node"] = std::max(1, spec.nics * per_node / node_gpus);
+  }
   const topo::ClusterConfig cfg = topo::parse_cluster_config(config::Node(cl, "case", "cluster"), nodes());
   const topo::Cluster cluster = topo::build_cluster(cfg);
   const CommTuning tuning = tuning_for(cfg.node, cfg.nic);
@@ -122,11 +139,15 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
     // NCCL's large-message choice across nodes: NVLSTree across 8-GPU NVSwitch boxes that reduce
     // in-switch (Hopper and later: four sources measure 2-node busbw above a ring's NIC limit),
     // else Ring (also across NVL72 racks, where the measured busbw stays below a ring's).
-    const bool nvls_tree = tuning.nvls_efficiency > 0 && cfg.node.gpus_per_node <= 16 &&
+    // A run that turned NVLS off (NCCL_NVLS_ENABLE=0, in the case's notes) has no in-switch
+    // algorithm to choose.
+    const bool nvls_off = described.find("nccl_nvls_enable=0") != std::string::npos;
+    const bool nvls_tree = !nvls_off && tuning.nvls_efficiency > 0 && cfg.node.gpus_per_node <= 16 &&
                            detail::nvls_tree_capable(cluster, detail::ranks_by_node(cluster, col.ranks));
     col.algorithm = nvls_tree ? Algorithm::InSwitchTree : Algorithm::Ring;
     r.defaults.push_back(nvls_tree ? "op.algorithm: NVLSTree (multi-node, in-switch reduction in every node)"
-                                   : "op.algorithm: Ring (multi-node network measurement)");
+                         : nvls_off ? "op.algorithm: Ring (multi-node; the notes: NVLS disabled)"
+                                    : "op.algorithm: Ring (multi-node network measurement)");
   } else if (has(op, "algorithm")) {
     r.defaults.push_back("op.algorithm '" + op["algorithm"].as<std::string>() + "': NCCL's default (Auto)");
   }

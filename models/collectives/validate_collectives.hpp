@@ -10,8 +10,12 @@
 //    multi-node statement without a count); NIC: nic_gbps/fabric when given, else the node's;
 //  - op.bytes null (maintainers' peak statements): 8 GiB;
 //  - algorithm: multi-node all-reduce cases run Ring (the maintainers benchmark the network with
-//    Ring, specs.yaml NCCLT_196/NCCL_812); every other label (Azure's "NVLS" on A100, which has no
-//    NVLS) means NCCL's default, i.e. Auto;
+//    Ring, specs.yaml NCCLT_196/NCCL_812), NVLSTree across 8-GPU NVSwitch boxes that reduce
+//    in-switch unless the notes say NCCL_NVLS_ENABLE=0; every other label (Azure's "NVLS" on A100,
+//    which has no NVLS) means NCCL's default, i.e. Auto;
+//  - rack-scale nodes (NVL72): a smaller gpus_per_node is a tray of one NVLink rack, unless the
+//    system or notes describe NVL(ink) partitions: then each partition is an NVLink domain with its
+//    GPUs' own NICs, joined over the fabric;
 //  - per-NIC all-to-all statements: the case's all-to-all is simulated and the per-NIC bandwidth is
 //    the network bytes each GPU sends, S (n-g)/n, over the time (each GPU owns one NIC).
 #pragma once

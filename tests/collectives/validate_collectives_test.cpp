@@ -29,3 +29,28 @@ TEST(CollectiveValidation, PublishedCasesWithinTarget) {
   EXPECT_EQ(v.errors, 0u);
   EXPECT_LE(v.overall.mape_pct, 15.0);
 }
+
+TEST(CollectiveValidation, NvlinkPartitionsAreDomainsOfTheirOwnJoinedOverTheFabric) {
+  // GB200 cases: fewer GPUs per node than the NVL72 rack are a tray's, inside one NVLink domain;
+  // but a case describing NVLink partitions (nccl issue 1801: three 4-GPU partitions on different
+  // racks, NVLS off) has 4-GPU NVLink domains that talk over InfiniBand, each GPU with its own
+  // 400 Gb/s NIC: a multi-node ring with 4 channels, one per NIC, at the NIC rate.
+  YAML::Node c = YAML::Load(R"(
+id: t
+kind: collective
+source: {key: test}
+hardware: {gpu: GB200, num_gpus: 12, gpus_per_node: 4, intra_node: nvswitch,
+           inter_node: {fabric: infiniband, nics_per_node: null, nic_gbps: null}, system: GB200 NVL72}
+op: {name: all_reduce, dtype: fp32, bytes: 17179869184, gpus: 12, algorithm: Ring}
+measured: {busbw_GBps: 200.0}
+notes: ''
+)");
+  const CollectiveCaseResult rack = predict_collective_case(c);
+  ASSERT_TRUE(rack.error.empty()) << rack.error;
+  EXPECT_GT(rack.predicted, 500.0);  // one NVLink rack
+  c["hardware"]["system"] = "GB200 NVL72, three NVL partitions on different racks";
+  c["notes"] = "NCCL_NVLS_ENABLE=0, NCCL chose Ring.";
+  const CollectiveCaseResult parts = predict_collective_case(c);
+  ASSERT_TRUE(parts.error.empty()) << parts.error;
+  EXPECT_NEAR(parts.predicted, 4 * 50.0 * 0.94, 0.06 * 4 * 50.0);  // 4 NDR NICs per partition at ib-ndr's 0.94
+}
