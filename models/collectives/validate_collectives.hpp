@@ -9,9 +9,10 @@
 //  - gpus_per_node null: the node type's 8; op.gpus null: hardware.num_gpus, else 2 nodes (a
 //    multi-node statement without a count); NIC: nic_gbps/fabric when given, else the node's;
 //  - op.bytes null (maintainers' peak statements): 8 GiB;
-//  - algorithm: multi-node all-reduce cases run Ring (the maintainers benchmark the network with
-//    Ring, specs.yaml NCCLT_196/NCCL_812), NVLSTree across 8-GPU NVSwitch boxes that reduce
-//    in-switch unless the notes say NCCL_NVLS_ENABLE=0; every other label (Azure's "NVLS" on A100,
+//  - algorithm: multi-node all-reduce cases run NVLSTree across 8-GPU NVSwitch boxes that reduce
+//    in-switch (unless the notes say NCCL_NVLS_ENABLE=0); else NCCL's choice (Auto) for a stated
+//    GPU count with no algorithm named, Ring otherwise (a statement without a count is a network
+//    peak: the maintainers benchmark it with Ring, specs.yaml NCCLT_196/NCCL_812); every other label (Azure's "NVLS" on A100,
 //    which has no NVLS) means NCCL's default, i.e. Auto;
 //  - rack-scale nodes (NVL72): a smaller gpus_per_node is a tray of one NVLink rack, unless the
 //    system or notes describe NVL(ink) partitions: then each partition is an NVLink domain with its

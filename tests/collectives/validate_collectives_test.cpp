@@ -54,3 +54,26 @@ notes: ''
   ASSERT_TRUE(parts.error.empty()) << parts.error;
   EXPECT_NEAR(parts.predicted, 4 * 50.0 * 0.94, 0.06 * 4 * 50.0);  // 4 NDR NICs per partition at ib-ndr's 0.94
 }
+
+TEST(CollectiveValidation, ACountedMultiNodeRunWithoutInSwitchReductionRunsNcclsChoice) {
+  // Two DGX A100 (8 HDR NICs each): a statement without a GPU count is a network peak, Ring at the
+  // NICs' rate (192 GB/s, the maintainers' figure); a measurement of 16 GPUs with no algorithm named
+  // runs NCCL's choice, a tree on 2 nodes, whose bus bandwidth exceeds the NIC rate.
+  YAML::Node c = YAML::Load(R"(
+id: t
+kind: collective
+source: {key: test}
+hardware: {gpu: A100-SXM4-80GB, num_gpus: null, gpus_per_node: 8, intra_node: nvswitch,
+           inter_node: {fabric: infiniband, nics_per_node: 8, nic_gbps: 200}}
+op: {name: all_reduce, dtype: fp32, bytes: 8589934592, gpus: null, algorithm: null}
+measured: {busbw_GBps: 192.0}
+)");
+  const CollectiveCaseResult peak = predict_collective_case(c);
+  ASSERT_TRUE(peak.error.empty()) << peak.error;
+  EXPECT_NEAR(peak.predicted, 192.0, 0.03 * 192.0);
+  c["op"]["gpus"] = 16;
+  const CollectiveCaseResult counted = predict_collective_case(c);
+  EXPECT_GT(counted.predicted, 1.1 * peak.predicted);
+  c["op"]["algorithm"] = "Ring";  // named: as measured
+  EXPECT_NEAR(predict_collective_case(c).predicted, peak.predicted, 1e-9 * peak.predicted);
+}
