@@ -530,7 +530,8 @@ class StepBuilder {
         build_item(s, it);
         st.on_paired_tracks = false;
         const uint64_t k = key(it, s);
-        for (uint64_t prev : previous) next_items_[prev].push_back(k);
+        if (p_.blocking_p2p)  // only blocking sends need to know what follows an item
+          for (uint64_t prev : previous) next_items_[prev].push_back(k);
         if (it.overlap_next) {
           pair_first_exit = st.cursor;
           st.cursor = pair_start;
@@ -693,6 +694,7 @@ class StepBuilder {
       return a.delta < b.delta;  // ends before starts at the same instant
     });
     std::array<int, kNumCategories> compute_active{}, comm_active{};
+    int running = 0;  // compute parts active now (the sum of compute_active)
     static constexpr std::array<uint16_t, 5> kCommPriority = {kCatTpComm, kCatEpComm, kCatCpComm,
                                                               kCatPpComm, kCatDpComm};
     int64_t prev = 0;
@@ -703,9 +705,11 @@ class StepBuilder {
       const double dt = static_cast<double>(b - a) * 1e-12;
       // Concurrent compute (DualPipe's F&B pairs share the GPU) splits the interval evenly
       // among the running parts; one part alone takes all of it.
-      int running = 0;
-      for (uint16_t c = 0; c < kNumCategories; ++c) running += compute_active[c];
-      if (running > 0) {
+      if (running == 1) {
+        for (uint16_t c = 0;; ++c)
+          if (compute_active[c] > 0) { out[c] += dt; return; }
+      }
+      if (running > 1) {
         for (uint16_t c = 0; c < kNumCategories; ++c) out[c] += dt * compute_active[c] / running;
         return;
       }
@@ -717,8 +721,10 @@ class StepBuilder {
       const int64_t t = edges[i].t;
       attribute(prev, std::min(t, end));
       prev = std::max(prev, std::min(t, end));
-      for (; i < edges.size() && edges[i].t == t; ++i)
+      for (; i < edges.size() && edges[i].t == t; ++i) {
         (edges[i].compute ? compute_active : comm_active)[edges[i].cat] += edges[i].delta;
+        if (edges[i].compute) running += edges[i].delta;
+      }
     }
     attribute(prev, end);
     return out;
