@@ -272,6 +272,16 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   // --- cluster
   YAML::Node cl;
   cl["node"] = node_type_for_gpu(gpu);
+  // A named cloud instance is its own node type (its NICs differ from the DGX's): AWS p4d / p4de.
+  if (has(hw, "system")) {
+    const std::string system = lowercase(get<std::string>(hw, "system"));
+    const std::string instance = system.find("p4de") != std::string::npos ? "aws-p4de"
+                                 : system.find("p4d") != std::string::npos ? "aws-p4d" : "";
+    if (!instance.empty() && Catalogs::bundled().nodes.node(instance).gpu == gpu) {
+      cl["node"] = instance;
+      defaults.push_back("cluster.node: " + instance + " (the system names the AWS instance)");
+    }
+  }
   cl["gpu"] = gpu;
   int per_node = Catalogs::bundled().nodes.node(cl["node"].as<std::string>()).gpus_per_node;
   const bool rack_scale = per_node > 16;  // an NVL72 rack modelled as one NVLink node

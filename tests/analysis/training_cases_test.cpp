@@ -228,6 +228,22 @@ TEST(TrainingCasePolicy, NodeLimitedRoutingCrossesToANodeOnceWithTheFamilysGroup
   EXPECT_EQ(ds["model"]["moe"]["groups_per_token"].as<int>(), 4);
 }
 
+TEST(TrainingCasePolicy, ANamedAwsInstanceIsItsOwnNodeType) {
+  // p4d.24xlarge: eight A100 40GB with four 100 Gb/s EFA NICs, not a DGX A100's eight 200 Gb/s.
+  YAML::Node c = training_case("A100-SXM4-40GB", "");
+  c["hardware"]["system"] = "AWS SageMaker, 64 x p4d.24xlarge (EFA, 400 Gb/s inter-node)";
+  std::vector<std::string> defaults;
+  EXPECT_EQ(training_case_scenario(c, defaults)["cluster"]["node"].as<std::string>(), "aws-p4d");
+  const Scenario s = scenario_from_yaml(training_case_scenario(c, defaults), "case t");
+  EXPECT_EQ(s.training.cluster.node.nics, 4);
+  EXPECT_DOUBLE_EQ(s.training.cluster.nic.bandwidth_Bps, 100e9 / 8);
+  c["hardware"]["gpu"] = "A100-SXM4-80GB";  // p4de's GPU: the p4de node
+  c["hardware"]["system"] = "2 x p4de.24xlarge";
+  EXPECT_EQ(training_case_scenario(c, defaults)["cluster"]["node"].as<std::string>(), "aws-p4de");
+  c["hardware"]["system"] = "64 x p4d.24xlarge";  // a GPU the instance does not have: the GPU's node
+  EXPECT_EQ(training_case_scenario(c, defaults)["cluster"]["node"].as<std::string>(), "dgx-a100");
+}
+
 TEST(TrainingCasePolicy, EveryCatalogueTrainingGpuHasANodeType) {
   for (const char* gpu : {"V100-SXM3-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H800-SXM5-80GB",
                           "H200-SXM-141GB", "B200", "B300", "GB200", "GB300", "GH200", "L40S"}) {
