@@ -578,6 +578,17 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
                          " (the notes' FSDP HYBRID_SHARD: shards inside a node)");
     }
   }
+  // A sharding group stated as a GPU count ("sharded across 128 GPUs with 4 copies": MiCS, or
+  // HSDP with its shard group named): ZeRO state shards over that many ranks, replicas across.
+  static const std::regex shard_group("sharded across ([0-9]+) GPUs", std::regex::icase);
+  if (std::smatch hit; pl["zero"].as<int>() >= 1 && std::regex_search(case_notes, hit, shard_group)) {
+    const int group = std::stoi(hit[1].str()), span = dp * cp;
+    if (group > 0 && group < span && span % group == 0) {
+      pl["shard_size"] = group;
+      defaults.push_back("parallelism.shard_size: " + std::to_string(group) + " (the notes: sharded across " +
+                         std::to_string(group) + " GPUs)");
+    }
+  }
   // Whose FSDP (zero 3), from the notes' vocabulary: Megatron FSDP by name; PyTorch's FSDP 1
   // sharding-strategy names (FULL_SHARD, HYBRID_SHARD, SHARD_GRAD_OP) unless FSDP2 is named;
   // otherwise fsdp2, the default.

@@ -228,6 +228,17 @@ TEST(TrainingCasePolicy, NodeLimitedRoutingCrossesToANodeOnceWithTheFamilysGroup
   EXPECT_EQ(ds["model"]["moe"]["groups_per_token"].as<int>(), 4);
 }
 
+TEST(TrainingCasePolicy, AShardGroupStatedAsAGpuCountIsTheShardSize) {
+  YAML::Node c = training_case("A100-SXM4-40GB", "");
+  c["hardware"]["num_gpus"] = 16;
+  c["parallelism"]["dp"] = 16;
+  c["parallelism"]["global_batch"] = 16;
+  const YAML::Node mics = built_with_notes(c, "ZeRO stage 3, model sharded across 8 GPUs with 2 copies (MiCS).");
+  EXPECT_EQ(mics["parallelism"]["shard_size"].as<int>(), 8);
+  EXPECT_FALSE(built_with_notes(c, "model sharded across 16 GPUs.")["parallelism"]["shard_size"]);  // all of dp: plain
+  EXPECT_FALSE(built_with_notes(c, "model sharded across 5 GPUs.")["parallelism"]["shard_size"]);   // not a divisor
+}
+
 TEST(TrainingCasePolicy, ANamedAwsInstanceIsItsOwnNodeType) {
   // p4d.24xlarge: eight A100 40GB with four 100 Gb/s EFA NICs, not a DGX A100's eight 200 Gb/s.
   YAML::Node c = training_case("A100-SXM4-40GB", "");
