@@ -3,7 +3,9 @@
 #include "models/workload/ops.hpp"  // max_layers_per_chunk
 
 #include <algorithm>
+#include <initializer_list>
 #include <numeric>
+#include <utility>
 
 namespace stacksim::workload {
 namespace {
@@ -16,6 +18,17 @@ std::string divisors(long long n, long long limit) {
   for (long long d = 1; d <= std::min(n, limit); ++d)
     if (n % d == 0) out += (out.empty() ? "" : ", ") + str(d);
   return out;
+}
+
+// The value of an enumerated plan key: `fallback` when absent, else one of `choices`; anything
+// else is an input error at the key ("unknown <what> '<value>'", with `fix`).
+template <class E>
+E choose(const config::Node& n, const std::string& key, const std::string& fallback,
+         std::initializer_list<std::pair<const char*, E>> choices, const std::string& what, const std::string& fix) {
+  const std::string v = n.string_or(key, fallback);
+  for (const auto& [name, value] : choices)
+    if (v == name) return value;
+  n.fail(key, "unknown " + what + " '" + v + "'", fix);
 }
 
 }  // namespace
@@ -118,33 +131,24 @@ ParallelPlan parse_plan(const config::Node& n) {
   p.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
   p.overlap_p2p_comm = n.bool_or("overlap_p2p_comm", p.vp > 1);
   p.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
-  const std::string cc = n.string_or("cp_comm", "p2p");
-  if (cc == "p2p") p.cp_comm = CpComm::P2P;
-  else if (cc == "all_gather") p.cp_comm = CpComm::AllGather;
-  else n.fail("cp_comm", "unknown context-parallel exchange '" + cc + "'",
-              "use p2p (ring, overlapped with attention; Transformer Engine's default) or all_gather");
-  const std::string ed = n.string_or("ep_dispatch", "alltoall");
-  if (ed == "alltoall") p.ep_dispatch = EpDispatch::AllToAll;
-  else if (ed == "deepep") p.ep_dispatch = EpDispatch::DeepEP;
-  else n.fail("ep_dispatch", "unknown MoE token dispatcher '" + ed + "'",
-              "use alltoall (Megatron-Core's default) or deepep (once per destination node)");
-  const std::string kn = n.string_or("kernels", "fused");
-  if (kn == "fused") p.kernels = Kernels::Fused;
-  else if (kn == "eager") p.kernels = Kernels::Eager;
-  else n.fail("kernels", "unknown kernel implementation '" + kn + "'", "use fused (Megatron/TE, torch.compile) or eager (PyTorch op by op)");
-  const std::string fi = n.string_or("fsdp_impl", "fsdp2");
-  if (fi == "fsdp2") p.fsdp_impl = FsdpImpl::Fsdp2;
-  else if (fi == "fsdp1") p.fsdp_impl = FsdpImpl::Fsdp1;
-  else if (fi == "megatron") p.fsdp_impl = FsdpImpl::Megatron;
-  else n.fail("fsdp_impl", "unknown FSDP implementation '" + fi + "'",
-              "use fsdp2 (PyTorch fully_shard, the default), fsdp1 (FullyShardedDataParallel) or megatron (Megatron-Core's FSDP)");
-  const std::string fr = n.string_or("fp8_recipe", "delayed");
-  if (fr == "delayed") p.fp8_recipe = Fp8Recipe::Delayed;
-  else if (fr == "current") p.fp8_recipe = Fp8Recipe::Current;
-  else if (fr == "mxfp8") p.fp8_recipe = Fp8Recipe::Mxfp8;
-  else n.fail("fp8_recipe", "unknown FP8 recipe '" + fr + "'",
-              "use delayed (per-tensor scale from the amax history, the default), current (per-tensor "
-              "scale from the tensor's own amax) or mxfp8 (per-32-value scales, Blackwell)");
+  p.cp_comm = choose<CpComm>(n, "cp_comm", "p2p", {{"p2p", CpComm::P2P}, {"all_gather", CpComm::AllGather}},
+                             "context-parallel exchange",
+                             "use p2p (ring, overlapped with attention; Transformer Engine's default) or all_gather");
+  p.ep_dispatch = choose<EpDispatch>(n, "ep_dispatch", "alltoall",
+                                     {{"alltoall", EpDispatch::AllToAll}, {"deepep", EpDispatch::DeepEP}},
+                                     "MoE token dispatcher",
+                                     "use alltoall (Megatron-Core's default) or deepep (once per destination node)");
+  p.kernels = choose<Kernels>(n, "kernels", "fused", {{"fused", Kernels::Fused}, {"eager", Kernels::Eager}},
+                              "kernel implementation", "use fused (Megatron/TE, torch.compile) or eager (PyTorch op by op)");
+  p.fsdp_impl = choose<FsdpImpl>(
+      n, "fsdp_impl", "fsdp2",
+      {{"fsdp2", FsdpImpl::Fsdp2}, {"fsdp1", FsdpImpl::Fsdp1}, {"megatron", FsdpImpl::Megatron}}, "FSDP implementation",
+      "use fsdp2 (PyTorch fully_shard, the default), fsdp1 (FullyShardedDataParallel) or megatron (Megatron-Core's FSDP)");
+  p.fp8_recipe = choose<Fp8Recipe>(
+      n, "fp8_recipe", "delayed",
+      {{"delayed", Fp8Recipe::Delayed}, {"current", Fp8Recipe::Current}, {"mxfp8", Fp8Recipe::Mxfp8}}, "FP8 recipe",
+      "use delayed (per-tensor scale from the amax history, the default), current (per-tensor scale from the "
+      "tensor's own amax) or mxfp8 (per-32-value scales, Blackwell)");
   p.shard_size = n.has("shard_size") ? positive_int("shard_size", 0) : 0;
   p.dp_bucket_bytes = 2.0 * std::max(40e6, 1e6 * p.dp);
   if (n.has("dp_bucket_size"))
