@@ -151,7 +151,9 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
   p.pp = plan.pp; p.vp = plan.vp; p.tp = plan.tp; p.cp = plan.cp; p.dp = plan.dp; p.ep = plan.ep;
   p.experts_folded = plan.experts_folded();
   p.micro_batches = plan.num_micro_batches();
-  p.schedule = plan.schedule == Schedule::GPipe ? 0 : plan.dualpipe() ? 3 : 1;
+  p.schedule = plan.schedule == Schedule::GPipe ? ScheduleKind::GPipe
+               : plan.dualpipe()                ? ScheduleKind::DualPipe
+                                                : ScheduleKind::OneFOneB;
   p.zero = plan.zero;
   p.overlap_grad_reduce = plan.overlap_grad_reduce;
   p.overlap_param_gather = plan.overlap_param_gather;

@@ -54,7 +54,7 @@ class StepBuilder {
       stages_[s].compute_track = g_.add_track(proc, "compute");
       stages_[s].comm_track = g_.add_track(proc, "tp/cp/ep comm");
       stages_[s].pp_track = g_.add_track(proc, "pp receive");
-      if (p.schedule == 3) {  // DualPipe's F&B pairs: the backward chunk's own tracks
+      if (p.schedule == ScheduleKind::DualPipe) {  // DualPipe's F&B pairs: the backward chunk's own tracks
         stages_[s].paired_compute_track = g_.add_track(proc, "compute (paired backward)");
         stages_[s].paired_comm_track = g_.add_track(proc, "tp/cp/ep comm (paired backward)");
       }
@@ -456,16 +456,14 @@ class StepBuilder {
   }
 
   ScheduleKind schedule_kind() const {
-    if (p_.schedule == 0) return ScheduleKind::GPipe;
-    if (dualpipe()) return ScheduleKind::DualPipe;
-    return p_.vp > 1 ? ScheduleKind::Interleaved : ScheduleKind::OneFOneB;
+    return p_.schedule == ScheduleKind::OneFOneB && p_.vp > 1 ? ScheduleKind::Interleaved : p_.schedule;
   }
 
   // Pipeline positions. Megatron's schedules: pp*vp virtual stages, chunk c of rank s at c*pp + s.
   // DualPipe: two pipelines of pp positions over the same pp model stages; position j of the
   // forward direction is rank j, position pp + j of the reverse direction is rank pp-1-j, and
   // micro-batches [0, m/2) take the first, [m/2, m) the second.
-  bool dualpipe() const { return p_.schedule == 3; }
+  bool dualpipe() const { return p_.schedule == ScheduleKind::DualPipe; }
   int chunks() const { return dualpipe() ? 2 : p_.vp; }
   int positions() const { return dualpipe() ? 2 * p_.pp : p_.pp * p_.vp; }
   int vstage(int chunk, int s) const { return dualpipe() ? (chunk == 0 ? s : 2 * p_.pp - 1 - s) : virtual_stage(chunk, s, p_.pp); }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "models/collectives/collective.hpp"
+#include "models/workload/pipeline_schedule.hpp"
 #include "sim/task_graph.hpp"
 #include "topologies/cluster.hpp"
 
@@ -78,7 +79,7 @@ struct StepProgram {
   int pp = 1, vp = 1, tp = 1, cp = 1, dp = 1, ep = 1;
   bool experts_folded = false;  // ep groups run along tp, then cp, then dp (etp 1)
   int micro_batches = 1;
-  int schedule = 1;                // 0 GPipe, 1 1F1B (interleaved when vp > 1), 3 DualPipe
+  ScheduleKind schedule = ScheduleKind::OneFOneB;  // OneFOneB is interleaved when vp > 1
   int zero = 0;                    // 0..3
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false;

@@ -41,7 +41,7 @@ CostedOp compute(double seconds, uint16_t category = kCatGemm) {
 }
 
 // A pipeline of `pp` stages, one layer per virtual stage, forward t_f and backward 2*t_f per layer.
-StepProgram pipeline(int pp, int vp, int m, double t_f, int schedule) {
+StepProgram pipeline(int pp, int vp, int m, double t_f, ScheduleKind schedule) {
   StepProgram p;
   p.pp = pp;
   p.vp = vp;
@@ -74,7 +74,7 @@ TEST(Replay, OneFOneBMatchesTheClosedForm) {
   const int pp = 4, m = 8;
   const double t_f = 1e-3, t_b = 2e-3;
   const topo::Cluster cluster = ideal_cluster(pp);
-  const ReplayResult r = replay_step(pipeline(pp, 1, m, t_f, 1), cluster, coll::CommTuning{}, {});
+  const ReplayResult r = replay_step(pipeline(pp, 1, m, t_f, ScheduleKind::OneFOneB), cluster, coll::CommTuning{}, {});
   EXPECT_NEAR(r.step_time_s, (m + pp - 1) * (t_f + t_b), 1e-9);
   EXPECT_NEAR(bubble_fraction(r), double(pp - 1) / (m + pp - 1), 1e-6);
   double sum = 0;
@@ -86,7 +86,7 @@ TEST(Replay, InterleavingDividesTheBubbleByTheChunkCount) {
   const int pp = 4, vp = 2, m = 8;
   const double t_f = 1e-3;  // per chunk; a stage's forward per micro-batch is vp * t_f
   const topo::Cluster cluster = ideal_cluster(pp);
-  const ReplayResult r = replay_step(pipeline(pp, vp, m, t_f, 1), cluster, coll::CommTuning{}, {});
+  const ReplayResult r = replay_step(pipeline(pp, vp, m, t_f, ScheduleKind::OneFOneB), cluster, coll::CommTuning{}, {});
   EXPECT_NEAR(bubble_fraction(r), double(pp - 1) / (m * vp + pp - 1), 1e-6);
 }
 
@@ -145,7 +145,7 @@ TEST(Replay, DualPipeMatchesItsScheduleEvaluatedDirectly) {
   // dualpipe.py order run with F&B = F + B leaves more: 2 ms instead of 0 at pp 4, F = B = W = 1 ms.)
   for (const auto [F, B, W] : {std::tuple{1e-3, 1e-3, 1e-3}, std::tuple{1e-3, 1.5e-3, 0.5e-3}})
     for (const auto [pp, m] : {std::pair{4, 8}, std::pair{4, 16}, std::pair{8, 20}}) {
-      StepProgram p = pipeline(pp, 1, m, F, 3);
+      StepProgram p = pipeline(pp, 1, m, F, ScheduleKind::DualPipe);
       for (LayerProgram& l : p.layers) {
         l.forward = {compute(F, kCatAttention)};  // a category of its own, to follow it in the breakdown
         CostedOp wgrad = compute(W);
@@ -169,13 +169,13 @@ TEST(Replay, DualPipeMatchesItsScheduleEvaluatedDirectly) {
 TEST(Replay, GPipeHasTheSameBubbleAsOneFOneB) {
   const int pp = 4, m = 6;
   const topo::Cluster cluster = ideal_cluster(pp);
-  const ReplayResult r = replay_step(pipeline(pp, 1, m, 1e-3, 0), cluster, coll::CommTuning{}, {});
+  const ReplayResult r = replay_step(pipeline(pp, 1, m, 1e-3, ScheduleKind::GPipe), cluster, coll::CommTuning{}, {});
   EXPECT_NEAR(bubble_fraction(r), double(pp - 1) / (m + pp - 1), 1e-6);
 }
 
 TEST(Replay, NoPipelineMeansNoBubble) {
   const topo::Cluster cluster = ideal_cluster(1);
-  const ReplayResult r = replay_step(pipeline(1, 1, 5, 1e-3, 1), cluster, coll::CommTuning{}, {});
+  const ReplayResult r = replay_step(pipeline(1, 1, 5, 1e-3, ScheduleKind::OneFOneB), cluster, coll::CommTuning{}, {});
   EXPECT_NEAR(r.step_time_s, 5 * 3e-3, 1e-9);
   EXPECT_EQ(r.breakdown_s[kCatPipelineBubble], 0.0);
   EXPECT_NEAR(r.breakdown_s[kCatGemm], r.step_time_s, 1e-9);
@@ -183,7 +183,7 @@ TEST(Replay, NoPipelineMeansNoBubble) {
 
 TEST(Replay, IsDeterministic) {
   const topo::Cluster cluster = ideal_cluster(4);
-  const StepProgram p = pipeline(4, 2, 8, 1e-3, 1);
+  const StepProgram p = pipeline(4, 2, 8, 1e-3, ScheduleKind::OneFOneB);
   const ReplayResult a = replay_step(p, cluster, coll::CommTuning{}, {});
   const ReplayResult b = replay_step(p, cluster, coll::CommTuning{}, {});
   EXPECT_EQ(a.step_time_s, b.step_time_s);
@@ -211,7 +211,7 @@ CostedOp tp_all_reduce(double bytes, bool overlaps_next) {
 TEST(LayerTiming, ForwardAndBackwardOfOneLayerAlone) {
   // Three layers of different cost in a pipeline with data parallelism: the timing of layer 1
   // is its own ops, nothing of the pipeline, the other layers or the optimizer.
-  StepProgram p = pipeline(1, 1, 4, 1e-3, 1);
+  StepProgram p = pipeline(1, 1, 4, 1e-3, ScheduleKind::OneFOneB);
   p.layers.resize(3, p.layers.front());
   p.layers[1].forward = {compute(2e-3), compute(1e-3, kCatAttention)};
   p.layers[1].backward = {compute(5e-3)};
@@ -251,7 +251,7 @@ TEST(Replay, BlockingPipelineSendsDelayTheSendersNextItem) {
   // step = 3 t_f + 2 T + 3 t_b. Megatron's blocking p2p also holds each sender until its send is
   // through: stage 0's second forward and stage 1's second backward start T later, 3 t_f + 4 T + 3 t_b.
   const double t_f = 1e-3, t_b = 2e-3;
-  StepProgram p = pipeline(2, 1, 2, t_f, 0);
+  StepProgram p = pipeline(2, 1, 2, t_f, ScheduleKind::GPipe);
   p.p2p_bytes = 50e6;
   const topo::Cluster cluster = ideal_cluster(2, 100e9);
   const double async_step = replay_step(p, cluster, coll::CommTuning{}, {}).step_time_s;
@@ -313,7 +313,7 @@ TEST(Replay, TheBreakdownIsTheBusiestStages) {
   // waiting for the first forward (t_f) and for the first stage's last backward (2 t_f).
   const double t_f = 1e-3;
   const int m = 8;
-  StepProgram p = pipeline(2, 1, m, t_f, 1);
+  StepProgram p = pipeline(2, 1, m, t_f, ScheduleKind::OneFOneB);
   p.layers[1].forward = {compute(3 * t_f)};
   p.layers[1].backward = {compute(6 * t_f)};
   const ReplayResult r = replay_step(p, ideal_cluster(2), coll::CommTuning{}, {});
@@ -417,7 +417,7 @@ TEST(Replay, LongStepsExtendTheSteadyStateExactly) {
   // 1F1B, interleaved and DualPipe pipelines with activations on finite links and blocking sends:
   // past the fill, every round of pp micro-batches takes the same time, so replaying 16 and 32
   // micro-batches (8 rounds of pp at least) and extending the line gives the full replay of 40.
-  for (const auto [vp, schedule] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 3}}) {
+  for (const auto [vp, schedule] : {std::pair{1, ScheduleKind::OneFOneB}, std::pair{2, ScheduleKind::OneFOneB}, std::pair{1, ScheduleKind::DualPipe}}) {
     StepProgram p = pipeline(4, vp, 40, 1e-3, schedule);
     p.p2p_bytes = 20e6;
     p.blocking_p2p = true;
@@ -426,7 +426,7 @@ TEST(Replay, LongStepsExtendTheSteadyStateExactly) {
     bool extrapolated = false;
     const ReplayResult bounded = replay_step_bounded(p, c, coll::CommTuning{}, {}, 16, &extrapolated);
     EXPECT_TRUE(extrapolated);
-    EXPECT_NEAR(bounded.step_time_s, full.step_time_s, 1e-9 * full.step_time_s) << "vp " << vp << " schedule " << schedule;
+    EXPECT_NEAR(bounded.step_time_s, full.step_time_s, 1e-9 * full.step_time_s) << "vp " << vp << " schedule " << static_cast<int>(schedule);
     for (size_t k = 0; k < full.breakdown_s.size(); ++k)
       EXPECT_NEAR(bounded.breakdown_s[k], full.breakdown_s[k], 1e-9 * full.step_time_s) << category_name(k);
   }
@@ -441,7 +441,7 @@ TEST(Replay, DualPipeHidesOneChunksCommunicationUnderTheOthersCompute) {
   const int pp = 4, m = 16, tp = 2;
   const double t = 1e-3;
   const topo::Cluster cluster = ideal_cluster(pp * tp, 1e9);
-  auto step = [&](int schedule, double bytes) {
+  auto step = [&](ScheduleKind schedule, double bytes) {
     StepProgram p = pipeline(pp, 1, m, t, schedule);
     p.tp = tp;
     for (LayerProgram& l : p.layers) {
@@ -451,9 +451,9 @@ TEST(Replay, DualPipeHidesOneChunksCommunicationUnderTheOthersCompute) {
     return replay_step(p, cluster, coll::CommTuning{}, {}).step_time_s;
   };
   const double bytes = 1e6;  // about 1 ms on a 1 GB/s link
-  const double one_f_one_b = step(1, bytes) - step(1, 0);  // every all-reduce exposed
+  const double one_f_one_b = step(ScheduleKind::OneFOneB, bytes) - step(ScheduleKind::OneFOneB, 0);  // every all-reduce exposed
   ASSERT_GT(one_f_one_b, 0.5 * 2 * m * t);
-  const double dualpipe = step(3, bytes) - step(3, 0);      // of twice the communication
+  const double dualpipe = step(ScheduleKind::DualPipe, bytes) - step(ScheduleKind::DualPipe, 0);      // of twice the communication
   EXPECT_LT(dualpipe, 0.6 * 2 * one_f_one_b);
   EXPECT_GT(dualpipe, 0.3 * 2 * one_f_one_b);  // the second all-reduce of each pair stays exposed
 }
