@@ -1,5 +1,7 @@
 #include "config/cases_file.hpp"
 
+#include <cctype>
+
 namespace stacksim::config {
 
 Node load_validation_cases(const std::string& path) {
@@ -12,6 +14,13 @@ Node load_validation_cases(const std::string& path) {
   const Node cases = root["cases"];
   if (!cases.is_sequence()) root.fail("cases", "missing or not a list", "add a 'cases:' list");
   return cases;
+}
+
+std::string lowercase(const std::string& text) {
+  std::string t;
+  t.reserve(text.size());
+  for (char c : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return t;
 }
 
 }  // namespace stacksim::config

@@ -9,4 +9,9 @@ namespace stacksim::config {
 
 Node load_validation_cases(const std::string& path);
 
+// A case field that is present and not null (sources leave unknowns null).
+inline bool has(const YAML::Node& n, const char* key) { return n && n[key] && !n[key].IsNull(); }
+// `text` in lower case, for reading a case's free text (notes, system) without minding case.
+std::string lowercase(const std::string& text);
+
 }  // namespace stacksim::config

@@ -15,12 +15,6 @@
 namespace stacksim::analysis {
 namespace {
 
-std::string lowercase(const std::string& text) {
-  std::string t;
-  for (char c : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return t;
-}
-
 // The FlashAttention version a case names: "FlashAttention-2"/"FA2" -> flash2, "FlashAttention-3"/
 // "FA3" -> flash (the best fused kernels), an unversioned "FlashAttention" -> the original kernels
 // of that name (flash1); "" when the text names no FlashAttention.

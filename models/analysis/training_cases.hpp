@@ -9,14 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "config/cases_file.hpp"
 #include "models/analysis/validation.hpp"
 #include "models/hardware/node_spec.hpp"
 
 namespace stacksim::analysis {
 
-// A case field that is present and not null; its value.
-inline bool has(const YAML::Node& n, const char* key) { return n && n[key] && !n[key].IsNull(); }
-// Its value as T; a value of another type (e.g. "eight" for an int) names the key.
+using config::has;
+using config::lowercase;
+
+// A case field that is present and not null (config/cases_file.hpp); its value as T; a value of another type (e.g. "eight" for an int) names the key.
 template <typename T>
 T get(const YAML::Node& n, const char* key) {
   try {

@@ -28,7 +28,7 @@ std::string node_for(const std::string& gpu) {
   }
 }
 
-bool has(const YAML::Node& n, const char* k) { return n && n[k] && !n[k].IsNull(); }
+using config::has;
 
 }  // namespace
 
@@ -64,9 +64,8 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
   // As for training cases: on a rack-scale NVLink node (NVL72) fewer GPUs per node are a tray's,
   // unless the case describes NVLink partitions: then each is an NVLink domain of its own and the
   // partitions talk over the fabric.
-  std::string described = has(hw, "system") ? hw["system"].as<std::string>() : "";
-  if (has(c, "notes")) described += " " + c["notes"].as<std::string>();
-  std::transform(described.begin(), described.end(), described.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  const std::string described = config::lowercase((has(hw, "system") ? hw["system"].as<std::string>() : "") + " " +
+                                                  (has(c, "notes") ? c["notes"].as<std::string>() : ""));
   const bool partitions = described.find("nvl partition") != std::string::npos ||
                           described.find("nvlink partition") != std::string::npos;
   if (node_gpus > 16 && per_node < node_gpus && partitions) {
