@@ -64,6 +64,23 @@ TEST(Cli, RunWritesTheJsonContractAndATrace) {
   EXPECT_GT(t["traceEvents"].size(), 10u);
 }
 
+TEST(Cli, RunNamesANon1F1BScheduleInItsPlanLine) {
+  const std::string s = write("schedule.yaml", kTraining);
+  auto plan_line = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args{s};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::ostringstream out, err;
+    EXPECT_EQ(analysis::run_command("run", args, out, err), 0) << err.str();
+    const std::string text = out.str();
+    const size_t at = text.find("plan:");
+    return text.substr(at, text.find('\n', at) - at);
+  };
+  EXPECT_EQ(plan_line({}).find("("), std::string::npos) << plan_line({});  // 1F1B: nothing to say
+  EXPECT_NE(plan_line({"--set", "parallelism.schedule=dualpipe", "--set", "parallelism.global_batch=32"}).find("pp 2 (dualpipe)"),
+            std::string::npos);
+  EXPECT_NE(plan_line({"--set", "parallelism.schedule=gpipe"}).find("pp 2 (gpipe)"), std::string::npos);
+}
+
 TEST(Cli, TraceSlicesOnOneTrackNestOrFollowEachOther) {
   // Perfetto draws a track's complete events as a stack: two slices that overlap without one
   // containing the other are drawn wrongly. DualPipe runs a forward and a backward chunk at once
