@@ -501,6 +501,14 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     defaults.push_back("parallelism.async_tp_backward: false (Volta/Ampere-era Megatron-LM using neither sequence "
                        "parallelism nor selective recompute: pre-2022, TP backward collectives in sequence)");
   }
+  // Both stacks of that era split pipeline sends over the tensor-parallel ranks: Megatron-LM's
+  // scatter_gather_tensors_in_pipeline (default on until Megatron-Core's p2p module, 2023) and
+  // DeepSpeed's pipeline engine (partitioned activations and gradients).
+  if (old_gen && tp > 1 && !sequence_parallel && pp > 1) {
+    pl["p2p_scatter_gather"] = true;
+    defaults.push_back("parallelism.p2p_scatter_gather: true (Volta/Ampere-era Megatron-LM and DeepSpeed pipelines send "
+                       "1/tp of the hidden states per rank and all-gather them over NVLink)");
+  }
   if (has(p, "micro_batch")) pl["micro_batch"] = positive<int>(p, "micro_batch");
   else { pl["micro_batch"] = 1; defaults.push_back("parallelism.micro_batch: 1"); }
   if (has(p, "global_batch")) {

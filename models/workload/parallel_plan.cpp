@@ -57,7 +57,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "tp_comm_overlap", "kernels", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "shard_size", "dp_bucket_size",
+                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "kernels", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "shard_size", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers", "stage_layers"});
   ParallelPlan p;
   auto positive_int = [&](const char* key, int fallback) {
@@ -130,6 +130,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   p.async_tp_backward = n.bool_or("async_tp_backward", true);
   p.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
   p.overlap_p2p_comm = n.bool_or("overlap_p2p_comm", p.vp > 1);
+  p.p2p_scatter_gather = n.bool_or("p2p_scatter_gather", false);
   p.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
   p.cp_comm = choose<CpComm>(n, "cp_comm", "p2p", {{"p2p", CpComm::P2P}, {"all_gather", CpComm::AllGather}},
                              "context-parallel exchange",

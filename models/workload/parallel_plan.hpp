@@ -31,6 +31,7 @@
 //     async_tp_backward: true        # TP input-gradient reduction under the wgrad GEMM (below)
 //     grad_reduce_fp32: false        # gradients kept and reduced in fp32 (below)
 //     overlap_p2p_comm: true         # interleaved: pipeline sends asynchronous (default: vp > 1)
+//     p2p_scatter_gather: false      # tp without sp: each rank sends 1/tp, then all-gather (below)
 //     tp_comm_overlap: false         # SP collectives pipelined with their GEMMs (below)
 //     kernels: fused                 # fused | eager: the element-wise kernels' implementation (below)
 //     first_stage_layers: 7  # optional uneven split (Llama 3 405B: 7 + 14x8 + 7)
@@ -71,6 +72,13 @@
 // next item only once its own send is through). Default: true with interleaving (vp > 1), as
 // Megatron-LM's launcher (--no-overlap-p2p-communication turns it off), NeMo's and Megatron-
 // Bridge's comm-overlap configs set it; false otherwise (Megatron-Core's dataclass default).
+// p2p_scatter_gather: Megatron-LM's scatter_gather_tensors_in_pipeline (Narayanan et al. 2021,
+// section 4.1; on by default in Megatron-LM before Megatron-Core's p2p module of 2023) and
+// DeepSpeed's pipeline engine with tensor parallelism (its partitioned activations and
+// gradients): the tp ranks of a stage hold the same hidden states, so each sends only its 1/tp
+// slice to the next stage, which all-gathers them over its tensor-parallel group (NVLink) before
+// using them. Only with tp > 1 and no sequence parallelism (whose hidden states are already split
+// by tp); default false: Megatron-Core sends each rank's whole tensor.
 // tp_comm_overlap: with sequence parallelism, Transformer Engine's userbuffers (Megatron-Core's
 // tp_comm_overlap, on in NeMo's large-model recipes) split the forward all-gather and
 // reduce-scatter into chunks pipelined with the QKV/fc1 and output-projection/fc2 GEMMs, and the
@@ -141,6 +149,7 @@ struct ParallelPlan {
   bool async_tp_backward = true;
   bool grad_reduce_fp32 = false;
   bool overlap_p2p_comm = false;
+  bool p2p_scatter_gather = false;
   bool tp_comm_overlap = false;
   Kernels kernels = Kernels::Fused;
   CpComm cp_comm = CpComm::P2P;

@@ -206,6 +206,10 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
   p.head_fsdp_grad_prep_s = fsdp_pass_s(plan.fsdp_grad_prep_bytes_per_param(), head_params);
   p.optimizer = coster.cost_all(optimizer_ops(model, plan));
   p.p2p_bytes = pipeline_p2p_bytes(model, plan);
+  if (plan.p2p_scatter_gather && plan.tp > 1 && !plan.sp()) {
+    p.p2p_gather_bytes = p.p2p_bytes;
+    p.p2p_bytes /= plan.tp;
+  }
   return p;
 }
 

@@ -580,16 +580,21 @@ class StepBuilder {
         exits.push_back(coll::append_collective(g_, cluster_, link_res_, tuning_, x, {produced},
                                                 kCatPpComm, stages_[to_s].pp_track, collective_cache_));
       }
-    const sim::TaskId exit = exits.size() == 1 ? exits.front() : add_join(exits);
-    g_.add_dependency(exit, consumer);
-    spans_.push_back({to_s, kCatPpComm, first, exit});
+    const sim::TaskId sent = exits.size() == 1 ? exits.front() : add_join(exits);
+    spans_.push_back({to_s, kCatPpComm, first, sent});
+    // Scattered slices are gathered by the receiving stage before it uses them.
+    const sim::TaskId gathered =
+        p_.p2p_gather_bytes > 0 ? add_group_collective(to_s, Group::TP, coll::CollectiveOp::AllGather, p_.p2p_gather_bytes,
+                                                       {sent}, stages_[to_s].pp_track, kCatPpComm)
+                                : sim::kNoTask;
+    g_.add_dependency(gathered != sim::kNoTask ? gathered : sent, consumer);
     // Megatron's blocking p2p (batch_isend_irecv, then wait): the sender's next item starts only
     // once the send is through.
     if (p_.blocking_p2p) {
       const auto next = next_items_.find(key(mb, from_vs, backward));
       if (next != next_items_.end()) {
-        for (uint64_t k : next->second) g_.add_dependency(exit, item_entry_.at(k));
-        spans_.push_back({from_s, kCatPpComm, first, exit});
+        for (uint64_t k : next->second) g_.add_dependency(sent, item_entry_.at(k));
+        spans_.push_back({from_s, kCatPpComm, first, sent});
       }
     }
   }

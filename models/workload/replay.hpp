@@ -100,6 +100,9 @@ struct StepProgram {
   double head_fsdp_grad_prep_s = 0.0;
   std::vector<CostedOp> optimizer;           // after gradients are reduced
   double p2p_bytes = 0.0;                    // activation bytes one rank sends between stages
+  // > 0: the tp ranks send slices (p2p_bytes each) that the receiving stage all-gathers over
+  // its tensor-parallel group into this many bytes (ParallelPlan::p2p_scatter_gather).
+  double p2p_gather_bytes = 0.0;
   double data_wait_s = 0.0;                  // exposed data-loader wait at the step start
 };
 

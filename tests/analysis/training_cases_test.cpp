@@ -337,6 +337,26 @@ TEST(TrainingCasePolicy, PreSequenceParallelMegatronRunsTensorParallelBackwardIn
   EXPECT_TRUE(async("H100-SXM5-80GB", false));
 }
 
+TEST(TrainingCasePolicy, AmpereEraPipelinesScatterTheirSendsOverTensorParallelRanks) {
+  const auto scattered = [](const std::string& gpu, int tp, int pp, bool sp) {
+    YAML::Node c = training_case(gpu, "");
+    c["hardware"]["num_gpus"] = tp * pp;
+    c["parallelism"]["tp"] = tp;
+    c["parallelism"]["pp"] = pp;
+    c["parallelism"]["dp"] = 1;
+    c["parallelism"]["zero"] = 0;
+    c["parallelism"]["sequence_parallel"] = sp;
+    std::vector<std::string> defaults;
+    const YAML::Node s = training_case_scenario(c, defaults);
+    return s["parallelism"]["p2p_scatter_gather"] && s["parallelism"]["p2p_scatter_gather"].as<bool>();
+  };
+  EXPECT_TRUE(scattered("A100-SXM4-80GB", 8, 2, false));  // Megatron-LM / DeepSpeed of 2020-22
+  EXPECT_FALSE(scattered("A100-SXM4-80GB", 8, 2, true));  // already split by sequence parallelism
+  EXPECT_FALSE(scattered("A100-SXM4-80GB", 1, 2, false)); // nothing to scatter
+  EXPECT_FALSE(scattered("A100-SXM4-80GB", 8, 1, false)); // no pipeline
+  EXPECT_FALSE(scattered("H100-SXM5-80GB", 8, 2, false)); // Megatron-Core sends whole tensors
+}
+
 TEST(TrainingCasePolicy, MoeLayerPatternsInTheirPublishedForms) {
   const auto moe_of = [](const std::string& freq) {
     YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");

@@ -264,6 +264,52 @@ TEST(Replay, BlockingPipelineSendsDelayTheSendersNextItem) {
 }
 
 namespace {
+// Two nodes of `per_node` GPUs: NVLink within a node (fast enough to vanish), and each GPU's own
+// NIC link of nic_Bps to one network switch.
+topo::Cluster two_nodes(int per_node, double nic_Bps) {
+  topo::Cluster c;
+  const topo::DeviceId net = c.add_device({topo::DeviceKind::NetworkSwitch, "leaf", -1, 0, 1, false});
+  for (int n = 0; n < 2; ++n) {
+    const std::string node = "node" + std::to_string(n);
+    const topo::DeviceId sw = c.add_device({topo::DeviceKind::NvSwitch, node + ".nvswitch", n, 0, 0, false});
+    for (int i = 0; i < per_node; ++i) {
+      const std::string gpu = node + ".gpu" + std::to_string(i);
+      const topo::DeviceId g = c.add_device({topo::DeviceKind::Gpu, gpu, n, i, 0, false});
+      const topo::DeviceId nic = c.add_device({topo::DeviceKind::Nic, gpu + ".nic", n, i, 0, false});
+      c.add_duplex(g, sw, {topo::LinkKind::NvLink, 1e15, 0.0});
+      c.add_duplex(g, nic, {topo::LinkKind::Pcie, 1e15, 0.0});
+      c.add_duplex(nic, net, {topo::LinkKind::Network, nic_Bps, 0.0});
+    }
+  }
+  c.set_shape(2, per_node);
+  return c;
+}
+}  // namespace
+
+TEST(Replay, ScatterGatherSendsASliceAcrossNodesAndGathersItOverNvlink) {
+  // One pipeline stage per node, tp 4, one micro-batch under GPipe: step = 2 (t_f + t_b) + 2 T,
+  // T the transfer of the hidden states between the stages. Each tp rank sending the whole
+  // tensor over its own NIC: T = B / nic. Scattered (Megatron-LM's scatter_gather_tensors_in_
+  // pipeline): each sends B / tp, and the all-gather over NVLink costs next to nothing.
+  const double t_f = 1e-3, t_b = 2e-3, B = 40e6, nic_Bps = 10e9;
+  const int tp = 4;
+  StepProgram p = pipeline(2, 1, 1, t_f, ScheduleKind::GPipe);
+  p.tp = tp;
+  p.p2p_bytes = B;
+  const topo::Cluster cluster = two_nodes(tp, nic_Bps);
+  const auto transfer_s = [&](const StepProgram& q) {
+    return (replay_step(q, cluster, coll::CommTuning{}, {}).step_time_s - 2 * (t_f + t_b)) / 2;
+  };
+  EXPECT_NEAR(transfer_s(p), B / nic_Bps, 0.02 * B / nic_Bps);
+  p.p2p_bytes = B / tp;
+  p.p2p_gather_bytes = B;
+  EXPECT_NEAR(transfer_s(p), B / tp / nic_Bps, 0.05 * B / tp / nic_Bps);  // + the all-gather's latency
+  const ReplayResult r = replay_step(p, cluster, coll::CommTuning{}, {});
+  EXPECT_GT(r.breakdown_s[kCatPpComm], 0.0);  // the critical stage sees its receives as pipeline traffic
+  EXPECT_LT(r.breakdown_s[kCatPpComm], 2 * B / tp / nic_Bps * 1.05);
+}
+
+namespace {
 // One layer whose forward is an expert all-to-all of `bytes` over ep 2 (and a negligible backward).
 StepProgram expert_all_to_all(double bytes) {
   StepProgram p;
