@@ -65,7 +65,7 @@ using detail::Plan;
 // NIC-bound flows, else the protocol's (NVLink, PCIe); uncapped protocols ramp with the size.
 double flow_efficiency(const topo::Cluster& c, const CommTuning& t, const Protocol& p, const Plan& plan,
                        const Phase& ph, const Flow& f) {
-  const double ramp = p.bus_cap_Bps > 0 ? 1.0 : ramp_fraction(t, plan.bytes_per_rank);
+  const double ramp = p.bus_cap_Bps > 0 ? 1.0 : ramp_fraction(t, plan.ramp_bytes);
   double bw = std::numeric_limits<double>::infinity();
   topo::LinkKind kind = topo::LinkKind::NvLink;
   for (topo::LinkId l : f.route.links)

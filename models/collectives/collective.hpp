@@ -101,7 +101,8 @@ struct CommTuning {
   double sm_fraction = 0;         // share of a GPU's SMs a running collective occupies
   // Mid-size ramp of the Simple protocol and NVLS on intra-node links (NCCL adds channels and
   // deepens its pipeline as messages grow): the efficiency is scaled by a fraction that grows
-  // linearly in log2(bytes per rank) from ramp_start_fraction at ramp_start_bytes to 1 at
+  // linearly in log2(the share of a rank's buffer per peer: S/n for all-reduce, reduce-scatter,
+  // all-gather and all-to-all, S otherwise) from ramp_start_fraction at ramp_start_bytes to 1 at
   // ramp_end_bytes (clamped outside). ramp_end_bytes = 0: no ramp.
   double ramp_start_bytes = 0, ramp_end_bytes = 0, ramp_start_fraction = 1;
   std::string intra_generation, nic_generation;
@@ -119,7 +120,7 @@ std::string default_tuning_dir();
 
 double bus_factor(CollectiveOp op, int n);
 
-// The ramp fraction of CommTuning at `bytes` per rank (1 without a ramp).
+// The ramp fraction of CommTuning at a per-peer share of `bytes` (1 without a ramp).
 double ramp_fraction(const CommTuning& tuning, double bytes);
 
 // Appends the collective's flows to `graph` after `deps`; returns a task that completes when every

@@ -375,7 +375,11 @@ Plan make_plan(const topo::Cluster& c, const Collective& col, Algorithm algorith
   plan.bus_bytes = col.op == CollectiveOp::SendRecv ? col.bytes : bus_factor(col.op, n) * col.bytes;
   if (N > 1)
     for (Phase& p : plan.phases) balance_paths(c, p);
-  plan.bytes_per_rank = col.bytes;
+  // NCCL splits each rank's buffer over the peers (ring steps, NVLS's per-rank reduction
+  // region) and pipelines that share in chunks per channel: the share sets the ramp.
+  const bool shared = col.op == CollectiveOp::AllReduce || col.op == CollectiveOp::ReduceScatter ||
+                      col.op == CollectiveOp::AllGather || col.op == CollectiveOp::AllToAll;
+  plan.ramp_bytes = shared ? col.bytes / n : col.bytes;
   plan.multi_node = N > 1;
   return plan;
 }

@@ -26,7 +26,7 @@ struct Plan {
   Algorithm algorithm = Algorithm::Ring;
   std::vector<Phase> phases;
   double bus_bytes = 0;      // bus bytes per rank, for per-rank protocol caps
-  double bytes_per_rank = 0; // S, for the size ramp
+  double ramp_bytes = 0;     // each rank's share per peer (S/n; S for broadcast/send), for the size ramp
   bool multi_node = false;
 };
 

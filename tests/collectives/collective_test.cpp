@@ -115,6 +115,28 @@ TEST(Collectives, ReduceScatterAllGatherAllToAllBroadcastVolumes) {
   EXPECT_NEAR(time_collective(c, ideal(0, alpha), p2p).seconds, S / B + alpha, 1e-9);
 }
 
+TEST(Collectives, TheSizeRampFollowsEachRanksSharePerPeer) {
+  // The ramp (NCCL's channels and pipelining) grows with the share of a rank's buffer per peer:
+  // S/n for an all-reduce, S for a send. With a ramp from 1/2 at a 1 MB share to 1 at 16 MB, an
+  // 8-GPU all-reduce of 8 MB (1 MB shares) runs at half the link, a 4-GPU one of 4 MB too, a 2-GPU
+  // one of 32 MB (16 MB shares) at the full link, and a 1 MB send at half.
+  const double B = 100e9;
+  const topo::Cluster c = star(8, B);
+  CommTuning t = ideal();
+  t.ramp_start_bytes = 1e6;
+  t.ramp_end_bytes = 16e6;
+  t.ramp_start_fraction = 0.5;
+  const auto ring_s = [](int n, double S, double rate) { return 2.0 * (n - 1) / n * S / rate; };
+  EXPECT_NEAR(time_collective(c, t, all_reduce(8, 8e6)).seconds, ring_s(8, 8e6, B / 2), 1e-9);
+  EXPECT_NEAR(time_collective(c, t, all_reduce(4, 4e6)).seconds, ring_s(4, 4e6, B / 2), 1e-9);
+  EXPECT_NEAR(time_collective(c, t, all_reduce(2, 32e6)).seconds, ring_s(2, 32e6, B), 1e-9);
+  // Halfway in log2 between the ends (a 4 MB share): three quarters of the link.
+  EXPECT_NEAR(time_collective(c, t, all_reduce(8, 32e6)).seconds, ring_s(8, 32e6, 0.75 * B), 1e-9);
+  Collective p2p = make(CollectiveOp::SendRecv, 2, 1e6);
+  p2p.peer = 1;
+  EXPECT_NEAR(time_collective(c, t, p2p).seconds, 1e6 / (B / 2), 1e-9);
+}
+
 TEST(Collectives, AllToAllAcrossNodesIsNicBound) {
   // 2 DGX H100: every GPU sends S (n-g)/n = S/2 to the other node through its own NIC at
   // 50 GB/s x 0.94 (ib-ndr); NVLink carries the rest far faster. t = S/2 / 47 GB/s (+ latency).
