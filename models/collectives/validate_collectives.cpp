@@ -141,18 +141,21 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
     // A run that turned NVLS off (NCCL_NVLS_ENABLE=0, in the case's notes) has no in-switch
     // algorithm to choose.
     const bool nvls_off = described.find("nccl_nvls_enable=0") != std::string::npos;
-    const bool nvls_tree = !nvls_off && tuning.nvls_efficiency > 0 && cfg.node.gpus_per_node <= 16 &&
-                           detail::nvls_tree_capable(cluster, detail::ranks_by_node(cluster, col.ranks));
+    const bool rack_domains = cfg.node.gpus_per_node > 16;
+    const bool nvls_tree_possible = tuning.nvls_efficiency > 0 && !rack_domains &&
+                                    detail::nvls_tree_capable(cluster, detail::ranks_by_node(cluster, col.ranks));
+    const bool nvls_tree = !nvls_off && nvls_tree_possible;
     // Without in-switch reduction, a measurement of a stated GPU count with no algorithm named runs
     // NCCL's own choice (the tuner model: Tree where it is faster, e.g. on 2 nodes, where a tree's
     // bus bandwidth exceeds the NIC rate); a statement without a count is a network peak (Ring).
     const bool counted = has(op, "gpus") || has(hw, "num_gpus");
-    const bool tuner = !nvls_tree && counted && !has(op, "algorithm") && cfg.node.gpus_per_node <= 16;
+    const bool tuner = !nvls_tree && counted && !has(op, "algorithm") && !rack_domains;
     col.algorithm = nvls_tree ? Algorithm::InSwitchTree : tuner ? Algorithm::Auto : Algorithm::Ring;
-    r.defaults.push_back(nvls_tree ? "op.algorithm: NVLSTree (multi-node, in-switch reduction in every node)"
-                         : tuner   ? "op.algorithm: NCCL's choice (Auto; no in-switch reduction, none named)"
-                         : nvls_off ? "op.algorithm: Ring (multi-node; the notes: NVLS disabled)"
-                                    : "op.algorithm: Ring (multi-node network measurement)");
+    r.defaults.push_back(nvls_tree                    ? "op.algorithm: NVLSTree (multi-node, in-switch reduction in every node)"
+                         : tuner                      ? "op.algorithm: NCCL's choice (Auto; no in-switch reduction, none named)"
+                         : nvls_off && nvls_tree_possible ? "op.algorithm: Ring (multi-node; the notes: NVLS disabled)"
+                         : rack_domains               ? "op.algorithm: Ring (across NVLink racks)"
+                                                      : "op.algorithm: Ring (multi-node network measurement)");
   } else if (has(op, "algorithm")) {
     r.defaults.push_back("op.algorithm '" + op["algorithm"].as<std::string>() + "': NCCL's default (Auto)");
   }
