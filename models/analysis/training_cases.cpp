@@ -509,8 +509,32 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     defaults.push_back("parallelism.p2p_scatter_gather: true (Volta/Ampere-era Megatron-LM and DeepSpeed pipelines send "
                        "1/tp of the hidden states per rank and all-gather them over NVLink)");
   }
-  if (has(p, "micro_batch")) pl["micro_batch"] = positive<int>(p, "micro_batch");
-  else { pl["micro_batch"] = 1; defaults.push_back("parallelism.micro_batch: 1"); }
+  // torchtitan's pipeline defaults (build_pipeline_schedule, generate_split_points): a looped
+  // schedule (Interleaved 1F1B) runs 2 stages per rank, a single-stage one 1, and the local batch
+  // is split into one micro-batch per stage in total (pp x stages per rank).
+  const bool torchtitan = notes_of(c).find("torchtitan") != std::string::npos && pp > 1;
+  int torchtitan_vp = 0;
+  if (torchtitan && !has(p, "vp")) {
+    torchtitan_vp = lowercase(notes_of(c)).find("interleaved") != std::string::npos ? 2 : 1;
+    defaults.push_back("parallelism.vp: " + std::to_string(torchtitan_vp) +
+                       " (torchtitan's stages per rank for the schedule the notes name)");
+  }
+  if (has(p, "micro_batch")) {
+    pl["micro_batch"] = positive<int>(p, "micro_batch");
+  } else if (torchtitan && has(p, "global_batch")) {
+    const int vp = has(p, "vp") ? positive<int>(p, "vp") : torchtitan_vp;
+    const int local = positive<int>(p, "global_batch") / dp, micro_batches = pp * vp;
+    if (local % micro_batches != 0 || local < micro_batches)
+      throw std::runtime_error("the local batch (" + std::to_string(local) + ") does not split into torchtitan's " +
+                               std::to_string(micro_batches) + " pipeline micro-batches");
+    pl["micro_batch"] = local / micro_batches;
+    defaults.push_back("parallelism.micro_batch: " + std::to_string(local / micro_batches) +
+                       " (torchtitan: the local batch over pp x stages per rank = " + std::to_string(micro_batches) +
+                       " micro-batches)");
+  } else {
+    pl["micro_batch"] = 1;
+    defaults.push_back("parallelism.micro_batch: 1");
+  }
   if (has(p, "global_batch")) {
     const int gb = positive<int>(p, "global_batch"), mb = pl["micro_batch"].as<int>();
     pl["global_batch"] = gb;
@@ -538,7 +562,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     pl["schedule"] = "dualpipe";
     defaults.push_back("parallelism.schedule: dualpipe (the notes name DualPipe)");
   }
-  pipeline_split(positive<int>(m, "layers"), pp, dualpipe ? 1 : has(p, "vp") ? positive<int>(p, "vp") : 0, !old_gen,
+  pipeline_split(positive<int>(m, "layers"), pp, dualpipe ? 1 : has(p, "vp") ? positive<int>(p, "vp") : torchtitan_vp, !old_gen,
                  pl["global_batch"].as<int>() / (pl["micro_batch"].as<int>() * dp), pl, defaults);
   // Interleaved pipelines send asynchronously with today's launchers (the plan default); the
   // Megatron-LM of Volta/Ampere-era runs (2020-22) sent blocking: overlap_p2p_comm came in 2023.

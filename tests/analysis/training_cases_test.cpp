@@ -357,6 +357,29 @@ TEST(TrainingCasePolicy, AmpereEraPipelinesScatterTheirSendsOverTensorParallelRa
   EXPECT_FALSE(scattered("H100-SXM5-80GB", 8, 2, false)); // Megatron-Core sends whole tensors
 }
 
+TEST(TrainingCasePolicy, TorchtitanPipelinesTakeItsMicroBatchAndStageDefaults) {
+  // torchtitan splits the local batch into pp x stages-per-rank micro-batches and runs 2 stages
+  // per rank under a looped (interleaved) schedule, 1 under 1F1B.
+  const auto plan = [](const std::string& notes, bool stated_vp) {
+    YAML::Node c = training_case("H100-SXM5-80GB", "");
+    c["hardware"]["num_gpus"] = 64;
+    c["model"]["layers"] = 16;
+    c["parallelism"]["tp"] = 8;
+    c["parallelism"]["pp"] = 4;
+    c["parallelism"]["dp"] = 2;
+    c["parallelism"]["zero"] = 1;
+    c["parallelism"]["global_batch"] = 64;  // 32 per data-parallel rank
+    c["parallelism"]["micro_batch"] = YAML::Node();
+    if (stated_vp) c["parallelism"]["vp"] = 1;
+    const YAML::Node pl = built_with_notes(c, notes)["parallelism"];
+    return std::make_pair(pl["micro_batch"].as<int>(), pl["vp"].as<int>());
+  };
+  EXPECT_EQ(plan("torchtitan, pipeline schedule 1F1B", true), std::make_pair(8, 1));           // 4 micro-batches
+  EXPECT_EQ(plan("torchtitan, pipeline schedule Interleaved 1F1B", false), std::make_pair(4, 2));  // 8
+  EXPECT_EQ(plan("torchtitan, pipeline schedule 1F1B", false), std::make_pair(8, 1));
+  EXPECT_EQ(plan("Megatron-LM", false).first, 1);  // the global default elsewhere
+}
+
 TEST(TrainingCasePolicy, MoeLayerPatternsInTheirPublishedForms) {
   const auto moe_of = [](const std::string& freq) {
     YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");
