@@ -32,13 +32,15 @@ std::string category_label(const std::string& category) {
 
 namespace {
 
-// Weights (2 B) and optimizer state (12 B) per parameter, each unique shard written once (as
-// distributed checkpointing does): the GPU's shard of a fully sharded optimizer, x 14/12.
+// Weights (2 B) and optimizer state (12 B, 8 with bf16 moments) per parameter, each unique shard
+// written once (as distributed checkpointing does): the GPU's shard of a fully sharded optimizer,
+// x (2 + state) / state.
 double checkpoint_bytes_per_gpu(const TrainingSetup& setup, const workload::ParallelPlan& plan) {
   if (setup.checkpoint.bytes > 0) return setup.checkpoint.bytes / plan.num_gpus();
   workload::ParallelPlan sharded = plan;
   sharded.zero = std::max(plan.zero, 1);
-  return workload::memory_per_gpu(setup.model, sharded).optimizer_bytes * 14.0 / 12.0;
+  const double state = plan.optimizer_bytes_per_param();
+  return workload::memory_per_gpu(setup.model, sharded).optimizer_bytes * (2.0 + state) / state;
 }
 
 }  // namespace

@@ -685,6 +685,29 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
                            " per model chunk (the notes: checkpointing of every " + hit[1].str() + hit[2].str() + " layer)");
       }
     }
+    // Selective recomputation of named modules ("recompute: RMSNorm and MLA up-projection
+    // recomputed"): Megatron-Core's recompute_modules; otherwise its default, the core attention.
+    if (pl["recompute"].as<std::string>() == "selective") {
+      const std::string notes = lowercase(case_notes);
+      const size_t at = notes.find("recompute:");
+      if (at != std::string::npos) {
+        const std::string said = notes.substr(at, notes.find('.', at) - at);
+        YAML::Node modules;
+        const std::pair<const char*, const char*> names[] = {
+            {"norm", "layernorm"}, {"up-projection", "mla_up_proj"}, {"swiglu", "moe_act"}, {"core attention", "core_attn"}};
+        std::string listed;
+        for (const auto& [phrase, module] : names)
+          if (said.find(phrase) != std::string::npos) {
+            modules.push_back(module);
+            listed += std::string(listed.empty() ? "" : ", ") + module;
+          }
+        if (modules.size() > 0) {
+          modules.SetStyle(YAML::EmitterStyle::Flow);
+          pl["recompute_modules"] = modules;
+          defaults.push_back("parallelism.recompute_modules: [" + listed + "] (the modules the notes name)");
+        }
+      }
+    }
   } else if (has(meas, "hardware_tflops_per_gpu")) {
     // A published recompute-inclusive FLOP rate (the SC'21 count) says the run recomputed.
     pl["recompute"] = "full";

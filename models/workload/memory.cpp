@@ -12,39 +12,58 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelPlan& p, i
   const double sp_split = p.sp() ? t : 1.0;
   const Recompute rc = layer_recompute(m, p, layer);
   if (rc == Recompute::Full) return 2.0 * sb * h / sp_split;
+  const bool fp8 = p.precision == Precision::FP8, moe = m.is_moe_layer(layer);
+  // Selective recomputation of a module drops what it would have stored (only the plan's modules;
+  // full and none above and below).
+  const auto recomputed = [&](unsigned module) { return rc == Recompute::Selective && p.recomputes(module); };
 
+  // Korthikanti et al.'s 34 sbh bytes per layer, by where they live. `replicated` (split by tp only
+  // with sequence parallelism): the two norms' inputs (4 sbh), their outputs feeding QKV and the
+  // MLP or router (4 sbh), the dropout masks (2 sbh).
   double replicated = 10.0 * sb * h;
   if (m.is_mla())
     replicated += 2.0 * sb * (2.0 * m.mla.q_lora_rank + 2.0 * m.mla.kv_lora_rank + m.mla.qk_rope_head_dim);
   const double q = static_cast<double>(m.q_width()), k = static_cast<double>(m.kv_width());
   const double v = static_cast<double>(m.kv_heads) * m.v_head_dim(), o = static_cast<double>(m.attn_out_width());
+  // `split` over tp: Q, K, V and the output projection's input, the MLPs' fc1 outputs and
+  // activation outputs. `unsplit`: routed tokens a rank holds whole.
   double split = 2.0 * sb * (q + k + v + o);
-  const double per_ffn_element = m.mlp == Mlp::SwiGlu ? 6.0 : 4.0;
-  double unsplit = 0;     // MoE: the routed tokens this rank holds whole (not split over tp)
-  double fc2_inputs = 0;  // elements entering the MLPs' second GEMM, split over tp
-  double fc2_whole = 0;   // ... held whole: whole experts (etp 1) on this rank's own routed tokens
-  if (m.is_moe_layer(layer)) {
-    const double routed = sb * m.moe.top_k * m.moe.load_factor();
-    if (p.experts_folded()) {
-      unsplit += 2.0 * routed / sp_split * h;
-      fc2_whole = routed / sp_split * m.moe.expert_ffn_hidden;
-      fc2_inputs = sb * m.moe.shared_experts * m.moe.expert_ffn_hidden;
-    } else {  // experts split over tp see the routed tokens of all tp ranks
-      unsplit += 2.0 * routed * h;
-      fc2_inputs = (routed + sb * m.moe.shared_experts) * m.moe.expert_ffn_hidden;
-    }
-  } else {
-    fc2_inputs = sb * m.ffn_hidden;
+  double unsplit = 0;
+  // Under FP8, Transformer Engine keeps each linear's input as its 1-byte copy: the QKV input,
+  // the dense MLP's fc1 input, the output projection's and every fc2's; an MoE layer's router
+  // keeps its 16-bit input (its shared experts add a 1-byte copy of it), and the routed experts'
+  // fc1 input is the dispatched tokens' 1-byte copy.
+  if (fp8) {
+    replicated -= (moe ? (m.moe.shared_experts > 0 ? 0.0 : 1.0) : 2.0) * sb * h;
+    split -= sb * o;
   }
-  split += per_ffn_element * fc2_inputs;
-  unsplit += per_ffn_element * fc2_whole;
-  if (p.precision == Precision::FP8) {  // linear-layer inputs kept as their FP8 copies
-    replicated -= 2.0 * sb * h;
-    split -= sb * o + fc2_inputs;
-    unsplit -= fc2_whole;
+  if (recomputed(kRecomputeLayernorm))  // the norm outputs still stored in 16 bit
+    replicated -= (fp8 ? (moe ? 2.0 : 0.0) : 4.0) * sb * h;
+  if (m.is_mla() && recomputed(kRecomputeMlaUpProj)) split -= 2.0 * sb * (q + k + v);
+
+  // Per element entering an fc2: the fc1 output (1 or 2 elements of 2 bytes) and the fc2 input.
+  const double fc2_input_bytes = fp8 ? 1.0 : 2.0;
+  const double per_ffn_element = (m.mlp == Mlp::SwiGlu ? 4.0 : 2.0) + fc2_input_bytes;
+  if (!moe) {
+    if (!recomputed(kRecomputeMlp)) split += per_ffn_element * sb * m.ffn_hidden;
+    else if (fp8) replicated += sb * h;  // the checkpoint keeps its 16-bit input, not fc1's copy
+  } else {
+    if (m.moe.shared_experts > 0 && !recomputed(kRecomputeSharedExperts))
+      split += per_ffn_element * sb * m.moe.shared_experts * m.moe.expert_ffn_hidden;
+    if (!recomputed(kRecomputeMoe)) {
+      const double routed = sb * m.moe.top_k * m.moe.load_factor();
+      const double routed_ffn_element = per_ffn_element - (recomputed(kRecomputeMoeAct) ? fc2_input_bytes : 0.0);
+      if (p.experts_folded()) {  // whole experts on this rank's own sequence-parallel tokens
+        unsplit += (fp8 ? 1.0 : 2.0) * routed / sp_split * h + routed_ffn_element * routed / sp_split * m.moe.expert_ffn_hidden;
+      } else {  // experts split over tp see the routed tokens of all tp ranks
+        unsplit += (fp8 ? 1.0 : 2.0) * routed * h;
+        split += routed_ffn_element * routed * m.moe.expert_ffn_hidden;
+      }
+    }
   }
   double scores = 0;
-  if (m.attention == AttentionImpl::Unfused && rc == Recompute::None) scores = 5.0 * m.heads * s * m.seq_len * b;
+  if (m.attention == AttentionImpl::Unfused && (rc == Recompute::None || !recomputed(kRecomputeCoreAttn)))
+    scores = 5.0 * m.heads * s * m.seq_len * b;
   return replicated / sp_split + split / t + scores / t + unsplit;
 }
 
@@ -71,7 +90,7 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
   // master weights) are cast at each gather, so only the gathered layers (below) are 16-bit.
   if (p.zero >= 3 && !keep_gathered && p.fsdp_impl != FsdpImpl::Megatron) f.weights_bytes = 0;
   f.gradients_bytes = p.grad_bytes_per_param() * sharded(p.zero >= 2 && !keep_gathered);
-  f.optimizer_bytes = 12.0 * sharded(p.zero >= 1);
+  f.optimizer_bytes = p.optimizer_bytes_per_param() * sharded(p.zero >= 1);
 
   const std::vector<int> bounds = virtual_stage_bounds(m, p);
   const int V = p.pp * p.vp;

@@ -92,6 +92,7 @@ struct Block {
   // With SP, Megatron's column-parallel linear keeps only its sequence shard and gathers the input
   // again for the weight gradient; the MoE dispatcher keeps its gathered tokens instead.
   bool regather_for_wgrad = true;
+  unsigned modules = 0;  // recompute modules covering every op the block emits (with its collectives)
 };
 
 // With tp_comm_overlap (userbuffers), a sequence-parallel collective runs pipelined with the GEMM
@@ -101,7 +102,7 @@ bool pipelined_with_gemm(const ParallelPlan& p, const std::vector<Op>& inner, bo
   return p.tp_comm_overlap && p.sp() && !inner.empty() && (at_front ? inner.front() : inner.back()).kind == OpKind::Gemm;
 }
 
-void emit_forward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) {
+void emit_block_forward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) {
   out.insert(out.end(), b.pre.begin(), b.pre.end());
   if (p.sp() && b.entry) {
     Op gather = comm("tp all-gather " + b.what, CommKind::AllGather, CommGroup::TP, b.entry_bytes);
@@ -118,6 +119,12 @@ void emit_forward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) {
     if (exit_pipelined) out.push_back(b.inner.back());
   }
   out.insert(out.end(), b.post.begin(), b.post.end());
+}
+
+void emit_forward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) {
+  const size_t first = out.size();
+  emit_block_forward(out, b, p);
+  for (size_t i = first; i < out.size(); ++i) out[i].modules |= b.modules;
 }
 
 // Backward of single ops, appended in reverse order of `fwd`.
@@ -232,6 +239,7 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
   b.entry = b.exit = true;
   b.entry_bytes = b.exit_bytes = kAct * d.T * d.h;
   b.pre.push_back(norm_op("input norm", m, p, static_cast<double>(d.Tn) * d.h));
+  b.pre.back().modules = kRecomputeLayernorm;
   const int64_t heads = m.heads / d.t;
   const int64_t kv_heads = std::max<int64_t>(1, m.kv_heads / d.t);
   const int64_t q = heads * m.head_dim, k = kv_heads * m.head_dim, v = kv_heads * m.v_head_dim();
@@ -241,13 +249,16 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
       b.inner.push_back(gemm("q down projection", d.T, a.q_lora_rank, d.h));
       b.inner.push_back(norm_op("q latent norm", m, p, static_cast<double>(d.T) * a.q_lora_rank));
       b.inner.push_back(gemm("q up projection", d.T, q, a.q_lora_rank));
+      b.inner.back().modules = kRecomputeMlaUpProj;
     } else {
       b.inner.push_back(gemm("q projection", d.T, q, d.h));
     }
     b.inner.push_back(gemm("kv down projection", d.T, a.kv_lora_rank + a.qk_rope_head_dim, d.h));
     b.inner.push_back(norm_op("kv latent norm", m, p, static_cast<double>(d.T) * a.kv_lora_rank));
     b.inner.push_back(gemm("kv up projection", d.T, heads * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank));
+    b.inner.back().modules = kRecomputeMlaUpProj;
     b.inner.push_back(rotary_op(p, static_cast<double>(d.T) * (heads + 1) * a.qk_rope_head_dim));
+    b.inner.back().modules = kRecomputeMlaUpProj;
   } else {
     b.inner.push_back(gemm("qkv projection", d.T, q + k + v, d.h));
     b.inner.push_back(rotary_op(p, static_cast<double>(d.T) * (q + k)));
@@ -293,7 +304,11 @@ Block dense_mlp_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
   b.what = what;
   b.entry = b.exit = true;
   b.entry_bytes = b.exit_bytes = kAct * d.T * d.h;
-  if (with_norm) b.pre.push_back(norm_op("post-attention norm", m, p, static_cast<double>(d.Tn) * d.h));
+  b.modules = what == "(mlp)" ? kRecomputeMlp : kRecomputeSharedExperts;
+  if (with_norm) {
+    b.pre.push_back(norm_op("post-attention norm", m, p, static_cast<double>(d.Tn) * d.h));
+    b.pre.back().modules = kRecomputeLayernorm;
+  }
   const bool gated = m.mlp == Mlp::SwiGlu;
   const int64_t f = ffn / d.t;
   const std::string prefix = what == "(mlp)" ? "mlp" : "shared expert";
@@ -316,7 +331,9 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
   b.entry = b.exit = !folded;
   b.regather_for_wgrad = false;
   b.entry_bytes = b.exit_bytes = kAct * d.T * d.h * e.top_k;
+  b.modules = kRecomputeMoe;
   b.pre.push_back(norm_op("post-attention norm", m, p, static_cast<double>(d.Tn) * d.h));
+  b.pre.back().modules = kRecomputeLayernorm;
   b.pre.push_back(gemm("router", d.Tn, e.experts, d.h));
   b.pre.push_back(memory("top-k routing + permute", OpClass::Elementwise, 4.0 * d.Tn * d.h * e.top_k));
   const double dispatch_bytes = kAct * d.Tn * d.h * e.top_k;
@@ -335,6 +352,7 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
   b.inner.push_back(gemm(gated ? "expert fc1 (gate+up)" : "expert fc1", m_each, gated ? 2 * f : f, d.h, local));
   b.inner.push_back(activation_op(gated ? "expert swiglu" : "expert gelu", gated, p,
                                   static_cast<double>(m_each) * local * f));
+  b.inner.back().modules = kRecomputeMoeAct;
   b.inner.push_back(gemm("expert fc2", m_each, d.h, f, local));
   if (p.ep > 1) b.post.push_back(ep_all_to_all("ep all-to-all combine"));
   b.post.push_back(memory("unpermute + weighted sum", OpClass::Elementwise, (2.0 * e.top_k + 2.0) * d.Tn * d.h));
@@ -391,6 +409,13 @@ Block head_block(const ModelConfig& m, const ParallelPlan& p) {
   return b;
 }
 
+// Under selective recomputation: the ops of the plan's modules; core_attn (Korthikanti et al.
+// 2022's selective recomputation) is the attention core, the ops of class Attention.
+bool selectively_recomputed(const Op& o, const ParallelPlan& p) {
+  return (o.modules & p.recompute_modules) != 0 ||
+         ((p.recompute_modules & kRecomputeCoreAttn) && o.cls == OpClass::Attention);
+}
+
 std::vector<Op> forward_of(const std::vector<Block>& blocks, const ParallelPlan& p) {
   std::vector<Op> out;
   for (const Block& b : blocks) emit_forward(out, b, p);
@@ -415,8 +440,7 @@ std::vector<Op> layer_backward_ops(const ModelConfig& m, const ParallelPlan& p, 
   const Recompute rc = layer_recompute(m, p, layer);
   if (rc != Recompute::None)
     for (Op o : forward_of(blocks, p)) {
-      // Selective recomputation (Korthikanti et al. 2022): the core attention only.
-      if (rc == Recompute::Selective && o.cls != OpClass::Attention) continue;
+      if (rc == Recompute::Selective && !selectively_recomputed(o, p)) continue;
       o.recompute = true;
       o.name = "recompute " + o.name;
       out.push_back(o);
@@ -488,7 +512,7 @@ std::vector<Op> mtp_backward_ops(const ModelConfig& m, const ParallelPlan& p) {
   if (p.recompute != Recompute::None) {
     const std::vector<Block> checkpointed(blocks.begin(), blocks.end() - 1);  // not the head
     for (Op o : forward_of(checkpointed, p)) {
-      if (p.recompute == Recompute::Selective && o.cls != OpClass::Attention) continue;
+      if (p.recompute == Recompute::Selective && !selectively_recomputed(o, p)) continue;
       o.recompute = true;
       o.name = "recompute " + o.name;
       depth.push_back(o);
@@ -632,14 +656,14 @@ std::vector<Op> optimizer_ops(const ModelConfig& m, const ParallelPlan& p) {
   };
   const double local = most(p.zero >= 1);
   // Megatron's mixed-precision step on this rank's shard: the gradient norm for clipping (read
-  // the gradients), Adam (read master weights, m, v and gradients, write master, m, v: 24 B +
-  // the gradient), the 16-bit weights from the fp32 masters (read 4, write 2; FSDP casts at the
+  // the gradients), Adam (read master weights, m, v and gradients, write master, m, v: 24 B, or
+  // 16 with bf16 moments, + the gradient), the 16-bit weights from the fp32 masters (read 4, write 2; FSDP casts at the
   // gather instead); then the whole gradient buffer is zeroed for the next step (sharded only
   // from ZeRO-2 on; FSDP frees it).
   const double g = p.grad_bytes_per_param();
   const bool fsdp = p.zero >= 3;
   std::vector<Op> ops{memory("gradient norm + adam step" + std::string(fsdp ? "" : " + 16-bit weights"),
-                             OpClass::Optimizer, (g + 24.0 + g + (fsdp ? 0.0 : 6.0)) * local)};
+                             OpClass::Optimizer, (g + 2.0 * p.optimizer_bytes_per_param() + g + (fsdp ? 0.0 : 6.0)) * local)};
   if (!fsdp) ops.push_back(memory("zero gradients", OpClass::Optimizer, g * most(p.zero >= 2)));
   return ops;
 }

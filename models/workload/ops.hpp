@@ -90,11 +90,15 @@ struct Op {
   // copies its forward and dgrad wrote; the others quantise their A operand, m x k, from 16 bit);
   // zero-bubble schedules may defer it (pipeline_schedule.hpp).
   bool weight_grad = false;
+  // The recompute modules (ParallelPlan::recompute_modules bits) whose selective recomputation
+  // re-runs this forward op; the attention core is recognised by its class.
+  unsigned modules = 0;
 };
 
 // One layer, one micro-batch. The backward list starts with the recomputed forward ops
 // (recompute = true): with recompute=full every forward op including its collectives (Megatron
-// recomputes the TP communication too), with selective only the attention core (the ops of class Attention).
+// recomputes the TP communication too), with selective the ops of the plan's recompute_modules
+// (by default the attention core, the ops of class Attention).
 std::vector<Op> layer_forward_ops(const ModelConfig& m, const ParallelPlan& p, int layer);
 std::vector<Op> layer_backward_ops(const ModelConfig& m, const ParallelPlan& p, int layer);
 // The recomputation layer `layer` gets: the plan's mode, except that full recomputation limited to

@@ -56,8 +56,8 @@ const char* recompute_name(Recompute r) {
 ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
-                "recompute_layers", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "kernels", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "shard_size", "dp_bucket_size",
+                "recompute_layers", "recompute_modules", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
+                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "kernels", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "shard_size", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers", "stage_layers"});
   ParallelPlan p;
   auto positive_int = [&](const char* key, int fallback) {
@@ -86,6 +86,28 @@ ParallelPlan parse_plan(const config::Node& n) {
   else if (rc == "selective") p.recompute = Recompute::Selective;
   else if (rc == "full") p.recompute = Recompute::Full;
   else n.fail("recompute", "unknown recompute mode '" + rc + "'", "use none, selective or full");
+  if (n.has("recompute_modules")) {
+    const config::Node list = n["recompute_modules"];
+    const char* fix = "write e.g. recompute_modules: [core_attn, mla_up_proj] (core_attn, layernorm, mla_up_proj, moe_act, "
+                      "mlp, moe, shared_experts)";
+    if (!list.is_sequence() || list.size() == 0) n.fail("recompute_modules", "must be a non-empty list of module names", fix);
+    if (p.recompute != Recompute::Selective)
+      n.fail("recompute_modules", "applies to recompute: selective only (recompute is " + rc + ")",
+             "set recompute: selective, or remove recompute_modules");
+    const std::pair<const char*, unsigned> names[] = {
+        {"core_attn", kRecomputeCoreAttn}, {"layernorm", kRecomputeLayernorm}, {"mla_up_proj", kRecomputeMlaUpProj},
+        {"moe_act", kRecomputeMoeAct},     {"mlp", kRecomputeMlp},             {"moe", kRecomputeMoe},
+        {"shared_experts", kRecomputeSharedExperts}};
+    p.recompute_modules = 0;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string name = list.at(i).as_string();
+      unsigned bit = 0;
+      for (const auto& [nm, b] : names)
+        if (name == nm) bit = b;
+      if (!bit) n.fail("recompute_modules", "unknown module '" + name + "'", fix);
+      p.recompute_modules |= bit;
+    }
+  }
   if (n.has("recompute_layers")) {
     const long long k = n.required_int("recompute_layers");
     if (k < 0) n.fail("recompute_layers", "must be >= 0, got " + str(k), "use 0 (every layer) or the layers to recompute per model chunk");
@@ -150,6 +172,8 @@ ParallelPlan parse_plan(const config::Node& n) {
       {{"delayed", Fp8Recipe::Delayed}, {"current", Fp8Recipe::Current}, {"mxfp8", Fp8Recipe::Mxfp8}}, "FP8 recipe",
       "use delayed (per-tensor scale from the amax history, the default), current (per-tensor scale from the "
       "tensor's own amax) or mxfp8 (per-32-value scales, Blackwell)");
+  p.bf16_optimizer_moments = choose<bool>(n, "optimizer_moments", "fp32", {{"fp32", false}, {"bf16", true}},
+                                          "optimizer moment dtype", "use fp32 (the default) or bf16");
   p.shard_size = n.has("shard_size") ? positive_int("shard_size", 0) : 0;
   p.dp_bucket_bytes = 2.0 * std::max(40e6, 1e6 * p.dp);
   if (n.has("dp_bucket_size"))

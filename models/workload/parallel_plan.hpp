@@ -15,6 +15,7 @@
 //     micro_batch: 1         # sequences per micro-batch (per model replica)
 //     global_batch: 128      # sequences per optimizer step
 //     recompute: none        # none | selective | full
+//     recompute_modules: [core_attn]  # with selective: what is recomputed (below)
 //     recompute_layers: 4    # with full: recompute only the first N layers of each model chunk
 //                            # (Megatron's --recompute-method block --recompute-num-layers N);
 //                            # 0 or absent = every layer
@@ -24,6 +25,7 @@
 //                            # replicated across them (HSDP; default all dp*cp ranks)
 //     precision: bf16        # fp32 | tf32 | fp16 | bf16 | fp8 (FP8 GEMMs, 16-bit elsewhere)
 //     fp8_recipe: delayed    # fp8: delayed | current | mxfp8: how tensors are quantised (below)
+//     optimizer_moments: fp32  # fp32 | bf16: Adam's first and second moments (below)
 //     schedule: 1f1b         # 1f1b | gpipe | interleaved (= 1f1b with vp > 1) | dualpipe (below)
 //     dp_bucket_size: 80 MB  # gradient bucket (default below)
 //     overlap_grad_reduce: true      # bucketed DP reduction overlapped with backward
@@ -72,6 +74,18 @@
 // next item only once its own send is through). Default: true with interleaving (vp > 1), as
 // Megatron-LM's launcher (--no-overlap-p2p-communication turns it off), NeMo's and Megatron-
 // Bridge's comm-overlap configs set it; false otherwise (Megatron-Core's dataclass default).
+// recompute_modules (with recompute: selective; Megatron-Core's --recompute-modules, default
+// [core_attn]): core_attn, the attention core (Korthikanti et al.'s selective recomputation);
+// layernorm, the two norms before attention and MLP; mla_up_proj, MLA's query and key/value
+// up-projections and RoPE (DeepSeek-V3 report section 3.2.3 recomputes these and the norms);
+// moe_act, the routed experts' activation function; mlp, the dense MLP; moe, the whole MoE
+// layer's routed part (router, dispatch, experts, combine); shared_experts, the shared experts.
+// layernorm, mla_up_proj and moe_act discard their outputs (Megatron's output-discarding
+// checkpoints); mlp, moe and shared_experts keep only their input. Each costs its forward again
+// in the backward pass.
+// optimizer_moments: the dtype of Adam's two moments next to the fp32 master weights: fp32 (12 B
+// of optimizer state per parameter, the frameworks' default) or bf16 (8 B; DeepSeek-V3 report
+// section 3.3.3, Megatron-Core's --exp-avg-dtype/--exp-avg-sq-dtype bf16).
 // p2p_scatter_gather: Megatron-LM's scatter_gather_tensors_in_pipeline (Narayanan et al. 2021,
 // section 4.1; on by default in Megatron-LM before Megatron-Core's p2p module of 2023) and
 // DeepSpeed's pipeline engine with tensor parallelism (its partitioned activations and
@@ -129,6 +143,16 @@ enum class CpComm { P2P, AllGather };
 enum class EpDispatch { AllToAll, DeepEP };
 enum class FsdpImpl { Fsdp2, Fsdp1, Megatron };
 enum class Fp8Recipe { Delayed, Current, Mxfp8 };
+// Bits of ParallelPlan::recompute_modules (and of the forward ops each module covers).
+enum RecomputeModule : unsigned {
+  kRecomputeCoreAttn = 1u << 0,
+  kRecomputeLayernorm = 1u << 1,
+  kRecomputeMlaUpProj = 1u << 2,
+  kRecomputeMoeAct = 1u << 3,
+  kRecomputeMlp = 1u << 4,
+  kRecomputeMoe = 1u << 5,
+  kRecomputeSharedExperts = 1u << 6,
+};
 
 const char* precision_name(Precision p);
 const char* recompute_name(Recompute r);
@@ -141,6 +165,8 @@ struct ParallelPlan {
   int global_batch = 1;
   Recompute recompute = Recompute::None;
   int recompute_layers = 0;  // full: layers recomputed per model chunk (0 = all)
+  unsigned recompute_modules = kRecomputeCoreAttn;  // selective: RecomputeModule bits
+  bool recomputes(unsigned modules) const { return recompute == Recompute::Selective && (recompute_modules & modules); }
   int zero = 0;
   Precision precision = Precision::BF16;
   Schedule schedule = Schedule::OneFOneB;
@@ -156,6 +182,7 @@ struct ParallelPlan {
   EpDispatch ep_dispatch = EpDispatch::AllToAll;
   FsdpImpl fsdp_impl = FsdpImpl::Fsdp2;  // zero 3: whose FSDP (their element-wise passes differ)
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  // fp8: Transformer Engine's quantisation recipe
+  bool bf16_optimizer_moments = false;         // optimizer_moments: bf16
   int shard_size = 0;  // ZeRO/FSDP shard group size over the dp*cp ranks; 0 = all of them
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;
@@ -166,6 +193,8 @@ struct ParallelPlan {
   // The compute dtype's bytes (q in fsdp_impl above): 16-bit, or 4 for fp32/tf32 training.
   double param_bytes_per_param() const { return precision == Precision::FP32 || precision == Precision::TF32 ? 4.0 : 2.0; }
   double grad_bytes_per_param() const { return grad_reduce_fp32 ? 4.0 : param_bytes_per_param(); }
+  // Optimizer state per parameter: fp32 master weights and Adam's two moments.
+  double optimizer_bytes_per_param() const { return 4.0 + 2.0 * (bf16_optimizer_moments ? 2.0 : 4.0); }
   int num_micro_batches() const { return global_batch / (micro_batch * dp); }
   // Bytes per parameter FSDP's element-wise passes move: over the unsharded gradient before each
   // reduce-scatter, and over the gathered parameters after each all-gather (fsdp_impl above).

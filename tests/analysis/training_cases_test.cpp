@@ -380,6 +380,21 @@ TEST(TrainingCasePolicy, TorchtitanPipelinesTakeItsMicroBatchAndStageDefaults) {
   EXPECT_EQ(plan("Megatron-LM", false).first, 1);  // the global default elsewhere
 }
 
+TEST(TrainingCasePolicy, SelectiveRecomputationOfTheModulesTheNotesName) {
+  const auto modules = [](const std::string& recompute, const std::string& notes) {
+    YAML::Node c = training_case("H100-SXM5-80GB", "");
+    c["parallelism"]["recompute"] = recompute;
+    const YAML::Node pl = built_with_notes(c, notes)["parallelism"];
+    std::string out;
+    for (const auto& n : pl["recompute_modules"]) out += n.as<std::string>() + " ";
+    return out;
+  };
+  EXPECT_EQ(modules("selective", "recompute: RMSNorm and MLA up-projection recomputed. precision: FP8"),
+            "layernorm mla_up_proj ");
+  EXPECT_EQ(modules("selective", "Megatron-LM"), "");  // Megatron-Core's default (the core attention)
+  EXPECT_EQ(modules("full", "recompute: RMSNorm recomputed."), "");
+}
+
 TEST(TrainingCasePolicy, MoeLayerPatternsInTheirPublishedForms) {
   const auto moe_of = [](const std::string& freq) {
     YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");

@@ -195,3 +195,56 @@ TEST(Memory, BlockRecomputationOfTheFirstLayersOfEachChunk) {
 
 }  // namespace
 }  // namespace stacksim::workload
+
+namespace stacksim::workload {
+namespace {
+
+ModelConfig deepseek_v3() {
+  ModelConfig m = parse_hf_config(std::string(STACKSIM_TEST_DATA_DIR) + "/hf/deepseek-v3.json");
+  m.seq_len = 4096;
+  m.attention = AttentionImpl::Flash;
+  return m;
+}
+
+TEST(Memory, RecomputeModulesDropWhatTheyRecompute) {
+  // One MoE layer (layer 3) of DeepSeek-V3, one sequence of 4,096 tokens, no tensor parallelism:
+  // each module's selective recomputation drops the bytes it would have stored.
+  const ModelConfig m = deepseek_v3();
+  ASSERT_TRUE(m.is_mla() && m.is_moe_layer(3));
+  ParallelPlan p = plan(1, false, Recompute::Selective);
+  const double sb = 4096, h = m.hidden, base = activation_bytes_per_layer(m, p, 3);
+  const auto without = [&](unsigned modules) {
+    ParallelPlan q = p;
+    q.recompute_modules = modules;
+    return base - activation_bytes_per_layer(m, q, 3);
+  };
+  const double q = m.q_width(), k = m.kv_width(), v = double(m.kv_heads) * m.v_head_dim();
+  EXPECT_NEAR(without(kRecomputeMlaUpProj), 2 * sb * (q + k + v), 1.0);  // Q, K (RoPE'd), V
+  EXPECT_NEAR(without(kRecomputeLayernorm), 4 * sb * h, 1.0);            // two 16-bit norm outputs
+  const double routed = sb * m.moe.top_k * m.moe.load_factor(), ffn = m.moe.expert_ffn_hidden;
+  EXPECT_NEAR(without(kRecomputeMoeAct), 2 * routed * ffn, 1.0);         // the experts' activation outputs
+  // The whole routed part: the dispatched tokens, fc1 outputs (gate + up) and activation outputs.
+  EXPECT_NEAR(without(kRecomputeMoe), 2 * routed * h + 6 * routed * ffn, 1.0);
+  EXPECT_NEAR(without(kRecomputeSharedExperts), 6 * sb * m.moe.shared_experts * ffn, 1.0);
+  EXPECT_NEAR(without(kRecomputeMlp), 0.0, 1.0);  // no dense MLP in an MoE layer
+  // Under FP8 the dispatched tokens are kept as their 1-byte copies (Transformer Engine's grouped
+  // linear saves its quantised input).
+  ParallelPlan f8 = p;
+  f8.precision = Precision::FP8;
+  ParallelPlan f8_moe = f8;
+  f8_moe.recompute_modules = kRecomputeMoe;
+  EXPECT_NEAR(activation_bytes_per_layer(m, f8, 3) - activation_bytes_per_layer(m, f8_moe, 3),
+              routed * h + 5 * routed * ffn, 1.0);
+}
+
+TEST(Memory, Bf16OptimizerMomentsKeepEightBytesPerParameter) {
+  ModelConfig m = gpt3();
+  m.layers = 4;
+  ParallelPlan p = plan(1, false, Recompute::None);
+  const double fp32 = memory_per_gpu(m, p).optimizer_bytes;
+  p.bf16_optimizer_moments = true;
+  EXPECT_DOUBLE_EQ(memory_per_gpu(m, p).optimizer_bytes, fp32 * 8.0 / 12.0);
+}
+
+}  // namespace
+}  // namespace stacksim::workload

@@ -253,6 +253,33 @@ TEST(LayerOps, Recomputation) {
   EXPECT_FALSE(sel[1].recompute);
 }
 
+TEST(LayerOps, SelectiveRecomputationReRunsTheNamedModules) {
+  // DeepSeek-V3's set (its report, section 3.2.3, and Megatron-Core's recompute_modules): the
+  // norms, the MLA up-projections with RoPE and the experts' activation, re-run before the
+  // backward, and not the attention core.
+  ModelConfig m = parse_hf_config(std::string(STACKSIM_TEST_DATA_DIR) + "/hf/deepseek-v3.json");
+  m.seq_len = 4096;
+  m.attention = AttentionImpl::Flash;
+  ParallelPlan p = plan();
+  p.recompute = Recompute::Selective;
+  p.recompute_modules = kRecomputeLayernorm | kRecomputeMlaUpProj | kRecomputeMoeAct;
+  std::vector<std::string> recomputed;
+  for (const Op& o : layer_backward_ops(m, p, 3))
+    if (o.recompute) recomputed.push_back(o.name);
+  const std::vector<std::string> expected{"recompute input norm",       "recompute q up projection",
+                                          "recompute kv up projection", "recompute rotary embedding",
+                                          "recompute post-attention norm", "recompute expert swiglu"};
+  EXPECT_EQ(recomputed, expected);
+  // The whole MoE layer: its dispatch and combine all-to-alls are re-run too.
+  p.ep = 8;
+  p.dp = 8;
+  p.recompute_modules = kRecomputeMoe;
+  int all_to_alls = 0;
+  for (const Op& o : layer_backward_ops(m, p, 3))
+    all_to_alls += o.recompute && o.kind == OpKind::Comm && o.comm == CommKind::AllToAll;
+  EXPECT_EQ(all_to_alls, 2);
+}
+
 TEST(LayerOps, ContextParallelRingAttention) {
   const ModelConfig m = gpt();
   ParallelPlan p = plan(2);

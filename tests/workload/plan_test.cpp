@@ -269,3 +269,35 @@ TEST(Plan, RecomputeLayersRules) {
 
 }  // namespace
 }  // namespace stacksim::workload
+
+namespace stacksim::workload {
+namespace {
+
+TEST(Plan, RecomputeModulesAndOptimizerMoments) {
+  const auto parse = [](std::string yaml) {  // a flow map; global_batch added
+    yaml.insert(1, yaml == "{}" ? "global_batch: 8" : "global_batch: 8, ");
+    return parse_plan(config::Node::load_string("parallelism: " + yaml + "\n", "p")["parallelism"]);
+  };
+  const auto refused = [&](const std::string& yaml, const std::string& part) {
+    try {
+      parse(yaml);
+    } catch (const config::InputError& e) {
+      return std::string(e.what()).find(part) != std::string::npos;
+    }
+    return false;
+  };
+  EXPECT_EQ(parse("{recompute: selective}").recompute_modules, unsigned(kRecomputeCoreAttn));  // Megatron's default
+  const ParallelPlan p = parse("{recompute: selective, recompute_modules: [layernorm, mla_up_proj, moe_act]}");
+  EXPECT_EQ(p.recompute_modules, unsigned(kRecomputeLayernorm | kRecomputeMlaUpProj | kRecomputeMoeAct));
+  EXPECT_TRUE(p.recomputes(kRecomputeMlaUpProj));
+  EXPECT_FALSE(p.recomputes(kRecomputeCoreAttn));
+  EXPECT_TRUE(refused("{recompute: full, recompute_modules: [mlp]}", "selective only"));
+  EXPECT_TRUE(refused("{recompute: selective, recompute_modules: [attention]}", "unknown module 'attention'"));
+  EXPECT_TRUE(refused("{recompute: selective, recompute_modules: []}", "non-empty list"));
+  EXPECT_DOUBLE_EQ(parse("{}").optimizer_bytes_per_param(), 12.0);
+  EXPECT_DOUBLE_EQ(parse("{optimizer_moments: bf16}").optimizer_bytes_per_param(), 8.0);
+  EXPECT_TRUE(refused("{optimizer_moments: fp16}", "unknown optimizer moment dtype"));
+}
+
+}  // namespace
+}  // namespace stacksim::workload
