@@ -156,12 +156,13 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
   t.failures = parse_failures(top["failures"], t.checkpoint);
   t.prices = parse_prices(top["prices"]);
   // recompute: auto is resolved at run time (the least recomputation that fits in memory). The
-  // tree is edited in place so that every other key keeps its line for error messages.
+  // tree is edited in place so that every other key keeps its line for error messages; it parses
+  // as selective, whose recompute_modules (if any) are the ones auto tries.
   YAML::Node plan_yaml = root["parallelism"];
   if (plan_yaml.IsMap() && plan_yaml["recompute"] && plan_yaml["recompute"].IsScalar() &&
       plan_yaml["recompute"].as<std::string>() == "auto") {
     t.recompute_auto = true;
-    plan_yaml["recompute"] = "none";
+    plan_yaml["recompute"] = "selective";
   }
   const config::Node plan_node(plan_yaml, origin, "parallelism");
   t.plan = workload::parse_plan(plan_node);
