@@ -104,3 +104,13 @@ TEST(PlanSearch, LayersThatDoNotDivideGetAnUnevenLayoutThatReplacesTheScenarios)
   EXPECT_TRUE(counted);
   EXPECT_TRUE(flat);
 }
+
+TEST(PlanSearch, RecomputeAutoKeepsTheScenariosRecomputeModules) {
+  // recompute: auto parses as selective, so the plan's recompute_modules are what auto's selective
+  // step tries (they were refused as "selective only" before), and the search can run on it.
+  const std::string path = write_job("plan_modules.yaml", 8, "", ", recompute_modules: [layernorm]");
+  const Scenario s = load_scenario(path, {"parallelism.recompute=auto"});
+  EXPECT_TRUE(s.training.recompute_auto);
+  EXPECT_EQ(s.training.plan.recompute_modules, unsigned(stacksim::workload::kRecomputeLayernorm));
+  EXPECT_FALSE(search_plans(path, {}, 1).empty());
+}
