@@ -2,9 +2,13 @@
 // job that uses that GPU). Physical figures come from /work/shared/hardware/specs.yaml (each file's
 // `sources` names the ids, or says where a value is an assumption). The `calibration:` section holds
 // achievable fractions MEASURED on real machines, never fitted to one validation case:
-//   gemm_max_efficiency  MAMF best-shape GEMM TFLOP/s over the dense peak, per dtype
-//                        (specs.yaml measured_anchors.gemm_mamf_tflops); unmeasured dtypes and GPUs
-//                        take their architecture sibling's value, which the file says.
+//   gemm_max_efficiency  per dtype, the fraction of the dense peak at which the GEMM model
+//                        reproduces a sustained cuBLASLt sweep's plateau (the mean of Azure's three
+//                        largest shapes) where one was measured, else MAMF's best-shape TFLOP/s over
+//                        the peak (specs.yaml measured_anchors.gemm_mamf_tflops); `stacksim
+//                        calibrate` fits it from the probe's sweep the same way (>= 4 waves).
+//                        Unmeasured dtypes and GPUs take their architecture sibling's value, which
+//                        the file says.
 //   hbm_efficiency       STREAM (mean of copy/mul/add/triad/dot) over the HBM peak.
 //   kernel_overhead      per-kernel floor, from the kernel_launch anchors (raw launch ~3 us).
 //   attention_efficiency fused (flash-style) attention FLOP rate over the 16-bit peak.
