@@ -87,7 +87,8 @@ TEST(Cli, TraceSlicesOnOneTrackNestOrFollowEachOther) {
   // (the backward on a track of its own), pipeline receives have their own track.
   const std::string s = write("tracks.yaml", kTraining);
   for (const std::vector<std::string>& sets : {std::vector<std::string>{},
-                                               {"--set", "parallelism.schedule=dualpipe", "--set", "parallelism.global_batch=32"}}) {
+                                               {"--set", "parallelism.schedule=dualpipe", "--set", "parallelism.global_batch=32"},
+                                               {"--set", "parallelism.p2p_scatter_gather=true"}}) {
     const std::string trace = test_tmp("tracks.trace.json");
     std::vector<std::string> args{s, "--trace", trace};
     args.insert(args.end(), sets.begin(), sets.end());
@@ -106,7 +107,7 @@ TEST(Cli, TraceSlicesOnOneTrackNestOrFollowEachOther) {
         const bool follows = list[i].first >= list[i - 1].second - 1e-3;
         const bool nested = list[i].second <= list[i - 1].second + 1e-3;
         EXPECT_TRUE(follows || nested) << "track " << track.first << "/" << track.second << " at " << list[i].first
-                                       << (sets.empty() ? " (1F1B)" : " (DualPipe)");
+                                       << (sets.empty() ? " (1F1B)" : " (" + sets[1] + ")");
       }
     }
   }
