@@ -697,7 +697,9 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
             {"norm", "layernorm"}, {"up-projection", "mla_up_proj"}, {"swiglu", "moe_act"}, {"core attention", "core_attn"}};
         std::string listed;
         for (const auto& [phrase, module] : names)
-          if (said.find(phrase) != std::string::npos) {
+          if (said.find(phrase) != std::string::npos &&
+              (std::string(module) != "mla_up_proj" || has(mo, "mla")) &&  // only modules the model has
+              (std::string(module) != "moe_act" || has(mo, "moe"))) {
             modules.push_back(module);
             listed += std::string(listed.empty() ? "" : ", ") + module;
           }

@@ -201,6 +201,16 @@ ParallelPlan parse_plan(const config::Node& n) {
 }
 
 void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const config::Node& n) {
+  // Modules the model does not have (Megatron-Core refuses these too).
+  if (p.recompute == Recompute::Selective) {
+    if ((p.recompute_modules & kRecomputeMlaUpProj) && !m.is_mla())
+      n.fail("recompute_modules", "mla_up_proj needs multi-latent attention (model.mla), which this model does not have",
+             "remove mla_up_proj");
+    if ((p.recompute_modules & (kRecomputeMoe | kRecomputeMoeAct)) && !m.is_moe())
+      n.fail("recompute_modules", "moe and moe_act need an MoE model (model.moe)", "remove them, or use mlp");
+    if ((p.recompute_modules & kRecomputeSharedExperts) && m.moe.shared_experts <= 0)
+      n.fail("recompute_modules", "shared_experts needs shared experts (model.moe.shared_experts)", "remove shared_experts");
+  }
   // In 64-bit: absurd sizes must produce a message, not an overflow.
   const long long product = 1LL * p.tp * p.pp * p.dp * p.cp;
   if (product != num_gpus) {

@@ -389,8 +389,9 @@ TEST(TrainingCasePolicy, SelectiveRecomputationOfTheModulesTheNotesName) {
     for (const auto& n : pl["recompute_modules"]) out += n.as<std::string>() + " ";
     return out;
   };
-  EXPECT_EQ(modules("selective", "recompute: RMSNorm and MLA up-projection recomputed. precision: FP8"),
-            "layernorm mla_up_proj ");
+  // A dense MHA model has no MLA up-projection and no experts: only the norms are taken.
+  EXPECT_EQ(modules("selective", "recompute: RMSNorm and MLA up-projection recomputed. precision: FP8"), "layernorm ");
+  EXPECT_EQ(modules("selective", "recompute: core attention and SwiGLU output recomputed."), "core_attn ");
   EXPECT_EQ(modules("selective", "Megatron-LM"), "");  // Megatron-Core's default (the core attention)
   EXPECT_EQ(modules("full", "recompute: RMSNorm recomputed."), "");
 }

@@ -301,3 +301,18 @@ TEST(Plan, RecomputeModulesAndOptimizerMoments) {
 
 }  // namespace
 }  // namespace stacksim::workload
+
+namespace stacksim::workload {
+namespace {
+
+TEST(Plan, RecomputeModulesTheModelDoesNotHaveAreRefused) {
+  const ModelConfig dense = gpt(32, 32, 32);  // no MLA, no MoE
+  const std::string base = "{tp: 1, dp: 8, global_batch: 8, recompute: selective, recompute_modules: ";
+  EXPECT_TRUE(has(check(dense, base + "[mla_up_proj]}", 8), "mla_up_proj needs multi-latent attention"));
+  EXPECT_TRUE(has(check(dense, base + "[moe_act]}", 8), "need an MoE model"));
+  EXPECT_TRUE(has(check(dense, base + "[shared_experts]}", 8), "needs shared experts"));
+  EXPECT_EQ(check(dense, base + "[layernorm, mlp]}", 8), "");
+}
+
+}  // namespace
+}  // namespace stacksim::workload
