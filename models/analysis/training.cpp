@@ -81,6 +81,8 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
     }
   }
   r.recompute = workload::recompute_name(plan.recompute);
+  if (plan.recompute == workload::Recompute::Selective && plan.recompute_modules != workload::kRecomputeCoreAttn)
+    r.recompute += " (" + workload::recompute_modules_name(plan.recompute_modules) + ")";
   if (plan.recompute == workload::Recompute::Full && plan.recompute_layers > 0)
     r.recompute += " (" + std::to_string(plan.recompute_layers) +
                    (plan.recompute_layers == 1 ? " layer" : " layers") + " per model chunk)";

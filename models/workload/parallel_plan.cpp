@@ -53,6 +53,20 @@ const char* recompute_name(Recompute r) {
   return "none";
 }
 
+namespace {
+constexpr std::pair<const char*, unsigned> kRecomputeModuleNames[] = {
+    {"core_attn", kRecomputeCoreAttn}, {"layernorm", kRecomputeLayernorm}, {"mla_up_proj", kRecomputeMlaUpProj},
+    {"moe_act", kRecomputeMoeAct},     {"mlp", kRecomputeMlp},             {"moe", kRecomputeMoe},
+    {"shared_experts", kRecomputeSharedExperts}};
+}  // namespace
+
+std::string recompute_modules_name(unsigned modules) {
+  std::string out;
+  for (const auto& [name, bit] : kRecomputeModuleNames)
+    if (modules & bit) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
 ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
@@ -94,15 +108,11 @@ ParallelPlan parse_plan(const config::Node& n) {
     if (p.recompute != Recompute::Selective)
       n.fail("recompute_modules", "applies to recompute: selective only (recompute is " + rc + ")",
              "set recompute: selective, or remove recompute_modules");
-    const std::pair<const char*, unsigned> names[] = {
-        {"core_attn", kRecomputeCoreAttn}, {"layernorm", kRecomputeLayernorm}, {"mla_up_proj", kRecomputeMlaUpProj},
-        {"moe_act", kRecomputeMoeAct},     {"mlp", kRecomputeMlp},             {"moe", kRecomputeMoe},
-        {"shared_experts", kRecomputeSharedExperts}};
     p.recompute_modules = 0;
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string name = list.at(i).as_string();
       unsigned bit = 0;
-      for (const auto& [nm, b] : names)
+      for (const auto& [nm, b] : kRecomputeModuleNames)
         if (name == nm) bit = b;
       if (!bit) n.fail("recompute_modules", "unknown module '" + name + "'", fix);
       p.recompute_modules |= bit;

@@ -128,6 +128,7 @@
 // products; SwiGLU as SiLU then a multiply. Each step reads and writes HBM (ops.cpp). LayerNorm and
 // GELU are single PyTorch kernels either way.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "config/yaml.hpp"
@@ -156,6 +157,8 @@ enum RecomputeModule : unsigned {
 
 const char* precision_name(Precision p);
 const char* recompute_name(Recompute r);
+// The module names of RecomputeModule bits, comma-separated in their declaration order.
+std::string recompute_modules_name(unsigned modules);
 
 struct ParallelPlan {
   int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, vp = 1;

@@ -113,4 +113,7 @@ TEST(PlanSearch, RecomputeAutoKeepsTheScenariosRecomputeModules) {
   EXPECT_TRUE(s.training.recompute_auto);
   EXPECT_EQ(s.training.plan.recompute_modules, unsigned(stacksim::workload::kRecomputeLayernorm));
   EXPECT_FALSE(search_plans(path, {}, 1).empty());
+  // A selective run names its modules where they are not the default core attention.
+  const Scenario selective = load_scenario(path, {"parallelism.recompute=selective"});
+  EXPECT_EQ(simulate_training(selective.training, RunOptions::step_only()).recompute, "selective (layernorm)");
 }
