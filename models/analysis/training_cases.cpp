@@ -654,6 +654,11 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   if (cp > 1 && std::regex_search(case_notes, cp_all_gather)) {
     pl["cp_comm"] = "all_gather";
     defaults.push_back("parallelism.cp_comm: all_gather (the notes: all-gather-based context parallelism)");
+  } else if (cp > 1 && case_notes.find("torchtitan") != std::string::npos) {
+    // torchtitan's context parallelism (PyTorch's context_parallel) all-gathers the K/V shards
+    // unless told otherwise (its context_parallel_rotate_method default, "allgather").
+    pl["cp_comm"] = "all_gather";
+    defaults.push_back("parallelism.cp_comm: all_gather (torchtitan's default rotate method)");
   }
   // DeepEP named in the notes (Megatron-Core's flex dispatcher), or node-limited routing ("routed
   // to at most N nodes": DeepSeek-V3's dispatch, section 3.2.2, sends a token to each of its nodes

@@ -664,6 +664,9 @@ TEST(TrainingCasePolicy, AllGatherContextParallelismIsReadFromTheNotesAndCostsMo
   const YAML::Node ring = built_with_notes(c, "");
   EXPECT_FALSE(ring["parallelism"]["cp_comm"]);
   const YAML::Node gathered = built_with_notes(c, "Context parallelism is all-gather based (Section 3.3.2).");
+  // torchtitan's default rotate method gathers too.
+  EXPECT_EQ(built_with_notes(c, "torchtitan, rotate method not stated")["parallelism"]["cp_comm"].as<std::string>(),
+            "all_gather");
   ASSERT_TRUE(gathered["parallelism"]["cp_comm"]);
   EXPECT_EQ(gathered["parallelism"]["cp_comm"].as<std::string>(), "all_gather");
   const double t_ring = simulate_training(scenario_from_yaml(ring, "ring").training, {}).step_time_s;
