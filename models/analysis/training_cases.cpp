@@ -509,19 +509,21 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     defaults.push_back("parallelism.p2p_scatter_gather: true (Volta/Ampere-era Megatron-LM and DeepSpeed pipelines send "
                        "1/tp of the hidden states per rank and all-gather them over NVLink)");
   }
+  const std::string case_notes = notes_of(c);
+  const bool torchtitan = case_notes.find("torchtitan") != std::string::npos;
   // torchtitan's pipeline defaults (build_pipeline_schedule, generate_split_points): a looped
   // schedule (Interleaved 1F1B) runs 2 stages per rank, a single-stage one 1, and the local batch
   // is split into one micro-batch per stage in total (pp x stages per rank).
-  const bool torchtitan = notes_of(c).find("torchtitan") != std::string::npos && pp > 1;
+  const bool torchtitan_pipeline = torchtitan && pp > 1;
   int torchtitan_vp = 0;
-  if (torchtitan && !has(p, "vp")) {
-    torchtitan_vp = lowercase(notes_of(c)).find("interleaved") != std::string::npos ? 2 : 1;
+  if (torchtitan_pipeline && !has(p, "vp")) {
+    torchtitan_vp = lowercase(case_notes).find("interleaved") != std::string::npos ? 2 : 1;
     defaults.push_back("parallelism.vp: " + std::to_string(torchtitan_vp) +
                        " (torchtitan's stages per rank for the schedule the notes name)");
   }
   if (has(p, "micro_batch")) {
     pl["micro_batch"] = positive<int>(p, "micro_batch");
-  } else if (torchtitan && has(p, "global_batch")) {
+  } else if (torchtitan_pipeline && has(p, "global_batch")) {
     const int vp = has(p, "vp") ? positive<int>(p, "vp") : torchtitan_vp;
     const int local = positive<int>(p, "global_batch") / dp, micro_batches = pp * vp;
     if (local % micro_batches != 0 || local < micro_batches)
@@ -557,7 +559,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     throw std::runtime_error("parallelism.global_batch is null");
   }
   // DeepSeek's DualPipe, named in the notes: its own two chunks per rank, no interleaving.
-  const bool dualpipe = notes_of(c).find("DualPipe") != std::string::npos;
+  const bool dualpipe = case_notes.find("DualPipe") != std::string::npos;
   if (dualpipe) {
     pl["schedule"] = "dualpipe";
     defaults.push_back("parallelism.schedule: dualpipe (the notes name DualPipe)");
@@ -587,7 +589,6 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   }
   // Gradient precision on the wire, where the notes state it: PyTorch FSDP's mixed-precision
   // modes as Composer/llm-foundry name them (DEFAULT and FULL reduce in fp32, PURE in 16 bit).
-  const std::string case_notes = notes_of(c);
   for (const char* mode : {"DEFAULT", "FULL", "PURE"})
     if (case_notes.find(std::string("mixed-precision mode: ") + mode) != std::string::npos) {
       pl["grad_reduce_fp32"] = std::string(mode) != "PURE";
@@ -654,7 +655,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   if (cp > 1 && std::regex_search(case_notes, cp_all_gather)) {
     pl["cp_comm"] = "all_gather";
     defaults.push_back("parallelism.cp_comm: all_gather (the notes: all-gather-based context parallelism)");
-  } else if (cp > 1 && case_notes.find("torchtitan") != std::string::npos) {
+  } else if (cp > 1 && torchtitan) {
     // torchtitan's context parallelism (PyTorch's context_parallel) all-gathers the K/V shards
     // unless told otherwise (its context_parallel_rotate_method default, "allgather").
     pl["cp_comm"] = "all_gather";
@@ -698,13 +699,18 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
       if (at != std::string::npos) {
         const std::string said = notes.substr(at, notes.find('.', at) - at);
         YAML::Node modules;
-        const std::pair<const char*, const char*> names[] = {
-            {"norm", "layernorm"}, {"up-projection", "mla_up_proj"}, {"swiglu", "moe_act"}, {"core attention", "core_attn"}};
+        struct Named {
+          const char* phrase;
+          const char* module;
+          bool model_has;  // only modules the model has (check_plan refuses the others)
+        };
+        const Named names[] = {{"norm", "layernorm", true},
+                               {"up-projection", "mla_up_proj", has(mo, "mla")},
+                               {"swiglu", "moe_act", has(mo, "moe")},
+                               {"core attention", "core_attn", true}};
         std::string listed;
-        for (const auto& [phrase, module] : names)
-          if (said.find(phrase) != std::string::npos &&
-              (std::string(module) != "mla_up_proj" || has(mo, "mla")) &&  // only modules the model has
-              (std::string(module) != "moe_act" || has(mo, "moe"))) {
+        for (const auto& [phrase, module, model_has] : names)
+          if (model_has && said.find(phrase) != std::string::npos) {
             modules.push_back(module);
             listed += std::string(listed.empty() ? "" : ", ") + module;
           }

@@ -13,9 +13,8 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelPlan& p, i
   const Recompute rc = layer_recompute(m, p, layer);
   if (rc == Recompute::Full) return 2.0 * sb * h / sp_split;
   const bool fp8 = p.precision == Precision::FP8, moe = m.is_moe_layer(layer);
-  // Selective recomputation of a module drops what it would have stored (only the plan's modules;
-  // full and none above and below).
-  const auto recomputed = [&](unsigned module) { return rc == Recompute::Selective && p.recomputes(module); };
+  // Selective recomputation of a module drops what it would have stored (full returned above).
+  const auto recomputed = [&](unsigned module) { return p.recomputes(module); };
 
   // Korthikanti et al.'s 34 sbh bytes per layer, by where they live. `replicated` (split by tp only
   // with sequence parallelism): the two norms' inputs (4 sbh), their outputs feeding QKV and the
@@ -62,7 +61,7 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelPlan& p, i
     }
   }
   double scores = 0;
-  if (m.attention == AttentionImpl::Unfused && (rc == Recompute::None || !recomputed(kRecomputeCoreAttn)))
+  if (m.attention == AttentionImpl::Unfused && !recomputed(kRecomputeCoreAttn))
     scores = 5.0 * m.heads * s * m.seq_len * b;
   return replicated / sp_split + split / t + scores / t + unsplit;
 }
