@@ -49,6 +49,10 @@ TEST(Checkpoint, DefaultBytesAreWeightsAndOptimizerStateOnce) {
   const double params = r.memory.weights_bytes / 2;  // tp = pp = 1, zero 1: every GPU holds all weights
   const double per_gpu_bytes = 14 * params / 16;
   EXPECT_NEAR(r.checkpoint_s, per_gpu_bytes / (kPcie_Bps / 2) + kGpusPerNode * per_gpu_bytes / 0.5e9, 1e-6);
+  // BF16 Adam moments: 8 B of optimizer state per parameter, 10 B written with the weights.
+  const TrainingResult bf16 = run({"checkpoint.every_steps=1", "parallelism.optimizer_moments=bf16"});
+  const double bf16_bytes = 10 * params / 16;
+  EXPECT_NEAR(bf16.checkpoint_s, bf16_bytes / (kPcie_Bps / 2) + kGpusPerNode * bf16_bytes / 0.5e9, 1e-6);
 }
 
 TEST(Checkpoint, AggregateBandwidthIsSharedByTheNodes) {
