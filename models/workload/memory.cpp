@@ -51,7 +51,10 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelPlan& p, i
       split += per_ffn_element * sb * m.moe.shared_experts * m.moe.expert_ffn_hidden;
     if (!recomputed(kRecomputeMoe)) {
       const double routed = sb * m.moe.top_k * m.moe.load_factor();
-      const double routed_ffn_element = per_ffn_element - (recomputed(kRecomputeMoeAct) ? fc2_input_bytes : 0.0);
+      // fp8_swiglu_cache: the SwiGLU input's two elements at 1 byte each (DeepSeek-V3).
+      const double swiglu_cache_saving = p.fp8_swiglu_cache ? 2.0 : 0.0;
+      const double routed_ffn_element =
+          per_ffn_element - swiglu_cache_saving - (recomputed(kRecomputeMoeAct) ? fc2_input_bytes : 0.0);
       if (p.experts_folded()) {  // whole experts on this rank's own sequence-parallel tokens
         unsplit += (fp8 ? 1.0 : 2.0) * routed / sp_split * h + routed_ffn_element * routed / sp_split * m.moe.expert_ffn_hidden;
       } else {  // experts split over tp see the routed tokens of all tp ranks

@@ -71,7 +71,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "recompute_modules", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "kernels", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "shard_size", "dp_bucket_size",
+                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "kernels", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "fp8_swiglu_cache", "shard_size", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers", "stage_layers"});
   ParallelPlan p;
   auto positive_int = [&](const char* key, int fallback) {
@@ -184,6 +184,10 @@ ParallelPlan parse_plan(const config::Node& n) {
       "tensor's own amax) or mxfp8 (per-32-value scales, Blackwell)");
   p.bf16_optimizer_moments = choose<bool>(n, "optimizer_moments", "fp32", {{"fp32", false}, {"bf16", true}},
                                           "optimizer moment dtype", "use fp32 (the default) or bf16");
+  p.fp8_swiglu_cache = n.bool_or("fp8_swiglu_cache", false);
+  if (p.fp8_swiglu_cache && p.precision != Precision::FP8)
+    n.fail("fp8_swiglu_cache", "needs FP8 training (precision is " + std::string(precision_name(p.precision)) + ")",
+           "set precision: fp8, or remove fp8_swiglu_cache");
   p.shard_size = n.has("shard_size") ? positive_int("shard_size", 0) : 0;
   p.dp_bucket_bytes = 2.0 * std::max(40e6, 1e6 * p.dp);
   if (n.has("dp_bucket_size"))
@@ -221,6 +225,9 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
     if ((p.recompute_modules & kRecomputeSharedExperts) && m.moe.shared_experts <= 0)
       n.fail("recompute_modules", "shared_experts needs shared experts (model.moe.shared_experts)", "remove shared_experts");
   }
+  if (p.fp8_swiglu_cache && !(m.is_moe() && m.mlp == Mlp::SwiGlu))
+    n.fail("fp8_swiglu_cache", "needs an MoE model with a SwiGLU MLP (the routed experts' SwiGLU inputs)",
+           "remove fp8_swiglu_cache");
   // In 64-bit: absurd sizes must produce a message, not an overflow.
   const long long product = 1LL * p.tp * p.pp * p.dp * p.cp;
   if (product != num_gpus) {

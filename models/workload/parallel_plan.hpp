@@ -26,6 +26,7 @@
 //     precision: bf16        # fp32 | tf32 | fp16 | bf16 | fp8 (FP8 GEMMs, 16-bit elsewhere)
 //     fp8_recipe: delayed    # fp8: delayed | current | mxfp8: how tensors are quantised (below)
 //     optimizer_moments: fp32  # fp32 | bf16: Adam's first and second moments (below)
+//     fp8_swiglu_cache: false  # fp8 MoE: the experts' SwiGLU inputs kept in FP8 (below)
 //     schedule: 1f1b         # 1f1b | gpipe | interleaved (= 1f1b with vp > 1) | dualpipe (below)
 //     dp_bucket_size: 80 MB  # gradient bucket (default below)
 //     overlap_grad_reduce: true      # bucketed DP reduction overlapped with backward
@@ -86,6 +87,11 @@
 // optimizer_moments: the dtype of Adam's two moments next to the fp32 master weights: fp32 (12 B
 // of optimizer state per parameter, the frameworks' default) or bf16 (8 B; DeepSeek-V3 report
 // section 3.3.3, Megatron-Core's --exp-avg-dtype/--exp-avg-sq-dtype bf16).
+// fp8_swiglu_cache: DeepSeek-V3's low-precision activation storage (report section 3.3.3, "Low-
+// Precision Storage and Communication"): the routed experts cache their SwiGLU inputs (the fc1
+// outputs, two ffn-wide halves) in FP8 with fine-grained scales, 1 byte an element instead of
+// 2. Memory only (the quantisation is fused into fc1's epilogue there). Needs precision fp8 and
+// an MoE model with a SwiGLU MLP; default false (Transformer Engine keeps them in 16 bit).
 // p2p_scatter_gather: Megatron-LM's scatter_gather_tensors_in_pipeline (Narayanan et al. 2021,
 // section 4.1; on by default in Megatron-LM before Megatron-Core's p2p module of 2023) and
 // DeepSpeed's pipeline engine with tensor parallelism (its partitioned activations and
@@ -186,6 +192,7 @@ struct ParallelPlan {
   FsdpImpl fsdp_impl = FsdpImpl::Fsdp2;  // zero 3: whose FSDP (their element-wise passes differ)
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  // fp8: Transformer Engine's quantisation recipe
   bool bf16_optimizer_moments = false;         // optimizer_moments: bf16
+  bool fp8_swiglu_cache = false;               // MoE SwiGLU inputs stored in FP8
   int shard_size = 0;  // ZeRO/FSDP shard group size over the dp*cp ranks; 0 = all of them
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;

@@ -237,6 +237,22 @@ TEST(Memory, RecomputeModulesDropWhatTheyRecompute) {
               routed * h + 5 * routed * ffn, 1.0);
 }
 
+TEST(Memory, Fp8SwigluCacheHalvesTheExpertsSwigluInputs) {
+  // DeepSeek-V3's FP8 caching of the routed experts' SwiGLU inputs: gate and up at 1 byte each
+  // instead of 2, with or without the SwiGLU output recomputed; nothing else changes.
+  const ModelConfig m = deepseek_v3();
+  ParallelPlan p = plan(1, false, Recompute::Selective);
+  p.precision = Precision::FP8;
+  const double routed = 4096.0 * m.moe.top_k * m.moe.load_factor(), ffn = m.moe.expert_ffn_hidden;
+  for (const unsigned modules : {unsigned(kRecomputeCoreAttn), unsigned(kRecomputeMoeAct | kRecomputeLayernorm)}) {
+    p.recompute_modules = modules;
+    ParallelPlan cached = p;
+    cached.fp8_swiglu_cache = true;
+    EXPECT_NEAR(activation_bytes_per_layer(m, p, 3) - activation_bytes_per_layer(m, cached, 3), 2 * routed * ffn, 1.0);
+    EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, p, 0), activation_bytes_per_layer(m, cached, 0));  // a dense layer
+  }
+}
+
 TEST(Memory, Bf16OptimizerMomentsKeepEightBytesPerParameter) {
   ModelConfig m = gpt3();
   m.layers = 4;

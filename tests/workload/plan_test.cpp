@@ -314,5 +314,20 @@ TEST(Plan, RecomputeModulesTheModelDoesNotHaveAreRefused) {
   EXPECT_EQ(check(dense, base + "[layernorm, mlp]}", 8), "");
 }
 
+TEST(Plan, Fp8SwigluCacheNeedsFp8AndSwigluExperts) {
+  ModelConfig moe = gpt(32, 32, 32);
+  moe.mlp = Mlp::SwiGlu;
+  moe.moe.experts = 8;
+  moe.moe.top_k = 2;
+  moe.moe.expert_ffn_hidden = 4096;
+  const std::string plan = "{dp: 8, ep: 8, global_batch: 8, fp8_swiglu_cache: true";
+  EXPECT_EQ(check(moe, plan + ", precision: fp8}", 8), "");
+  EXPECT_TRUE(has(check(moe, plan + ", precision: bf16}", 8), "needs FP8 training (precision is bf16)"));
+  EXPECT_TRUE(has(check(gpt(32, 32, 32), "{dp: 8, global_batch: 8, precision: fp8, fp8_swiglu_cache: true}", 8),
+                  "needs an MoE model with a SwiGLU MLP"));
+  moe.mlp = Mlp::Gelu;
+  EXPECT_TRUE(has(check(moe, plan + ", precision: fp8}", 8), "needs an MoE model with a SwiGLU MLP"));
+}
+
 }  // namespace
 }  // namespace stacksim::workload
