@@ -87,6 +87,8 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
               plan.push_back("parallelism.last_stage_layers=" + (split ? std::to_string(layout.last) : "null"));
               plan.push_back("parallelism.stage_layers=" +
                              (layout.stage_layers.empty() ? "null" : join_counts(layout.stage_layers)));
+              plan.push_back("parallelism.account_for_embedding_in_pipeline_split=null");
+              plan.push_back("parallelism.account_for_loss_in_pipeline_split=null");
               if (dualpipe) plan.push_back("parallelism.schedule=dualpipe");
               if (m.is_moe()) plan.push_back("parallelism.ep=" + std::to_string(ep));
               if (etp < tp) plan.push_back("parallelism.etp=1");

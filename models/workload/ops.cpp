@@ -567,6 +567,16 @@ std::vector<int> virtual_stage_bounds(const ModelConfig& m, const ParallelPlan& 
     bounds.back() = m.layers;  // counts that do not add up (only in plans check_plan rejects) end here
     return bounds;
   }
+  if (p.embedding_in_split || p.loss_in_split) {  // Megatron-Core's account_for_*_in_pipeline_split
+    const int per = (m.layers + p.embedding_in_split + p.loss_in_split) / V;
+    std::vector<int> bounds{0};
+    for (int v = 0; v < V; ++v) {
+      const int n = per - (v == 0 && p.embedding_in_split) - (v == V - 1 && p.loss_in_split);
+      bounds.push_back(std::min(m.layers, bounds.back() + std::max(0, n)));
+    }
+    bounds.back() = m.layers;  // a remainder (only in plans check_plan rejects) goes to the last stage
+    return bounds;
+  }
   const int first = p.first_stage_layers, last = p.last_stage_layers;
   const int middle = std::max(1, V - (first > 0) - (last > 0));
   const int per = (m.layers - first - last) / middle;

@@ -72,7 +72,8 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "recompute_modules", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
                 "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "kernels", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "fp8_swiglu_cache", "shard_size", "dp_bucket_size",
-                "first_stage_layers", "last_stage_layers", "stage_layers"});
+                "first_stage_layers", "last_stage_layers", "stage_layers", "account_for_embedding_in_pipeline_split",
+                "account_for_loss_in_pipeline_split"});
   ParallelPlan p;
   auto positive_int = [&](const char* key, int fallback) {
     const long long v = n.optional_int(key).value_or(fallback);
@@ -199,6 +200,12 @@ ParallelPlan parse_plan(const config::Node& n) {
   };
   p.first_stage_layers = non_negative_int("first_stage_layers");
   p.last_stage_layers = non_negative_int("last_stage_layers");
+  p.embedding_in_split = n.bool_or("account_for_embedding_in_pipeline_split", false);
+  p.loss_in_split = n.bool_or("account_for_loss_in_pipeline_split", false);
+  if ((p.embedding_in_split || p.loss_in_split) && (p.first_stage_layers > 0 || p.last_stage_layers > 0 || n.has("stage_layers")))
+    n.fail(p.embedding_in_split ? "account_for_embedding_in_pipeline_split" : "account_for_loss_in_pipeline_split",
+           "given together with an explicit layout (first_stage_layers/last_stage_layers/stage_layers)",
+           "use one or the other");
   if (n.has("stage_layers")) {
     const config::Node list = n["stage_layers"];
     if (!list.is_sequence() || list.size() == 0)
@@ -271,6 +278,15 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
       if (rank_layers == 0)
         n.fail("stage_layers", "pipeline rank " + str(s) + " gets no layer", "give every pipeline rank at least one layer");
     }
+  } else if (p.embedding_in_split || p.loss_in_split) {
+    const int extra = p.embedding_in_split + p.loss_in_split;
+    const char* key = p.embedding_in_split ? "account_for_embedding_in_pipeline_split" : "account_for_loss_in_pipeline_split";
+    if ((m.layers + extra) % V != 0)
+      n.fail(key, "layers + " + str(extra) + " = " + str(m.layers + extra) + " do not divide by pp*vp = " + str(V),
+             "choose pp and vp whose product divides " + str(m.layers + extra) + ", or drop the flag");
+    if (p.vp == 1 && (m.layers + extra) / V == 1)
+      n.fail(key, "with one layer per stage the first or last pipeline rank would hold no transformer layer",
+             "use fewer pipeline stages");
   } else if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
     const int fixed = p.first_stage_layers + p.last_stage_layers;
     const int middle = V - (p.first_stage_layers > 0) - (p.last_stage_layers > 0);

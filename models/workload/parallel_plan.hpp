@@ -39,6 +39,8 @@
 //     kernels: fused                 # fused | eager: the element-wise kernels' implementation (below)
 //     first_stage_layers: 7  # optional uneven split (Llama 3 405B: 7 + 14x8 + 7)
 //     last_stage_layers: 7
+//     account_for_embedding_in_pipeline_split: false  # the embedding counts as a layer (below)
+//     account_for_loss_in_pipeline_split: false       # the output layer and loss count as one
 //     stage_layers: [1, 2, 2, ..., 1]  # or every virtual stage's layer count, pp*vp of them in
 //                            # virtual-stage order (Megatron-Core's pipeline_model_parallel_layout)
 //
@@ -87,6 +89,13 @@
 // optimizer_moments: the dtype of Adam's two moments next to the fp32 master weights: fp32 (12 B
 // of optimizer state per parameter, the frameworks' default) or bf16 (8 B; DeepSeek-V3 report
 // section 3.3.3, Megatron-Core's --exp-avg-dtype/--exp-avg-sq-dtype bf16).
+// account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split: Megatron-Core's
+// flags of those names: the split counts the embedding as one more layer in front of the first
+// and the output layer with the loss as one more after the last, so (layers + flags) must divide
+// by pp*vp and the first (last) virtual stage holds one transformer layer fewer. Llama 3 405B's
+// balanced pipeline (Dubey et al. 2024, section 3.3.2): 126 layers + 2 over 16 x 8 virtual
+// stages, its first chunk only the embedding and its last only the output layer and the loss.
+// Not with first_stage_layers/last_stage_layers/stage_layers.
 // fp8_swiglu_cache: DeepSeek-V3's low-precision activation storage (report section 3.3.3, "Low-
 // Precision Storage and Communication"): the routed experts cache their SwiGLU inputs (the fc1
 // outputs, two ffn-wide halves) in FP8 with fine-grained scales, 1 byte an element instead of
@@ -197,6 +206,8 @@ struct ParallelPlan {
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;
   int last_stage_layers = 0;
+  bool embedding_in_split = false;  // account_for_embedding_in_pipeline_split
+  bool loss_in_split = false;       // account_for_loss_in_pipeline_split
   std::vector<int> stage_layers;  // layers per virtual stage (empty: even, or first/last above)
 
   int num_gpus() const { return tp * pp * dp * cp; }

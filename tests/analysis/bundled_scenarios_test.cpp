@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "models/analysis/commands.hpp"
+#include "models/analysis/scenario.hpp"
+#include "models/analysis/training.hpp"
 #include "tests/test_tmp.hpp"
 
 using namespace stacksim;
@@ -34,4 +36,24 @@ TEST(BundledScenarios, EveryOneRuns) {
     EXPECT_GT(r["step_time_s"].get<double>(), 0.0);
     EXPECT_NEAR(sum, r["step_time_s"].get<double>(), 1e-6 * r["step_time_s"].get<double>());
   }
+}
+
+TEST(BundledScenarios, Llama405BLayoutFlagsAreTheExplicitLayout) {
+  // The 405B scenario's account_for_*_in_pipeline_split replays as the explicit list it stands
+  // for (0, then 126 ones, then 0), on a cut-down cluster (one pipeline, 16 micro-batches).
+  const std::string path = STACKSIM_SOURCE_DIR "/scenarios/llama3-405b-16384xh100.yaml";
+  const std::vector<std::string> small{"cluster.nodes=16", "parallelism.dp=1", "parallelism.global_batch=16",
+                                       "parallelism.recompute=full"};
+  std::vector<std::string> explicit_layout = small;
+  std::string list = "[0";
+  for (int l = 0; l < 126; ++l) list += ",1";
+  explicit_layout.insert(explicit_layout.end(), {"parallelism.account_for_embedding_in_pipeline_split=null",
+                                                 "parallelism.account_for_loss_in_pipeline_split=null",
+                                                 "parallelism.stage_layers=" + list + ",0]"});
+  const analysis::TrainingResult flags = analysis::simulate_training(analysis::load_scenario(path, small).training, {});
+  const analysis::TrainingResult layout =
+      analysis::simulate_training(analysis::load_scenario(path, explicit_layout).training, {});
+  EXPECT_GT(flags.step_time_s, 0.0);
+  EXPECT_EQ(flags.step_time_s, layout.step_time_s);
+  EXPECT_EQ(flags.memory.total_bytes(), layout.memory.total_bytes());
 }

@@ -134,6 +134,35 @@ TEST(Plan, AnExplicitLayoutGivesEveryVirtualStageItsLayers) {
                   "one or the other"));
 }
 
+TEST(Plan, EmbeddingAndLossCountedInThePipelineSplit) {
+  // Megatron-Core's account_for_*_in_pipeline_split: Llama 3 405B's 126 layers + embedding + loss
+  // over 16 x 8 virtual stages, one each; the first chunk holds only the embedding, the last only
+  // the output layer and loss.
+  const ModelConfig m = gpt(126, 128, 8);
+  const std::string both = "account_for_embedding_in_pipeline_split: true, account_for_loss_in_pipeline_split: true";
+  EXPECT_EQ(check(m, "{pp: 16, vp: 8, global_batch: 16, " + both + "}", 16), "");
+  ParallelPlan p;
+  p.pp = 16;
+  p.vp = 8;
+  p.embedding_in_split = p.loss_in_split = true;
+  std::vector<int> expected{0, 0};
+  for (int l = 1; l <= 126; ++l) expected.push_back(l);
+  expected.push_back(126);
+  EXPECT_EQ(virtual_stage_bounds(m, p), expected);
+  p.vp = 4;  // 2 per chunk: the first and the last chunk 1 layer each
+  const std::vector<int> b = virtual_stage_bounds(m, p);
+  EXPECT_EQ(b[1], 1);
+  EXPECT_EQ(b[2], 3);
+  EXPECT_EQ(b[63], 125);
+  EXPECT_EQ(b[64], 126);
+  p.loss_in_split = false;  // 127 slots do not divide by 64
+  EXPECT_TRUE(has(check(m, "{pp: 16, vp: 4, global_batch: 16, account_for_embedding_in_pipeline_split: true}", 16),
+                  "layers + 1 = 127 do not divide by pp*vp = 64"));
+  EXPECT_TRUE(has(check(gpt(14, 128, 8), "{pp: 16, global_batch: 16, " + both + "}", 16), "no transformer layer"));
+  EXPECT_TRUE(has(check(m, "{pp: 16, vp: 8, global_batch: 16, first_stage_layers: 7, " + both + "}", 16),
+                  "one or the other"));
+}
+
 TEST(Plan, InterleavingNeedsMultiplesOfPpMicroBatches) {
   const std::string fewer = check(gpt(), "{pp: 8, vp: 2, dp: 1, global_batch: 4}", 8);
   EXPECT_TRUE(has(fewer, "to be at least pp (8)")) << fewer;
