@@ -154,7 +154,7 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
       case OpKind::MemoryBound: {
         Op b = f;
         b.name = f.name + " backward";
-        b.bytes = 2.0 * f.bytes;
+        b.bytes = f.backward_bytes_factor * f.bytes;
         b.flops = 2.0 * f.flops;
         b.backward = true;
         out.push_back(b);
@@ -349,11 +349,23 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
   const int64_t f = e.expert_ffn_hidden / p.expert_tp();
   const int64_t tokens = folded ? d.Tn : d.T;
   const int64_t m_each = std::max<int64_t>(1, static_cast<int64_t>(tokens * e.top_k * e.load_factor() / local));
+  // The all-to-all dispatcher's "permutation 2": tokens arrive grouped by source rank, and with
+  // several local experts they are re-sorted by expert before the grouped GEMM and back before
+  // the combine (Megatron-Core's sort_chunks_by_idxs): a read and a write of every received copy.
+  // DeepEP's receive-side permute is the routing permute above.
+  const bool sort_by_expert = p.ep > 1 && local > 1 && p.ep_dispatch == EpDispatch::AllToAll;
+  const double received_bytes = kAct * static_cast<double>(m_each) * local * d.h;
+  Op sort = memory("sort tokens by local expert", OpClass::Elementwise, 2.0 * received_bytes);
+  sort.backward_bytes_factor = 1.0;  // its backward restores the gradients' order: the same copy
+  Op restore = sort;
+  restore.name = "restore tokens by source rank";
+  if (sort_by_expert) b.pre.push_back(sort);
   b.inner.push_back(gemm(gated ? "expert fc1 (gate+up)" : "expert fc1", m_each, gated ? 2 * f : f, d.h, local));
   b.inner.push_back(activation_op(gated ? "expert swiglu" : "expert gelu", gated, p,
                                   static_cast<double>(m_each) * local * f));
   b.inner.back().modules = kRecomputeMoeAct;
   b.inner.push_back(gemm("expert fc2", m_each, d.h, f, local));
+  if (sort_by_expert) b.post.push_back(restore);
   if (p.ep > 1) b.post.push_back(ep_all_to_all("ep all-to-all combine"));
   b.post.push_back(memory("unpermute + weighted sum", OpClass::Elementwise, (2.0 * e.top_k + 2.0) * d.Tn * d.h));
   std::vector<Block> blocks{b};

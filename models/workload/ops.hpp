@@ -72,6 +72,8 @@ struct Op {
   int64_t m = 0, n = 0, k = 0, batch = 1;  // GEMM: C[m,n] = A[m,k] B[k,n], `batch` of them
   AttentionShape attention;
   double bytes = 0;       // MemoryBound: HBM bytes read + written
+  double backward_bytes_factor = 2.0;  // MemoryBound: the backward's bytes over the forward's (a
+                                      // permutation's backward is the inverse permutation: 1)
   int kernels = 1;        // MemoryBound: kernel launches the op takes (eager element-wise chains)
   double flops = 0;       // model FLOPs of the op (see the header comment)
   CommKind comm = CommKind::AllReduce;

@@ -393,6 +393,33 @@ TEST(LayerOps, MoeExpertsAndAllToAll) {
   EXPECT_NEAR(busier / experts, 1.25, 1e-9);
 }
 
+TEST(LayerOps, AllToAllDispatcherSortsTokensBySeveralLocalExperts) {
+  // Megatron-Core's all-to-all dispatcher re-sorts the received copies by local expert (and back
+  // before the combine) when a rank holds several experts: a read and a write of each copy.
+  ModelConfig m = gpt();
+  m.mlp = Mlp::SwiGlu;
+  m.moe.experts = 32;
+  m.moe.top_k = 4;
+  m.moe.expert_ffn_hidden = 1024;
+  m.moe.imbalance = 1.0;
+  ParallelPlan p = plan();
+  p.ep = 8;
+  p.dp = 8;
+  const auto sorts = [&](const std::vector<Op>& ops) {
+    return sum(ops, [](const Op& o) { return o.name.rfind("sort tokens", 0) == 0 || o.name.rfind("restore tokens", 0) == 0; },
+               [](const Op& o) { return o.bytes; });
+  };
+  const double received = 2048.0 * 4;  // s * top_k copies reach this rank's 4 experts on average
+  EXPECT_DOUBLE_EQ(sorts(layer_forward_ops(m, p, 0)), 2 * (2 * 2.0 * received * 4096));
+  EXPECT_DOUBLE_EQ(sorts(layer_backward_ops(m, p, 0)), 2 * (2 * 2.0 * received * 4096));  // the inverse sorts
+  p.ep_dispatch = EpDispatch::DeepEP;  // its receive-side permute is the routing permute
+  EXPECT_EQ(sorts(layer_forward_ops(m, p, 0)), 0.0);
+  p.ep_dispatch = EpDispatch::AllToAll;
+  p.ep = 32;  // one expert per rank: nothing to sort
+  p.dp = 32;
+  EXPECT_EQ(sorts(layer_forward_ops(m, p, 0)), 0.0);
+}
+
 TEST(StepOps, OpFlopsOverAStepAreTheModelFlops) {
   // Summing every rank's GEMM and attention FLOPs over a step (layers forward + backward, the
   // logits, all micro-batches, all dp*tp ranks) gives model_flops_per_step: the ops and the FLOP
