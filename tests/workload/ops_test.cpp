@@ -333,16 +333,26 @@ TEST(LayerOps, ContextParallelExchangeRunsUnderTheAttentionOnlyWithP2p) {
   }
 }
 
-TEST(LayerOps, MoeExpertsAndAllToAll) {
+// The gpt() layer with `experts` SwiGLU experts of width `ffn`, top_k routing, balanced load; and a
+// plan with expert parallelism `ep` out of dp = ep.
+ModelConfig moe_gpt(int experts, int top_k, int64_t ffn) {
   ModelConfig m = gpt();
   m.mlp = Mlp::SwiGlu;
-  m.moe.experts = 8;
-  m.moe.top_k = 2;
-  m.moe.expert_ffn_hidden = 14336;
+  m.moe.experts = experts;
+  m.moe.top_k = top_k;
+  m.moe.expert_ffn_hidden = ffn;
   m.moe.imbalance = 1.0;
+  return m;
+}
+ParallelPlan ep_plan(int ep) {
   ParallelPlan p = plan();
-  p.ep = 8;
-  p.dp = 8;
+  p.ep = p.dp = ep;
+  return p;
+}
+
+TEST(LayerOps, MoeExpertsAndAllToAll) {
+  ModelConfig m = moe_gpt(8, 2, 14336);
+  ParallelPlan p = ep_plan(8);
   const auto fwd = layer_forward_ops(m, p, 0);
   // Dispatch and combine: the rank's s*top_k token copies of h 16-bit values each.
   EXPECT_EQ(count(fwd, CommKind::AllToAll, CommGroup::EP), 2);
@@ -396,15 +406,8 @@ TEST(LayerOps, MoeExpertsAndAllToAll) {
 TEST(LayerOps, AllToAllDispatcherSortsTokensBySeveralLocalExperts) {
   // Megatron-Core's all-to-all dispatcher re-sorts the received copies by local expert (and back
   // before the combine) when a rank holds several experts: a read and a write of each copy.
-  ModelConfig m = gpt();
-  m.mlp = Mlp::SwiGlu;
-  m.moe.experts = 32;
-  m.moe.top_k = 4;
-  m.moe.expert_ffn_hidden = 1024;
-  m.moe.imbalance = 1.0;
-  ParallelPlan p = plan();
-  p.ep = 8;
-  p.dp = 8;
+  const ModelConfig m = moe_gpt(32, 4, 1024);
+  ParallelPlan p = ep_plan(8);
   const auto sorts = [&](const std::vector<Op>& ops) {
     return sum(ops, [](const Op& o) { return o.name.rfind("sort tokens", 0) == 0 || o.name.rfind("restore tokens", 0) == 0; },
                [](const Op& o) { return o.bytes; });
@@ -414,10 +417,7 @@ TEST(LayerOps, AllToAllDispatcherSortsTokensBySeveralLocalExperts) {
   EXPECT_DOUBLE_EQ(sorts(layer_backward_ops(m, p, 0)), 2 * (2 * 2.0 * received * 4096));  // the inverse sorts
   p.ep_dispatch = EpDispatch::DeepEP;  // its receive-side permute is the routing permute
   EXPECT_EQ(sorts(layer_forward_ops(m, p, 0)), 0.0);
-  p.ep_dispatch = EpDispatch::AllToAll;
-  p.ep = 32;  // one expert per rank: nothing to sort
-  p.dp = 32;
-  EXPECT_EQ(sorts(layer_forward_ops(m, p, 0)), 0.0);
+  EXPECT_EQ(sorts(layer_forward_ops(m, ep_plan(32), 0)), 0.0);  // one expert per rank: nothing to sort
 }
 
 TEST(StepOps, OpFlopsOverAStepAreTheModelFlops) {
