@@ -354,18 +354,18 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
   // the combine (Megatron-Core's sort_chunks_by_idxs): a read and a write of every received copy.
   // DeepEP's receive-side permute is the routing permute above.
   const bool sort_by_expert = p.ep > 1 && local > 1 && p.ep_dispatch == EpDispatch::AllToAll;
-  const double received_bytes = kAct * static_cast<double>(m_each) * local * d.h;
-  Op sort = memory("sort tokens by local expert", OpClass::Elementwise, 2.0 * received_bytes);
-  sort.backward_bytes_factor = 1.0;  // its backward restores the gradients' order: the same copy
-  Op restore = sort;
-  restore.name = "restore tokens by source rank";
-  if (sort_by_expert) b.pre.push_back(sort);
+  const auto reorder = [&](const std::string& name) {
+    Op o = memory(name, OpClass::Elementwise, 2.0 * kAct * static_cast<double>(m_each) * local * d.h);
+    o.backward_bytes_factor = 1.0;  // its backward puts the gradients back in order: the same copy
+    return o;
+  };
+  if (sort_by_expert) b.pre.push_back(reorder("sort tokens by local expert"));
   b.inner.push_back(gemm(gated ? "expert fc1 (gate+up)" : "expert fc1", m_each, gated ? 2 * f : f, d.h, local));
   b.inner.push_back(activation_op(gated ? "expert swiglu" : "expert gelu", gated, p,
                                   static_cast<double>(m_each) * local * f));
   b.inner.back().modules = kRecomputeMoeAct;
   b.inner.push_back(gemm("expert fc2", m_each, d.h, f, local));
-  if (sort_by_expert) b.post.push_back(restore);
+  if (sort_by_expert) b.post.push_back(reorder("restore tokens by source rank"));
   if (p.ep > 1) b.post.push_back(ep_all_to_all("ep all-to-all combine"));
   b.post.push_back(memory("unpermute + weighted sum", OpClass::Elementwise, (2.0 * e.top_k + 2.0) * d.Tn * d.h));
   std::vector<Block> blocks{b};

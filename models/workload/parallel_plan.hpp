@@ -211,6 +211,10 @@ struct ParallelPlan {
   std::vector<int> stage_layers;  // layers per virtual stage (empty: even, or first/last above)
 
   int num_gpus() const { return tp * pp * dp * cp; }
+  // Layers laid out other than evenly over the pp*vp virtual stages (see virtual_stage_bounds).
+  bool uneven_layout() const {
+    return first_stage_layers > 0 || last_stage_layers > 0 || !stage_layers.empty() || embedding_in_split || loss_in_split;
+  }
   // The compute dtype's bytes (q in fsdp_impl above): 16-bit, or 4 for fp32/tf32 training.
   double param_bytes_per_param() const { return precision == Precision::FP32 || precision == Precision::TF32 ? 4.0 : 2.0; }
   double grad_bytes_per_param() const { return grad_reduce_fp32 ? 4.0 : param_bytes_per_param(); }

@@ -185,9 +185,7 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
     }
     p.layers.push_back(by_kind[kind]);
   }
-  if (plan.first_stage_layers > 0 || plan.last_stage_layers > 0 || !plan.stage_layers.empty() || plan.embedding_in_split ||
-      plan.loss_in_split)
-    p.vstage_begin = virtual_stage_bounds(model, plan);
+  if (plan.uneven_layout()) p.vstage_begin = virtual_stage_bounds(model, plan);
   p.pre_forward = coster.cost_all(embedding_forward_ops(model, plan));
   p.post_backward = coster.cost_all(embedding_backward_ops(model, plan));
   std::vector<Op> post_forward = head_forward_ops(model, plan), pre_backward = mtp_backward_ops(model, plan);
