@@ -264,6 +264,25 @@ TEST(TrainingCasePolicy, EveryCatalogueTrainingGpuHasANodeType) {
   }
 }
 
+TEST(TrainingCasePolicy, AnH100StatedAsHbm2eIsThePowerLimitedHbm2ePart) {
+  const YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");
+  const YAML::Node part = built_with_notes(YAML::Clone(c), "each H100 GPU is equipped with 96GB HBM2e, 500W limit");
+  EXPECT_EQ(part["cluster"]["gpu"].as<std::string>(), "H100-SXM5-96GB-HBM2e");
+  EXPECT_EQ(part["cluster"]["node"].as<std::string>(), "dgx-h100");  // the same HGX H100 board
+  const YAML::Node sxm = built_with_notes(YAML::Clone(c), "H100 SXM5 80GB HBM3");
+  EXPECT_EQ(sxm["cluster"]["gpu"].as<std::string>(), "H100-SXM5-80GB");
+  YAML::Node a100 = training_case("A100-SXM4-80GB", "FlashAttention-2");  // an HBM2e part already
+  EXPECT_EQ(built_with_notes(a100, "HBM2e")["cluster"]["gpu"].as<std::string>(), "A100-SXM4-80GB");
+  // Slower than the SXM5 by at least its lower tensor peak (0.894x) and at most its lower HBM
+  // bandwidth (2.4 vs 3.35 TB/s): every kernel is bound by one or the other.
+  const auto step = [](const YAML::Node& scenario) {
+    return simulate_training(scenario_from_yaml(scenario, "case t").training, {}).step_time_s;
+  };
+  const double ratio = step(part) / step(sxm);
+  EXPECT_GT(ratio, 989.0 / 884.0 - 1e-3);
+  EXPECT_LT(ratio, 3350.0 / 2400.0);
+}
+
 TEST(TrainingCasePolicy, HostCopiesRunAtThePinnedPcieRate) {
   YAML::Node c = YAML::Load(R"(
 id: copy
