@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "models/analysis/catalogs.hpp"
+#include "models/collectives/collective.hpp"
 #include "models/analysis/host.hpp"
 #include "models/analysis/training_cases.hpp"
 
@@ -36,6 +37,41 @@ topo::ClusterConfig one_node(const YAML::Node& c, int gpus) {
   cluster["nodes"] = 1;
   if (gpus > 0) cluster["gpus_per_node"] = gpus;
   return topo::parse_cluster_config(config::Node(cluster, get<std::string>(c, "id"), "cluster"), Catalogs::bundled().nodes);
+}
+
+// How many directions a peer copy's published figure counts: 2 when the case's text or its source's
+// benchmark says bidirectional (the Azure AI-benchmarking-guide runs nvbandwidth's
+// device_to_device_bidirectional_memcpy_read_sm, Benchmarks/NVBandwidth.py), 1 when it says one
+// way; 0 when neither is known.
+int peer_copy_directions(const YAML::Node& c) {
+  const std::string notes = lowercase(has(c, "notes") ? get<std::string>(c, "notes") : "");
+  const std::string source = lowercase(has(c["source"], "title") ? get<std::string>(c["source"], "title") : "") + " " +
+                             lowercase(has(c["source"], "url") ? get<std::string>(c["source"], "url") : "");
+  if (notes.find("unidirectional") != std::string::npos || notes.find("one way") != std::string::npos) return 1;
+  if (notes.find("bidirectional") != std::string::npos || source.find("ai-benchmarking-guide") != std::string::npos)
+    return 2;
+  return 0;
+}
+
+// A GPU-to-GPU copy by SM loads over the node's GPU links: each direction at the per-GPU link rate
+// times the fraction SM-driven NVLink traffic reaches (NCCL's Simple protocol efficiency of that
+// link generation, models/collectives/tuning/intra_node.yaml), times the directions counted.
+void predict_peer_copy(const YAML::Node& c, const std::string& op, CaseOutcome& out) {
+  const int directions = peer_copy_directions(c);
+  if (directions == 0)
+    throw std::runtime_error("peer copy (" + op + "): the published figure's direction count (one way or both) is not "
+                             "stated, and the two differ by 2x over NVLink");
+  const topo::ClusterConfig cc = one_node(c, 0);
+  if (cc.node.intra_bandwidth_Bps <= 0)
+    throw std::runtime_error("peer copy (" + op + ") on " + cc.node.name + ": its GPUs have no NVLink between them");
+  const coll::CommTuning tuning = coll::tuning_for(cc.node, cc.nic);
+  double efficiency = 0;
+  for (const coll::Protocol& p : tuning.protocols)
+    if (p.name == "Simple") efficiency = p.efficiency;
+  if (efficiency <= 0) throw std::runtime_error("no Simple protocol tuning for " + cc.node.intra_generation);
+  out.defaults.push_back(std::string(directions == 2 ? "both directions at once" : "one direction") +
+                         " at the NVLink rate x NCCL Simple's efficiency of " + cc.node.intra_generation);
+  out.predicted = directions * cc.node.intra_bandwidth_Bps * efficiency / 1e9;
 }
 
 // Loader workers per GPU when a case states none: StreamPETR's published training configs
@@ -77,12 +113,14 @@ void predict_dataloader_case(const YAML::Node& c, const std::vector<YAML::Node>&
 
 void predict_host_copy_case(const YAML::Node& c, CaseOutcome& out) {
   const std::string op = has(c["op"], "name") ? get<std::string>(c["op"], "name") : "";
-  if (op != "h2d" && op != "d2h")
-    throw std::runtime_error("peer copy (" + op + "): the published figure's direction count (one way or both) is not "
-                             "stated, and the two differ by 2x over NVLink");
   out.metric = "bandwidth_GBps";
   if (!has(c["measured"], "bandwidth_GBps")) throw std::runtime_error("the case publishes no bandwidth");
   out.measured = get<double>(c["measured"], "bandwidth_GBps");
+  if (op.rfind("d2d", 0) == 0) {
+    predict_peer_copy(c, op, out);
+    return;
+  }
+  if (op != "h2d" && op != "d2h") throw std::runtime_error("unknown copy " + op + " (h2d, d2h or d2d_copy)");
   const topo::ClusterConfig cc = one_node(c, 0);
   out.defaults.push_back("pinned host buffers (nvbandwidth's copy-engine tests allocate them)");
   out.predicted = cc.node.pcie_bandwidth_Bps * kPinnedCopyEfficiency / 1e9;

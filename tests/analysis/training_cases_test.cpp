@@ -302,6 +302,33 @@ measured: {bandwidth_GBps: 50.0}
   EXPECT_THROW(predict_host_copy_case(c, o), std::runtime_error);
 }
 
+TEST(TrainingCasePolicy, PeerCopiesRunAtTheNvlinkRateForEachDirectionCounted) {
+  YAML::Node c = YAML::Load(R"(
+id: peer
+kind: memory
+source: {key: test, title: a benchmark page}
+hardware: {gpu: H100-SXM5-80GB, num_gpus: 2}
+op: {name: d2d_copy}
+measured: {bandwidth_GBps: 600.0}
+notes: nvbandwidth one way copy
+)");
+  CaseOutcome o;
+  predict_host_copy_case(c, o);
+  const double one_way = o.predicted;
+  EXPECT_NEAR(one_way, 450.0 * 0.82, 1e-9);  // NVLink 4 per direction x NCCL Simple's 0.82 (intra_node.yaml)
+  c["notes"] = "the bidirectional test";
+  predict_host_copy_case(c, o);
+  EXPECT_NEAR(o.predicted, 2 * one_way, 1e-9);
+  // Unstated in the case, but the Azure guide's script runs the bidirectional test.
+  c["notes"] = "Device-to-Device read";
+  EXPECT_THROW(predict_host_copy_case(c, o), std::runtime_error);
+  c["source"]["url"] = "https://github.com/Azure/AI-benchmarking-guide/blob/x/Azure_Results/ND_H100_v5_results.md";
+  predict_host_copy_case(c, o);
+  EXPECT_NEAR(o.predicted, 2 * one_way, 1e-9);
+  c["hardware"]["gpu"] = "L40S";  // PCIe-only GPUs: no NVLink to copy over
+  EXPECT_THROW(predict_host_copy_case(c, o), std::runtime_error);
+}
+
 TEST(TrainingCasePolicy, AStatedDualPipeScheduleIsReplayedWithoutInterleaving) {
   YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");
   c["parallelism"]["pp"] = 2;
