@@ -697,9 +697,13 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     // recomputed in full, the first of each model chunk (the cost is the same).
     static const std::regex every_nth("checkpointing of every ([0-9]+)(st|nd|rd|th) layer");
     std::smatch hit;
-    if (pl["recompute"].as<std::string>() == "full" && std::regex_search(case_notes, hit, every_nth)) {
+    // torchtitan's selective AC is either that layer policy or its op policy (below).
+    const bool torchtitan_selective = torchtitan && pl["recompute"].as<std::string>() == "selective";
+    if ((pl["recompute"].as<std::string>() == "full" || torchtitan_selective) &&
+        std::regex_search(case_notes, hit, every_nth)) {
       const int n = std::stoi(hit[1].str()), chunk = positive<int>(m, "layers") / (pl["pp"].as<int>() * pl["vp"].as<int>());
       if (n >= 1 && chunk / n >= 1) {
+        pl["recompute"] = "full";
         pl["recompute_layers"] = chunk / n;
         defaults.push_back("parallelism.recompute_layers: " + std::to_string(chunk / n) +
                            " per model chunk (the notes: checkpointing of every " + hit[1].str() + hit[2].str() + " layer)");
@@ -710,6 +714,12 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     if (pl["recompute"].as<std::string>() == "selective") {
       const std::string notes = lowercase(case_notes);
       const size_t at = notes.find("recompute:");
+      // torchtitan's selective AC of its shipped configs is the op policy (selective_ac_option
+      // "op"): PyTorch's per-op checkpointing, not Megatron's core-attention recomputation.
+      if (torchtitan && at == std::string::npos) {
+        pl["recompute"] = "op";
+        defaults.push_back("parallelism.recompute: op (torchtitan's selective AC: its op policy)");
+      }
       if (at != std::string::npos) {
         const std::string said = notes.substr(at, notes.find('.', at) - at);
         YAML::Node modules;

@@ -39,6 +39,22 @@ double model_flops_per_step(const ModelConfig& m, int64_t global_batch, Attentio
 
 double model_flops_per_step(const ModelConfig& m, const ParallelPlan& p) { return model_flops_per_step(m, p.global_batch); }
 
+namespace {
+// The matmul FLOPs torchtitan's op-level checkpointing runs again, per token: the layer's
+// recomputed GEMMs (ops.cpp) on one rank that holds the whole layer and one sequence.
+double op_checkpoint_recomputed_flops_per_token(const ModelConfig& m, const ParallelPlan& p, int layer) {
+  ParallelPlan whole = p;
+  whole.tp = whole.cp = whole.ep = 1;
+  whole.etp = 0;
+  whole.micro_batch = 1;
+  whole.sequence_parallel = false;
+  double flops = 0;
+  for (const Op& o : layer_backward_ops(m, whole, layer))
+    if (o.recompute && o.kind == OpKind::Gemm) flops += o.flops;
+  return flops / m.seq_len;
+}
+}  // namespace
+
 double hardware_flops_per_step(const ModelConfig& m, const ParallelPlan& p) {
   const double tokens = static_cast<double>(p.global_batch) * m.seq_len;
   double recomputed_per_token = 0;
@@ -46,6 +62,7 @@ double hardware_flops_per_step(const ModelConfig& m, const ParallelPlan& p) {
     const Recompute rc = layer_recompute(m, p, l);
     if (rc == Recompute::Full) recomputed_per_token += layer_forward_flops_per_token(m, l);
     if (rc == Recompute::Selective) recomputed_per_token += attention_core_forward_flops_per_token(m, l);
+    if (rc == Recompute::Op) recomputed_per_token += op_checkpoint_recomputed_flops_per_token(m, p, l);
   }
   return model_flops_per_step(m, p) + recomputed_per_token * tokens;
 }

@@ -12,6 +12,7 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelPlan& p, i
   const double sp_split = p.sp() ? t : 1.0;
   const Recompute rc = layer_recompute(m, p, layer);
   if (rc == Recompute::Full) return 2.0 * sb * h / sp_split;
+  if (rc == Recompute::Op) return op_checkpoint_saved_bytes(m, p, layer);
   const bool fp8 = p.precision == Precision::FP8, moe = m.is_moe_layer(layer);
   // Selective recomputation of a module drops what it would have stored (full returned above).
   const auto recomputed = [&](unsigned module) { return p.recomputes(module); };
@@ -110,7 +111,8 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
   // Interleaved (and DualPipe): in-flight counts model chunks of (on average) one chunk's share
   // of the rank's layers.
   f.activations_bytes = rank_layers_bytes / static_cast<double>(held.size()) * in_flight_micro_batches(p, stage);
-  if (p.recompute == Recompute::Full) f.activations_bytes += largest_layer_full;
+  // The layer being recomputed holds its whole working set again during its backward.
+  if (p.recompute == Recompute::Full || p.recompute == Recompute::Op) f.activations_bytes += largest_layer_full;
   if (p.zero >= 3 && !keep_gathered) {
     f.weights_bytes += 2.0 * 2.0 * largest_layer_params;
     // One unit's unsharded gradient on its way to the reduce-scatter: in the reduce dtype and,

@@ -261,6 +261,7 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
     b.inner.back().modules = kRecomputeMlaUpProj;
   } else {
     b.inner.push_back(gemm("qkv projection", d.T, q + k + v, d.h));
+    b.inner.back().mm_parts = {q, k, v};
     b.inner.push_back(rotary_op(p, static_cast<double>(d.T) * (q + k)));
   }
   if (p.cp > 1) {
@@ -313,6 +314,7 @@ Block dense_mlp_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
   const int64_t f = ffn / d.t;
   const std::string prefix = what == "(mlp)" ? "mlp" : "shared expert";
   b.inner.push_back(gemm(prefix + (gated ? " fc1 (gate+up)" : " fc1"), d.T, gated ? 2 * f : f, d.h));
+  if (gated) b.inner.back().mm_parts = {f, f};
   b.inner.push_back(activation_op(prefix + (gated ? " swiglu" : " gelu"), gated, p, static_cast<double>(d.T) * f));
   b.inner.push_back(gemm(prefix + " fc2", d.T, d.h, f));
   return b;
@@ -361,10 +363,12 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
   };
   if (sort_by_expert) b.pre.push_back(reorder("sort tokens by local expert"));
   b.inner.push_back(gemm(gated ? "expert fc1 (gate+up)" : "expert fc1", m_each, gated ? 2 * f : f, d.h, local));
+  b.inner.back().grouped = true;
   b.inner.push_back(activation_op(gated ? "expert swiglu" : "expert gelu", gated, p,
                                   static_cast<double>(m_each) * local * f));
   b.inner.back().modules = kRecomputeMoeAct;
   b.inner.push_back(gemm("expert fc2", m_each, d.h, f, local));
+  b.inner.back().grouped = true;
   if (sort_by_expert) b.post.push_back(reorder("restore tokens by source rank"));
   if (p.ep > 1) b.post.push_back(ep_all_to_all("ep all-to-all combine"));
   b.post.push_back(memory("unpermute + weighted sum", OpClass::Elementwise, (2.0 * e.top_k + 2.0) * d.Tn * d.h));
@@ -428,6 +432,55 @@ bool selectively_recomputed(const Op& o, const ParallelPlan& p) {
          ((p.recompute_modules & kRecomputeCoreAttn) && o.cls == OpClass::Attention);
 }
 
+// torchtitan's op-level selective checkpointing (recompute: op; its activation_checkpoint mode
+// "selective" with selective_ac_option "op"): PyTorch keeps the outputs of the ops on the policy's
+// save list and recomputes every other forward op of the layer from the layer's input. Saved: the
+// attention core (SDPA; a context-parallel ring runs inside it), the reduce-scatters, and each
+// plain 16-bit matmul (aten.mm) but every second one, counted in forward order from the layer's
+// start (a fused op counts as the matmuls it stands for: wq, wk, wv; w1, w3). Not on the list, so
+// recomputed: FP8 linears (torch._scaled_mm), the experts' grouped matmuls, norms, rotary,
+// activations, residuals, the other collectives.
+// Walks a layer's forward ops as that policy sees them: fn(op, kept) for each op, a fused plain
+// matmul split into the matmuls it stands for (copies of width n each).
+template <class Fn>
+void walk_op_checkpoint(const std::vector<Op>& fwd, const ParallelPlan& p, Fn fn) {
+  int mm_count = 0;
+  for (const Op& o : fwd) {
+    const bool plain_mm = o.kind == OpKind::Gemm && o.cls == OpClass::Gemm && !o.grouped &&
+                          !(p.precision == Precision::FP8 && o.fp8_eligible);
+    if (!plain_mm) {
+      const bool kept = o.kind == OpKind::Attention ||
+                        (o.kind == OpKind::Comm && (o.comm == CommKind::ReduceScatter || o.group == CommGroup::CP));
+      fn(o, kept);
+      continue;
+    }
+    for (int64_t n : o.mm_parts.empty() ? std::vector<int64_t>{o.n} : o.mm_parts) {
+      Op part = o;
+      part.n = n;
+      part.flops = 2.0 * part.m * part.n * part.k * part.batch;
+      part.mm_parts.clear();
+      fn(part, ++mm_count % 2 != 0);
+    }
+  }
+}
+
+// The forward ops re-run before a layer's backward under recomputation `rc`.
+std::vector<Op> recomputed_ops(const std::vector<Op>& fwd, Recompute rc, const ParallelPlan& p) {
+  std::vector<Op> out;
+  if (rc == Recompute::Op)
+    walk_op_checkpoint(fwd, p, [&](const Op& o, bool kept) {
+      if (!kept) out.push_back(o);
+    });
+  else if (rc != Recompute::None)
+    for (const Op& o : fwd)
+      if (rc == Recompute::Full || selectively_recomputed(o, p)) out.push_back(o);
+  for (Op& o : out) {
+    o.recompute = true;
+    o.name = "recompute " + o.name;
+  }
+  return out;
+}
+
 std::vector<Op> forward_of(const std::vector<Block>& blocks, const ParallelPlan& p) {
   std::vector<Op> out;
   for (const Block& b : blocks) emit_forward(out, b, p);
@@ -446,17 +499,24 @@ std::vector<Op> layer_forward_ops(const ModelConfig& m, const ParallelPlan& p, i
   return forward_of(layer_blocks(m, p, layer), p);
 }
 
+double op_checkpoint_saved_bytes(const ModelConfig& m, const ParallelPlan& p, int layer) {
+  const Dims d = dims(m, p);
+  double bytes = kAct * d.Tn * d.h;  // the layer's input, the checkpoint's own
+  walk_op_checkpoint(layer_forward_ops(m, p, layer), p, [&](const Op& o, bool kept) {
+    if (!kept) return;
+    if (o.kind == OpKind::Gemm) bytes += kAct * static_cast<double>(o.m) * o.n * o.batch;
+    if (o.kind == OpKind::Comm) bytes += o.comm_bytes / p.tp;  // a reduce-scatter's output
+    if (o.kind == OpKind::Attention) {  // its output and fp32 row statistics (log-sum-exp)
+      const AttentionShape& a = o.attention;
+      bytes += static_cast<double>(a.batch) * a.heads * a.seq_q * (kAct * a.v_head_dim + 4.0);
+    }
+  });
+  return bytes;
+}
+
 std::vector<Op> layer_backward_ops(const ModelConfig& m, const ParallelPlan& p, int layer) {
   const std::vector<Block> blocks = layer_blocks(m, p, layer);
-  std::vector<Op> out;
-  const Recompute rc = layer_recompute(m, p, layer);
-  if (rc != Recompute::None)
-    for (Op o : forward_of(blocks, p)) {
-      if (rc == Recompute::Selective && !selectively_recomputed(o, p)) continue;
-      o.recompute = true;
-      o.name = "recompute " + o.name;
-      out.push_back(o);
-    }
+  std::vector<Op> out = recomputed_ops(forward_of(blocks, p), layer_recompute(m, p, layer), p);
   const std::vector<Op> bwd = backward_of(blocks, p);
   out.insert(out.end(), bwd.begin(), bwd.end());
   return out;
@@ -520,16 +580,8 @@ std::vector<Op> mtp_forward_ops(const ModelConfig& m, const ParallelPlan& p) {
 // them right before that depth's backward; selective recomputation re-runs the core attention.
 std::vector<Op> mtp_backward_ops(const ModelConfig& m, const ParallelPlan& p) {
   std::vector<Block> blocks = mtp_depth_blocks(m, p);
-  std::vector<Op> depth;
-  if (p.recompute != Recompute::None) {
-    const std::vector<Block> checkpointed(blocks.begin(), blocks.end() - 1);  // not the head
-    for (Op o : forward_of(checkpointed, p)) {
-      if (p.recompute == Recompute::Selective && !selectively_recomputed(o, p)) continue;
-      o.recompute = true;
-      o.name = "recompute " + o.name;
-      depth.push_back(o);
-    }
-  }
+  const std::vector<Block> checkpointed(blocks.begin(), blocks.end() - 1);  // not the head
+  std::vector<Op> depth = recomputed_ops(forward_of(checkpointed, p), p.recompute, p);
   const std::vector<Op> bwd = backward_of(blocks, p);
   depth.insert(depth.end(), bwd.begin(), bwd.end());
   std::vector<Op> out;

@@ -95,6 +95,12 @@ struct Op {
   // The recompute modules (ParallelPlan::recompute_modules bits) whose selective recomputation
   // re-runs this forward op; the attention core is recognised by its class.
   unsigned modules = 0;
+  // GEMM, as PyTorch's per-linear models issue it (for recompute: op, torchtitan's op-level
+  // checkpointing): the widths n of the separate matmuls this fused op stands for (wq, wk, wv; the
+  // gate and up projections), one matmul of width n when empty; `grouped`: the experts' grouped
+  // matmul, not a plain one.
+  std::vector<int64_t> mm_parts;
+  bool grouped = false;
 };
 
 // One layer, one micro-batch. The backward list starts with the recomputed forward ops
@@ -103,6 +109,9 @@ struct Op {
 // (by default the attention core, the ops of class Attention).
 std::vector<Op> layer_forward_ops(const ModelConfig& m, const ParallelPlan& p, int layer);
 std::vector<Op> layer_backward_ops(const ModelConfig& m, const ParallelPlan& p, int layer);
+// Activation bytes one layer keeps per micro-batch under recompute: op (torchtitan's op-level
+// checkpointing): its input and the outputs the policy saves (ops.cpp, walk_op_checkpoint).
+double op_checkpoint_saved_bytes(const ModelConfig& m, const ParallelPlan& p, int layer);
 // The recomputation layer `layer` gets: the plan's mode, except that full recomputation limited to
 // recompute_layers > 0 covers only the first that many layers of each model chunk (None after).
 Recompute layer_recompute(const ModelConfig& m, const ParallelPlan& p, int layer);

@@ -49,6 +49,7 @@ const char* recompute_name(Recompute r) {
     case Recompute::None: return "none";
     case Recompute::Selective: return "selective";
     case Recompute::Full: return "full";
+    case Recompute::Op: return "op";
   }
   return "none";
 }
@@ -100,7 +101,8 @@ ParallelPlan parse_plan(const config::Node& n) {
   if (rc == "none") p.recompute = Recompute::None;
   else if (rc == "selective") p.recompute = Recompute::Selective;
   else if (rc == "full") p.recompute = Recompute::Full;
-  else n.fail("recompute", "unknown recompute mode '" + rc + "'", "use none, selective or full");
+  else if (rc == "op") p.recompute = Recompute::Op;
+  else n.fail("recompute", "unknown recompute mode '" + rc + "'", "use none, selective, full or op");
   if (n.has("recompute_modules")) {
     const config::Node list = n["recompute_modules"];
     const char* fix = "write e.g. recompute_modules: [core_attn, mla_up_proj] (core_attn, layernorm, mla_up_proj, moe_act, "

@@ -14,7 +14,7 @@
 //     sequence_parallel: true  # ignored when tp == 1 (there is nothing to split)
 //     micro_batch: 1         # sequences per micro-batch (per model replica)
 //     global_batch: 128      # sequences per optimizer step
-//     recompute: none        # none | selective | full
+//     recompute: none        # none | selective | full | op (torchtitan's op-level checkpointing, below)
 //     recompute_modules: [core_attn]  # with selective: what is recomputed (below)
 //     recompute_layers: 4    # with full: recompute only the first N layers of each model chunk
 //                            # (Megatron's --recompute-method block --recompute-num-layers N);
@@ -77,6 +77,10 @@
 // next item only once its own send is through). Default: true with interleaving (vp > 1), as
 // Megatron-LM's launcher (--no-overlap-p2p-communication turns it off), NeMo's and Megatron-
 // Bridge's comm-overlap configs set it; false otherwise (Megatron-Core's dataclass default).
+// recompute: op: torchtitan's op-level selective checkpointing (activation_checkpoint mode
+// "selective", selective_ac_option "op"): every layer is checkpointed and PyTorch keeps the outputs
+// of the attention core, the reduce-scatters and every other 16-bit matmul, recomputing the rest
+// (FP8 linears and grouped expert matmuls included); see op_checkpoint_recompute in ops.cpp.
 // recompute_modules (with recompute: selective; Megatron-Core's --recompute-modules, default
 // [core_attn]): core_attn, the attention core (Korthikanti et al.'s selective recomputation);
 // layernorm, the two norms before attention and MLP; mla_up_proj, MLA's query and key/value
@@ -152,7 +156,7 @@
 namespace stacksim::workload {
 
 enum class Precision { FP32, TF32, FP16, BF16, FP8 };
-enum class Recompute { None, Selective, Full };
+enum class Recompute { None, Selective, Full, Op };
 enum class Schedule { OneFOneB, GPipe, DualPipe };  // 1F1B is interleaved when vp > 1
 enum class Kernels { Fused, Eager };
 enum class CpComm { P2P, AllGather };

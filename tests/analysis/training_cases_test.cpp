@@ -442,6 +442,19 @@ TEST(TrainingCasePolicy, SelectiveRecomputationOfTheModulesTheNotesName) {
   EXPECT_EQ(modules("full", "recompute: RMSNorm recomputed."), "");
 }
 
+TEST(TrainingCasePolicy, TorchtitansSelectiveCheckpointingIsItsOpOrLayerPolicy) {
+  const auto built = [](const std::string& notes) {
+    YAML::Node c = training_case("H100-SXM5-80GB", "");
+    c["parallelism"]["recompute"] = "selective";
+    return built_with_notes(c, notes)["parallelism"];
+  };
+  EXPECT_EQ(built("torchtitan, selective activation checkpointing")["recompute"].as<std::string>(), "op");
+  const YAML::Node layer = built("torchtitan; checkpointing of every 2nd layer");
+  EXPECT_EQ(layer["recompute"].as<std::string>(), "full");
+  EXPECT_EQ(layer["recompute_layers"].as<int>(), 2);  // 4 layers, every 2nd
+  EXPECT_EQ(built("Megatron-LM")["recompute"].as<std::string>(), "selective");
+}
+
 TEST(TrainingCasePolicy, MoeLayerPatternsInTheirPublishedForms) {
   const auto moe_of = [](const std::string& freq) {
     YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");

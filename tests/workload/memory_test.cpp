@@ -237,6 +237,28 @@ TEST(Memory, RecomputeModulesDropWhatTheyRecompute) {
               routed * h + 5 * routed * ffn, 1.0);
 }
 
+TEST(Memory, TorchtitanOpCheckpointingKeepsTheInputAndTheSavedOutputs) {
+  ModelConfig m = gpt_model(4, 4096, 32, 2048);
+  m.kv_heads = 8;
+  m.mlp = Mlp::SwiGlu;
+  m.ffn_hidden = 14336;
+  m.attention = AttentionImpl::Flash;
+  const double T = 2048, h = 4096, q = 4096, kv = 8 * 128, f = 14336, heads = 32;
+  ParallelPlan p = plan(1, false, Recompute::Op);
+  // The input; wq, wv, w1 and w2's outputs (the odd-numbered matmuls); the attention output and
+  // its fp32 log-sum-exp per head and token; all 16-bit.
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, p, 0),
+                   2 * T * h + 2 * T * (q + kv + f + h) + 2 * T * q + 4 * T * heads);
+  // FP8 linears keep nothing: the input and the attention's output only.
+  p.precision = Precision::FP8;
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, p, 0), 2 * T * h + 2 * T * q + 4 * T * heads);
+  // Between full recomputation and none.
+  p.precision = Precision::BF16;
+  const double op = activation_bytes_per_layer(m, p, 0);
+  EXPECT_GT(op, activation_bytes_per_layer(m, plan(1, false, Recompute::Full), 0));
+  EXPECT_LT(op, activation_bytes_per_layer(m, plan(1, false, Recompute::None), 0));
+}
+
 TEST(Memory, Fp8SwigluCacheHalvesTheExpertsSwigluInputs) {
   // DeepSeek-V3's FP8 caching of the routed experts' SwiGLU inputs: gate and up at 1 byte each
   // instead of 2, with or without the SwiGLU output recomputed; nothing else changes.

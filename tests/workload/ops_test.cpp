@@ -280,6 +280,49 @@ TEST(LayerOps, SelectiveRecomputationReRunsTheNamedModules) {
   EXPECT_EQ(all_to_alls, 2);
 }
 
+TEST(LayerOps, TorchtitanOpCheckpointingRecomputesEverySecondMatmulAndKeepsTheAttention) {
+  // Llama-style layer: GQA, SwiGLU. PyTorch issues wq, wk, wv, wo, w1, w3, w2; torchtitan's op
+  // policy keeps the odd-numbered matmuls and recomputes wk, wo and w3.
+  ModelConfig m = gpt(4096, 32);
+  m.kv_heads = 8;
+  m.mlp = Mlp::SwiGlu;
+  m.ffn_hidden = 14336;
+  const double T = 2048, h = 4096, kv = 8 * 128, f = 14336;
+  const auto recomputed_gemm_flops = [&](const ParallelPlan& p) {
+    return sum(layer_backward_ops(m, p, 0), [](const Op& o) { return o.recompute && o.kind == OpKind::Gemm; },
+               [](const Op& o) { return o.flops; });
+  };
+  ParallelPlan p = plan();
+  p.recompute = Recompute::Op;
+  EXPECT_DOUBLE_EQ(recomputed_gemm_flops(p), 2 * T * h * (kv + h + f));
+  // Under tp 2 with sequence parallelism the recomputed matmuls are split, the entry all-gathers
+  // run again and the exit reduce-scatters (kept) do not; the attention core is never re-run.
+  ParallelPlan t2 = plan(2, true);
+  t2.recompute = Recompute::Op;
+  EXPECT_DOUBLE_EQ(recomputed_gemm_flops(t2), 2 * T * h * (kv + h + f) / 2);
+  int gathers = 0, scatters = 0, attention = 0, norms = 0;
+  for (const Op& o : layer_backward_ops(m, t2, 0)) {
+    if (!o.recompute) continue;
+    gathers += o.kind == OpKind::Comm && o.comm == CommKind::AllGather;
+    scatters += o.kind == OpKind::Comm && o.comm == CommKind::ReduceScatter;
+    attention += o.kind == OpKind::Attention;
+    norms += o.cls == OpClass::Norm;
+  }
+  EXPECT_EQ(gathers, 2);
+  EXPECT_EQ(scatters, 0);
+  EXPECT_EQ(attention, 0);
+  EXPECT_EQ(norms, 2);
+  // FP8 linears (torch._scaled_mm) are not on the save list: every linear is recomputed.
+  p.precision = Precision::FP8;
+  EXPECT_DOUBLE_EQ(recomputed_gemm_flops(p), 2 * T * h * (h + 2 * kv + h + 3 * f));
+  // The hardware FLOP count adds the same matmuls over the step.
+  p.precision = Precision::BF16;
+  ParallelPlan none = p;
+  none.recompute = Recompute::None;
+  EXPECT_DOUBLE_EQ(hardware_flops_per_step(m, p) - hardware_flops_per_step(m, none),
+                   m.layers * 2 * T * h * (kv + h + f) * p.global_batch);
+}
+
 TEST(LayerOps, ContextParallelRingAttention) {
   const ModelConfig m = gpt();
   ParallelPlan p = plan(2);

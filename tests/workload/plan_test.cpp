@@ -228,7 +228,7 @@ TEST(Plan, ExpertParallelRules) {
 TEST(Plan, BadValuesAreInputErrors) {
   EXPECT_TRUE(has(check(gpt(), "{tp: 0, global_batch: 1}", 1), "at least 1"));
   EXPECT_TRUE(has(check(gpt(), "{zero: 4, global_batch: 1}", 1), "0, 1, 2 or 3"));
-  EXPECT_TRUE(has(check(gpt(), "{recompute: some, global_batch: 1}", 1), "none, selective or full"));
+  EXPECT_TRUE(has(check(gpt(), "{recompute: some, global_batch: 1}", 1), "none, selective, full or op"));
   EXPECT_TRUE(has(check(gpt(), "{schedule: interleaved, global_batch: 1}", 1), "vp >= 2"));
   EXPECT_TRUE(has(check(gpt(), "{tp: 1}", 1), "global_batch"));
   EXPECT_TRUE(has(check(gpt(), "{tpp: 1, global_batch: 1}", 1), "tp"));
