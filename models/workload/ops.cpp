@@ -440,7 +440,8 @@ bool selectively_recomputed(const Op& o, const ParallelPlan& p) {
 // start (a fused op counts as the matmuls it stands for: wq, wk, wv; w1, w3). Not on the list, so
 // recomputed: FP8 linears (torch._scaled_mm), the experts' grouped matmuls, norms, rotary,
 // activations, residuals, the other collectives.
-// Walks a layer's forward ops as that policy sees them: fn(op, kept) for each op, a fused plain
+//
+// walk_op_checkpoint walks a layer's forward ops as that policy sees them: fn(op, kept) for each op, a fused plain
 // matmul split into the matmuls it stands for (copies of width n each).
 template <class Fn>
 void walk_op_checkpoint(const std::vector<Op>& fwd, const ParallelPlan& p, Fn fn) {
@@ -505,7 +506,7 @@ double op_checkpoint_saved_bytes(const ModelConfig& m, const ParallelPlan& p, in
   walk_op_checkpoint(layer_forward_ops(m, p, layer), p, [&](const Op& o, bool kept) {
     if (!kept) return;
     if (o.kind == OpKind::Gemm) bytes += kAct * static_cast<double>(o.m) * o.n * o.batch;
-    if (o.kind == OpKind::Comm) bytes += o.comm_bytes / p.tp;  // a reduce-scatter's output
+    if (o.kind == OpKind::Comm && o.comm == CommKind::ReduceScatter) bytes += o.comm_bytes / p.tp;  // its output
     if (o.kind == OpKind::Attention) {  // its output and fp32 row statistics (log-sum-exp)
       const AttentionShape& a = o.attention;
       bytes += static_cast<double>(a.batch) * a.heads * a.seq_q * (kAct * a.v_head_dim + 4.0);

@@ -106,7 +106,8 @@ struct Op {
 // One layer, one micro-batch. The backward list starts with the recomputed forward ops
 // (recompute = true): with recompute=full every forward op including its collectives (Megatron
 // recomputes the TP communication too), with selective the ops of the plan's recompute_modules
-// (by default the attention core, the ops of class Attention).
+// (by default the attention core, the ops of class Attention), with op (torchtitan's op-level
+// checkpointing) every op its policy does not keep.
 std::vector<Op> layer_forward_ops(const ModelConfig& m, const ParallelPlan& p, int layer);
 std::vector<Op> layer_backward_ops(const ModelConfig& m, const ParallelPlan& p, int layer);
 // Activation bytes one layer keeps per micro-batch under recompute: op (torchtitan's op-level

@@ -249,6 +249,12 @@ TEST(Memory, TorchtitanOpCheckpointingKeepsTheInputAndTheSavedOutputs) {
   // its fp32 log-sum-exp per head and token; all 16-bit.
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, p, 0),
                    2 * T * h + 2 * T * (q + kv + f + h) + 2 * T * q + 4 * T * heads);
+  // tp 2 with sequence parallelism: the input and the column-parallel outputs split; w2's output
+  // (row-parallel: whole before its reduce-scatter) not; the two reduce-scatters' outputs kept.
+  ParallelPlan t2 = plan(2, true, Recompute::Op);
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, t2, 0),
+                   2 * T * h / 2 + 2 * T * (q + kv + f) / 2 + 2 * T * h + (2 * T * q + 4 * T * heads) / 2 +
+                       2 * (2 * T * h / 2));
   // FP8 linears keep nothing: the input and the attention's output only.
   p.precision = Precision::FP8;
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, p, 0), 2 * T * h + 2 * T * q + 4 * T * heads);
