@@ -169,7 +169,7 @@ int cmd_catalog(const std::vector<std::string>& raw, std::ostream& out) {
     out << "GPUs:\n";
     for (const auto& n : c.gpus.names()) {
       const auto& g = c.gpus.get(n);
-      std::snprintf(line, sizeof line, "  %-18s %-10s %4d SMs  bf16/fp16 %6.0f TFLOP/s  HBM %5.0f GB at %5.0f GB/s\n",
+      std::snprintf(line, sizeof line, "  %-20s %-10s %4d SMs  bf16/fp16 %6.0f TFLOP/s  HBM %5.0f GB at %5.0f GB/s\n",
                     n.c_str(), g.architecture.c_str(), g.sm_count,
                     std::max(g.peak("bf16"), g.peak("fp16")) / 1e12, g.memory_bytes / 1e9, g.hbm_Bps / 1e9);
       out << line;
