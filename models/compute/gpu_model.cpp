@@ -131,10 +131,15 @@ double attended_fraction(int64_t skv, bool causal, int64_t window) {
   if (!causal) return std::min(2.0 * w + 1.0, s) / s;
   return (w * (w + 1.0) / 2.0 + (s - w) * w) / (s * s);
 }
+// The key blocks' worth of scores a query block keeps (its share of the FLOPs): the visited blocks
+// less the masked parts of the diagonal (and window-edge) blocks, which are computed and discarded.
+double useful_key_blocks_per_query_block(int64_t skv, bool causal, int64_t window) {
+  return attended_fraction(skv, causal, window) * static_cast<double>(skv) / GpuModel::kAttentionBlockKV;
+}
 }  // namespace
 
 KernelCost GpuModel::attention(double flops, double bytes, int64_t work_units, double loop_iterations,
-                               double efficiency, DType dtype) const {
+                               double useful_iterations, double efficiency, DType dtype) const {
   KernelCost c;
   c.flops = flops;
   c.bytes = bytes;
@@ -142,7 +147,7 @@ KernelCost GpuModel::attention(double flops, double bytes, int64_t work_units, d
   const double sms = spec_.sm_count;
   const double units = static_cast<double>(work_units);
   const double wave_fill = units / (std::ceil(units / sms) * sms);
-  const double loop_fill = loop_iterations / (loop_iterations + kAttentionTileOverhead);
+  const double loop_fill = useful_iterations / (loop_iterations + kAttentionTileOverhead);
   const double compute_s = flops / (peak(dtype) * efficiency * wave_fill * loop_fill);
   const double memory_s = bytes / hbm_rate_Bps();
   c.memory_bound = memory_s > compute_s;
@@ -178,8 +183,7 @@ KernelCost GpuModel::attention_forward(int64_t b, int64_t h, int64_t kvh, int64_
   const double bytes = (2.0 * bd * hd * sqd * dd + 2.0 * bd * kvd * skvd * dd) * bytes_per_element(run);
   const int64_t blocks = b * h * ((sq + kAttentionBlockQ - 1) / kAttentionBlockQ);
   return attention(flops, bytes, blocks, key_blocks_per_query_block(skv, causal, window),
-                   attention_efficiency(kernel, false),
-                   run);
+                   useful_key_blocks_per_query_block(skv, causal, window), attention_efficiency(kernel, false), run);
 }
 
 KernelCost GpuModel::attention_backward(int64_t b, int64_t h, int64_t kvh, int64_t sq, int64_t skv, int64_t d,
@@ -194,8 +198,7 @@ KernelCost GpuModel::attention_backward(int64_t b, int64_t h, int64_t kvh, int64
   const double bytes = (4.0 * bd * hd * sqd * dd + 4.0 * bd * kvd * skvd * dd) * bytes_per_element(run);
   const int64_t blocks = b * h * ((skv + kAttentionBlockQ - 1) / kAttentionBlockQ);
   return attention(flops, bytes, blocks, key_blocks_per_query_block(skv, causal, window),
-                   attention_efficiency(kernel, true),
-                   run);
+                   useful_key_blocks_per_query_block(skv, causal, window), attention_efficiency(kernel, true), run);
 }
 
 KernelCost GpuModel::memory_bound(double bytes, double flops) const {

@@ -20,12 +20,14 @@
 // backward 2.5x forward (dQ, dK, dV and the recomputed P; FlashAttention-2, section 3.2), at the
 // GPU's attention efficiency, with wave quantisation over (b*h*ceil(sq/128)) query blocks. The
 // calibrated efficiency is the long-sequence plateau: each query block (key block in backward)
-// loops over n = skv/128 key blocks (half on average when causal) and pays a fixed prologue and
-// epilogue (load Q, rescale and write O) worth kAttentionTileOverhead loop iterations, so the
-// kernel reaches n / (n + kAttentionTileOverhead) of the plateau. The published kernel sweeps
-// over sequence length at 16k tokens per batch (FlashAttention-2 paper, H100, head dim 128,
-// forward: 191 TFLOP/s at 512 rising to 335 at 16k; FlashAttention-3 paper: 292 to 616) fit
-// 3.2 and 4.8 iterations; 4 is used for every kernel. HBM traffic: Q, O (and dO, dQ) per query
+// visits v key blocks (n = skv/128, (n + 1)/2 on average when causal), of which u are kept (n/2
+// when causal: the diagonal block is computed whole and its masked half discarded), and pays a
+// fixed prologue and epilogue (load Q, rescale and write O) worth kAttentionTileOverhead loop
+// iterations, so the kernel reaches u / (v + kAttentionTileOverhead) of the plateau. The
+// published sweeps over sequence length at 16k tokens per batch (H100, head dim 128; forward,
+// 512 vs 16k: FlashAttention-2 causal 191/335, non-causal 309/370; FlashAttention-3 causal
+// 292/616, non-causal 467/648) give 1.1 / 0.8 and 1.85 / 1.6 iterations; 1.3 is used for every
+// kernel (each ratio within 15 %). HBM traffic: Q, O (and dO, dQ) per query
 // head, K, V (and dK, dV) per KV head. A sliding window of w keys (w < skv; FlashAttention-2's
 // window_size, cuDNN's sliding window) leaves each causal query min(position + 1, w) keys: the
 // FLOPs shrink by that average over skv, and each query block visits ceil(w/128) + 1 key blocks.
@@ -82,11 +84,11 @@ class GpuModel {
   static constexpr double kMinSplitK = 256;              // shortest K slice of a split-K GEMM
   static constexpr int kAttentionBlockQ = 128;           // query rows per flash-attention block
   static constexpr int kAttentionBlockKV = 128;          // key rows per inner-loop iteration
-  static constexpr double kAttentionTileOverhead = 4.0;  // per-block fixed cost, in loop iterations
+  static constexpr double kAttentionTileOverhead = 1.3;  // per-block fixed cost, in loop iterations
 
  private:
-  KernelCost attention(double flops, double bytes, int64_t work_units, double loop_iterations, double efficiency,
-                       DType dtype) const;
+  KernelCost attention(double flops, double bytes, int64_t work_units, double loop_iterations,
+                       double useful_iterations, double efficiency, DType dtype) const;
   // Fraction of the peak a kernel reaches; throws when the GPU has no profile for the kernel.
   double attention_efficiency(AttentionKernel k, bool backward) const;
   hw::GpuSpec spec_;

@@ -101,7 +101,7 @@ TEST(GpuModel, ASlidingWindowComputesOnlyTheKeysInIt) {
   const auto windowed = m.attention_forward(1, 64, 8, s, s, 64, true, DType::BF16, AttentionKernel::Fused, w);
   const double pairs = w * (w + 1) / 2.0 + static_cast<double>(s - w) * w;
   EXPECT_DOUBLE_EQ(windowed.flops, 4.0 * 64 * pairs * 64);
-  EXPECT_LT(windowed.seconds, causal.seconds / 10);
+  EXPECT_LT(windowed.seconds, causal.seconds / 8);  // 1/32 of the scores, at a lower loop fill
   EXPECT_DOUBLE_EQ(m.attention_backward(1, 64, 8, s, s, 64, true, DType::BF16, AttentionKernel::Fused, w).flops,
                    2.5 * windowed.flops);
   // A window as long as the sequence is no window.
@@ -112,28 +112,34 @@ TEST(GpuModel, ASlidingWindowComputesOnlyTheKeysInIt) {
 TEST(GpuModel, AttentionRunsAtTheCalibratedRateWhenTheWavesAreFull) {
   // b*h*sq/128 = 4*33*8192/128 = 8448 query blocks = 64 full waves of H100's 132 SMs; the bytes
   // (1.1 GB, 0.37 ms) next to the math (8.3 ms) add 0.1 % in quadrature; each query block loops
-  // over n = 64 key blocks and pays 4 more for its prologue/epilogue, so
-  // time ~ FLOPs / (peak * forward efficiency * 64/68) + overhead.
+  // over n = 64 key blocks and pays 1.3 more for its prologue/epilogue, so
+  // time ~ FLOPs / (peak * forward efficiency * 64/65.3) + overhead.
   const GpuModel m(gpus().get("H100-SXM5-80GB"));
   const auto c = m.attention_forward(4, 33, 33, 8192, 8192, 128, false, DType::BF16);
-  const double compute_s = c.flops / (989e12 * m.spec().attention_forward_efficiency * 64.0 / 68.0);
+  const double compute_s = c.flops / (989e12 * m.spec().attention_forward_efficiency * 64.0 / 65.3);
   EXPECT_NEAR(c.seconds - m.kernel_overhead_s(), compute_s, 0.005 * compute_s);
 }
 
 TEST(GpuModel, ShortSequencesRunAttentionBelowThePlateau) {
   // Same tokens (16k) and heads (33: 4224 blocks = 32 full waves either way), sequence 512 vs
-  // 16k, non-causal: the rate ratio is (4/8) / (128/132) = 0.516, the shape of the
-  // FlashAttention-2/3 papers' sweeps (0.57, 0.47); HBM traffic, relatively larger at 512, takes
-  // up to 3 % more in quadrature.
+  // 16k. Non-causal: the rate ratio is (4/5.3) / (128/129.3) = 0.762, between the FlashAttention-2
+  // and -3 papers' H100 sweeps at 16k tokens per batch (309/370 = 0.835, 467/648 = 0.72). Causal:
+  // a query block visits 2.5 key blocks of which the diagonal's masked half is discarded,
+  // (2/3.8) / (64/65.8) = 0.541 (the papers: 191/335 = 0.570, 292/616 = 0.474). HBM traffic,
+  // relatively larger at 512, takes 5-10 % more in quadrature. Both ratios lie within the two
+  // papers' (2 % slack), where a per-block overhead of 4 iterations without the masked half gave
+  // 0.50 and 0.39.
   const GpuModel m(gpus().get("H100-SXM5-80GB"));
   const auto rate = [&](int64_t b, int64_t s, bool causal) {
     const auto c = m.attention_forward(b, 33, 33, s, s, 128, causal, DType::BF16, AttentionKernel::Flash2);
     return c.flops / (c.seconds - m.kernel_overhead_s());
   };
   const double ratio = rate(32, 512, false) / rate(1, 16384, false);
-  EXPECT_LT(ratio, 0.516);
-  EXPECT_GT(ratio, 0.97 * 0.516);
-  // Causal masking halves the key blocks a query block visits on average: lower still.
+  EXPECT_LT(ratio, 0.762);
+  EXPECT_GT(ratio, 0.98 * 0.72);
+  const double causal_ratio = rate(32, 512, true) / rate(1, 16384, true);
+  EXPECT_LT(causal_ratio, 0.541);
+  EXPECT_GT(causal_ratio, 0.98 * 0.474);
   EXPECT_LT(rate(16, 1024, true), rate(16, 1024, false));
 }
 
@@ -151,10 +157,10 @@ TEST(GpuModel, OlderFlashAttentionKernelsAreSlowerAndFlash1NeedsAProfile) {
     EXPECT_DOUBLE_EQ(pass(AttentionKernel::Flash1).flops, pass(AttentionKernel::Flash2).flops);  // same math
   }
   // FlashAttention-1 forward at its calibrated fraction of the peak (4*33*4096/128 query blocks are
-  // 32 full waves of 132 SMs; causal: 16.5 key blocks per query block on average, + 4).
+  // 32 full waves of 132 SMs; causal: 16.5 key blocks per query block on average, 16 of them kept, + 1.3).
   const auto f1 = h100.attention_forward(4, 33, 33, 4096, 4096, 128, true, DType::BF16, AttentionKernel::Flash1);
   EXPECT_NEAR(f1.seconds - h100.kernel_overhead_s(),
-              f1.flops / (989e12 * h100.spec().flash1_forward_efficiency * 16.5 / 20.5), 0.01 * f1.seconds);
+              f1.flops / (989e12 * h100.spec().flash1_forward_efficiency * 16.0 / 17.8), 0.01 * f1.seconds);
   // No FlashAttention-1 kernels were ever profiled for Blackwell: a clear refusal, not a guess.
   const GpuModel b200(gpus().get("B200"));
   try {
