@@ -119,7 +119,8 @@ double key_blocks_per_query_block(int64_t skv, bool causal, int64_t window) {
   const double n = std::ceil(static_cast<double>(skv) / GpuModel::kAttentionBlockKV);
   const double visited = causal ? std::max(1.0, 0.5 * (n + 1)) : n;
   if (window <= 0 || window >= skv) return visited;
-  return std::min(visited, std::ceil(static_cast<double>(window) / GpuModel::kAttentionBlockKV) + 1.0);
+  const double span = causal ? window : 2.0 * window + 1.0;  // keys a query may see: behind it, or both sides
+  return std::min(visited, std::ceil(span / GpuModel::kAttentionBlockKV) + 1.0);
 }
 
 // The share of the sq x skv score matrix computed: half under a causal mask; with a sliding

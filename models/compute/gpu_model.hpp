@@ -30,7 +30,8 @@
 // kernel (each ratio within 15 %). HBM traffic: Q, O (and dO, dQ) per query
 // head, K, V (and dK, dV) per KV head. A sliding window of w keys (w < skv; FlashAttention-2's
 // window_size, cuDNN's sliding window) leaves each causal query min(position + 1, w) keys: the
-// FLOPs shrink by that average over skv, and each query block visits ceil(w/128) + 1 key blocks.
+// FLOPs shrink by that average over skv, and each query block visits ceil(w/128) + 1 key blocks
+// (ceil((2w + 1)/128) + 1 without the causal mask).
 //
 // Memory-bound kernels (element-wise, norms, softmax, optimizer): bytes over the achievable HBM
 // rate, combined with any FLOPs at the fp32 vector rate the same way as above.

@@ -104,6 +104,11 @@ TEST(GpuModel, ASlidingWindowComputesOnlyTheKeysInIt) {
   EXPECT_LT(windowed.seconds, causal.seconds / 8);  // 1/32 of the scores, at a lower loop fill
   EXPECT_DOUBLE_EQ(m.attention_backward(1, 64, 8, s, s, 64, true, DType::BF16, AttentionKernel::Fused, w).flops,
                    2.5 * windowed.flops);
+  // Bidirectional: 2w + 1 keys per query, over at most ceil((2w + 1)/128) + 1 key blocks; never
+  // above the calibrated plateau rate.
+  const auto both = m.attention_forward(1, 64, 8, s, s, 64, false, DType::BF16, AttentionKernel::Fused, 1024);
+  EXPECT_DOUBLE_EQ(both.flops, 4.0 * 64 * s * (2 * 1024 + 1) * 64);
+  EXPECT_LT(both.flops / (both.seconds - m.kernel_overhead_s()), 989e12 * m.spec().attention_forward_efficiency);
   // A window as long as the sequence is no window.
   EXPECT_DOUBLE_EQ(m.attention_forward(1, 64, 8, s, s, 64, true, DType::BF16, AttentionKernel::Fused, s).seconds,
                    causal.seconds);
