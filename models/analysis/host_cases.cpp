@@ -3,9 +3,9 @@
 #include <stdexcept>
 
 #include "models/analysis/catalogs.hpp"
-#include "models/collectives/collective.hpp"
 #include "models/analysis/host.hpp"
 #include "models/analysis/training_cases.hpp"
+#include "models/collectives/collective.hpp"
 
 namespace stacksim::analysis {
 
@@ -44,7 +44,7 @@ topo::ClusterConfig one_node(const YAML::Node& c, int gpus) {
 // device_to_device_bidirectional_memcpy_read_sm, Benchmarks/NVBandwidth.py), 1 when it says one
 // way; 0 when neither is known.
 int peer_copy_directions(const YAML::Node& c) {
-  const std::string notes = lowercase(has(c, "notes") ? get<std::string>(c, "notes") : "");
+  const std::string notes = lowercase(notes_of(c));
   const std::string source = lowercase(has(c["source"], "title") ? get<std::string>(c["source"], "title") : "") + " " +
                              lowercase(has(c["source"], "url") ? get<std::string>(c["source"], "url") : "");
   if (notes.find("unidirectional") != std::string::npos || notes.find("one way") != std::string::npos) return 1;

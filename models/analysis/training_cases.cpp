@@ -67,8 +67,6 @@ long long number_after(const std::string& text, const std::string& phrase) {
 // used Megatron-LM, which had none of these by default. The GPU is the proxy.
 bool volta_ampere_era(const std::string& gpu) { return gpu.rfind("V100", 0) == 0 || gpu.rfind("A100", 0) == 0; }
 
-std::string notes_of(const YAML::Node& c) { return has(c, "notes") ? get<std::string>(c, "notes") : ""; }
-
 // The catalogue part of the case's GPU. An H100 SXM whose case text (notes, system) says HBM2e is
 // the 96 GB HBM2e, 500 W part of Meta's Grand Teton hosts (the SXM5 80GB is HBM3; torchtitan's
 // benchmark pages describe that part), not the 80 GB SXM5 the name alone would give.

@@ -31,6 +31,9 @@ T get(const YAML::Node& n, const char* key) {
   }
 }
 
+// A case's notes ("" when it has none).
+inline std::string notes_of(const YAML::Node& c) { return has(c, "notes") ? get<std::string>(c, "notes") : ""; }
+
 // A count (GPUs, layers, batch, parallel degree): get<T>, and at least 1.
 template <typename T>
 T positive(const YAML::Node& n, const char* key) {

@@ -441,8 +441,8 @@ bool selectively_recomputed(const Op& o, const ParallelPlan& p) {
 // recomputed: FP8 linears (torch._scaled_mm), the experts' grouped matmuls, norms, rotary,
 // activations, residuals, the other collectives.
 //
-// walk_op_checkpoint walks a layer's forward ops as that policy sees them: fn(op, kept) for each op, a fused plain
-// matmul split into the matmuls it stands for (copies of width n each).
+// walk_op_checkpoint walks a layer's forward ops as that policy sees them: fn(op, kept) for each
+// op, a fused plain matmul split into the matmuls it stands for (copies of width n each).
 template <class Fn>
 void walk_op_checkpoint(const std::vector<Op>& fwd, const ParallelPlan& p, Fn fn) {
   int mm_count = 0;

@@ -80,7 +80,7 @@
 // recompute: op: torchtitan's op-level selective checkpointing (activation_checkpoint mode
 // "selective", selective_ac_option "op"): every layer is checkpointed and PyTorch keeps the outputs
 // of the attention core, the reduce-scatters and every other 16-bit matmul, recomputing the rest
-// (FP8 linears and grouped expert matmuls included); see op_checkpoint_recompute in ops.cpp.
+// (FP8 linears and grouped expert matmuls included); see walk_op_checkpoint in ops.cpp.
 // recompute_modules (with recompute: selective; Megatron-Core's --recompute-modules, default
 // [core_attn]): core_attn, the attention core (Korthikanti et al.'s selective recomputation);
 // layernorm, the two norms before attention and MLP; mla_up_proj, MLA's query and key/value
