@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include "models/analysis/catalogs.hpp"
@@ -490,10 +492,18 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   }
   pl["tp"] = tp; pl["pp"] = pp; pl["dp"] = dp; pl["cp"] = cp; pl["ep"] = ep;
   if (!has(p, "cp")) defaults.push_back("parallelism.cp: 1");
-  // An ep larger than dp*cp allows only MoE parallel folding with whole experts.
-  if (ep > 1 && tp > 1 && (dp * cp) % ep != 0 && (tp * dp * cp) % ep == 0) {
-    pl["etp"] = 1;
-    defaults.push_back("parallelism.etp: 1 (ep does not divide dp*cp; MoE parallel folding with whole experts)");
+  // An ep larger than dp*cp allows only MoE parallel folding with whole experts; notes that state
+  // Megatron-Core's expert tensor parallel size 1 ("expert-tensor-parallel 1", "ETP1") ask for it.
+  static const std::regex etp_one(R"((expert[- _]tensor[- _]parallel(?:[- _]size)?\s*[=:]?\s*|\betp\s*[=:]?\s*)1\b)",
+                                  std::regex::icase);
+  if (ep > 1 && tp > 1 && (tp * dp * cp) % ep == 0) {
+    if ((dp * cp) % ep != 0) {
+      pl["etp"] = 1;
+      defaults.push_back("parallelism.etp: 1 (ep does not divide dp*cp; MoE parallel folding with whole experts)");
+    } else if (std::regex_search(notes_of(c), etp_one)) {
+      pl["etp"] = 1;
+      defaults.push_back("parallelism.etp: 1 (the notes state expert tensor parallel 1: whole experts)");
+    }
   }
   if (has(p, "sequence_parallel")) {
     pl["sequence_parallel"] = get<bool>(p, "sequence_parallel");
@@ -718,7 +728,26 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
         pl["recompute"] = "op";
         defaults.push_back("parallelism.recompute: op (torchtitan's selective AC: its op policy)");
       }
-      if (at != std::string::npos) {
+      // Megatron-Core's own flag quoted in the notes ("--recompute-modules layernorm moe_act"):
+      // its module names are the plan's.
+      static const std::regex flag(R"(--recompute-modules((?:\s+[a-z_]+)+))");
+      std::smatch quoted;
+      if (!torchtitan && std::regex_search(notes, quoted, flag)) {
+        static const std::set<std::string> known = {"core_attn", "layernorm", "mla_up_proj", "moe_act",
+                                                    "mlp", "moe", "shared_experts"};
+        YAML::Node modules;
+        std::string listed;
+        std::istringstream words(quoted[1].str());
+        for (std::string w; words >> w && known.count(w);) {
+          modules.push_back(w);
+          listed += std::string(listed.empty() ? "" : ", ") + w;
+        }
+        if (modules.size() > 0) {
+          modules.SetStyle(YAML::EmitterStyle::Flow);
+          pl["recompute_modules"] = modules;
+          defaults.push_back("parallelism.recompute_modules: [" + listed + "] (the notes quote --recompute-modules)");
+        }
+      } else if (at != std::string::npos) {
         const std::string said = notes.substr(at, notes.find('.', at) - at);
         YAML::Node modules;
         struct Named {

@@ -440,6 +440,10 @@ TEST(TrainingCasePolicy, SelectiveRecomputationOfTheModulesTheNotesName) {
   EXPECT_EQ(modules("selective", "recompute: core attention and SwiGLU output recomputed."), "core_attn ");
   EXPECT_EQ(modules("selective", "Megatron-LM"), "");  // Megatron-Core's default (the core attention)
   EXPECT_EQ(modules("full", "recompute: RMSNorm recomputed."), "");
+  // Megatron-Core's flag quoted as run: its module names, up to the first word that is not one.
+  EXPECT_EQ(modules("selective", "(--recompute-granularity selective --recompute-modules layernorm moe_act: output"),
+            "layernorm moe_act ");
+  EXPECT_EQ(modules("selective", "--recompute-modules layernorm moe mlp, then"), "layernorm moe mlp ");
 }
 
 TEST(TrainingCasePolicy, TorchtitansSelectiveCheckpointingIsItsOpOrLayerPolicy) {
@@ -657,6 +661,12 @@ TEST(TrainingCasePolicy, AnExpertGroupBeyondDataParallelFoldsOverTensorParallelR
   const Scenario split = scenario_from_yaml(training_case_scenario(c, defaults), "case t");
   EXPECT_FALSE(split.training.plan.experts_folded());
   EXPECT_EQ(split.training.plan.expert_tp(), 2);
+  // Notes stating expert tensor parallel 1 fold the experts even where ep divides dp*cp.
+  for (const char* said : {"expert-tensor-parallel 1, sequence parallel", "TP2 EP4 ETP1 VPP1", "--expert-tensor-parallel-size 1"}) {
+    const Scenario stated = scenario_from_yaml(built_with_notes(c, said), "case t");
+    EXPECT_TRUE(stated.training.plan.experts_folded()) << said;
+  }
+  EXPECT_FALSE(scenario_from_yaml(built_with_notes(c, "ETP2, expert-tensor-parallel 2"), "case t").training.plan.experts_folded());
 }
 
 TEST(TrainingCasePolicy, HeadDimAndSlidingWindowAreReadFromTheAttentionText) {
