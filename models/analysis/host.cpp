@@ -13,8 +13,15 @@ HostConfig parse_host(const config::Node& n) {
   if (n.is_null()) return h;
   n.require_map();
   n.check_keys({"cpu_seconds_per_sample", "loader_workers", "prefetch", "storage_bytes_per_sample",
-                "storage_read_bandwidth", "sample_bytes", "pinned"});
-  h.enabled = true;
+                "storage_read_bandwidth", "sample_bytes", "pinned", "kernel_launch"});
+  if (n.has("kernel_launch")) {
+    h.kernel_launch_s = n.non_negative("kernel_launch", n.required_quantity("kernel_launch", sim::Dimension::Time));
+    if (h.kernel_launch_s > 0.1)
+      n.fail("kernel_launch", "is more than 100 ms per kernel launch", "use the host time of one launch, e.g. 5 us");
+  }
+  // The data pipeline is simulated when any of its keys is given (kernel_launch alone is not one).
+  h.enabled = n.size() > (n.has("kernel_launch") ? 1u : 0u);
+  if (!h.enabled) return h;
   h.cpu_seconds_per_sample = n.non_negative(
       "cpu_seconds_per_sample", n.optional_quantity("cpu_seconds_per_sample", sim::Dimension::Time, 1.0).value_or(0));
   if (h.cpu_seconds_per_sample > 3600)

@@ -25,6 +25,17 @@
 //     storage_read_bandwidth: 5 GB/s # optional: overrides the node's storage (e.g. a network FS)
 //     sample_bytes: 64 KB            # copied host -> device per sample
 //     pinned: true
+//     kernel_launch: 4.7 us          # host time per kernel launch of the training process
+//
+// kernel_launch is the other half of the host: each rank's training process launches its kernels
+// from one CPU thread (the framework's per-op dispatch), ahead of the GPU unless the GPU finishes
+// kernels faster than they are launched or the process waits for the GPU (a dropless MoE layer
+// reads its token counts back; workload/ops.hpp, Op::host_sync). The replay (workload/replay.hpp)
+// charges what the GPU then waits as host_launch. The default is the host cost of launching one
+// kernel from Python, measured on a GB200 host: Triton's launcher, 4.7 us per kernel (meta-pytorch/
+// tritonbench PR #1017; the raw cuLaunchKernel under it is 3.0 us, specs.yaml kernel_launch);
+// eager PyTorch ops with autograd and framework modules around them cost more per kernel, CUDA
+// graphs less (set it to what a profile of the job shows).
 #pragma once
 #include "config/yaml.hpp"
 #include "topologies/builders.hpp"
@@ -40,6 +51,7 @@ struct HostConfig {
   double storage_read_Bps = 0;  // 0 = the node's
   double sample_bytes = 0;
   bool pinned = true;
+  double kernel_launch_s = 4.7e-6;  // host time per kernel launch (above); not a data-loader key
 };
 
 HostConfig parse_host(const config::Node& host);

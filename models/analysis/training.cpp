@@ -27,6 +27,7 @@ std::string category_label(const std::string& category) {
   if (category == "pipeline_bubble") return "pipeline bubble";
   if (category == "data_wait") return "waiting for the data loader";
   if (category == "checkpoint") return "checkpoint stalls";
+  if (category == "host_launch") return "waiting for the host to launch kernels";
   return "idle";
 }
 
@@ -100,7 +101,8 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   cc.nic.bandwidth_Bps *= setup.scales.network;
   const topo::Cluster cluster = topo::build_cluster(cc);
   const coll::CommTuning tuning = coll::tuning_for(cc.node, cc.nic);
-  const workload::StepProgram program = workload::build_step_program(setup.model, plan, gpu_model);
+  workload::StepProgram program = workload::build_step_program(setup.model, plan, gpu_model);
+  program.host_launch_s = setup.host.kernel_launch_s / setup.scales.host_launch;
   workload::ReplayOptions ro;
   ro.trace_path = options.trace_path;
   bool extrapolated = false;

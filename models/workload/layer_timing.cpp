@@ -21,6 +21,7 @@ LayerTiming time_layer(const StepProgram& program, int layer, const topo::Cluste
   one.micro_batches = 1;
   one.zero = 0;
   one.overlap_grad_reduce = one.overlap_param_gather = false;
+  one.host_launch_s = program.host_launch_s;
   LayerProgram lp = program.layers[layer];
   lp.param_bytes = lp.grad_bytes = 0.0;
   one.layers = {lp};

@@ -138,6 +138,7 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
         dgrad.backward = wgrad.backward = true;
         dgrad.cls = wgrad.cls = f.cls;
         dgrad.fp8_eligible = wgrad.fp8_eligible = f.fp8_eligible;
+        dgrad.grouped = wgrad.grouped = f.grouped;
         wgrad.weight_grad = true;
         out.push_back(dgrad);
         out.push_back(wgrad);
@@ -145,6 +146,7 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
       }
       case OpKind::Attention: {
         Op b = f;
+        b.host_sync = false;  // the backward reuses the forward's routing counts
         b.name = f.name + " backward";
         b.backward = true;
         b.flops = 2.0 * f.flops;
@@ -153,6 +155,7 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
       }
       case OpKind::MemoryBound: {
         Op b = f;
+        b.host_sync = false;
         b.name = f.name + " backward";
         b.bytes = f.backward_bytes_factor * f.bytes;
         b.flops = 2.0 * f.flops;
@@ -163,6 +166,7 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
       case OpKind::Comm: {
         Op b = f;
         b.backward = true;
+        b.host_sync = false;
         if (f.comm_backward == Op::Backward::None) break;
         if (f.group == CommGroup::CP) {
           // K/V to the context-parallel ranks again before the attention backward (emitted just
@@ -344,7 +348,14 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
     if (p.ep_dispatch == EpDispatch::DeepEP) a2a.dispatch = {e.top_k, e.groups, e.groups_per_token};
     return a2a;
   };
-  if (p.ep > 1) b.pre.push_back(ep_all_to_all("ep all-to-all dispatch"));
+  // Dropless routing has data-dependent token counts, which the host reads before it can launch
+  // the dispatch (or, without expert parallelism, the grouped GEMM); a capacity factor pads every
+  // expert to a static size (GShard) and needs no read-back.
+  const bool dropless = e.capacity_factor <= 0;
+  if (p.ep > 1) {
+    b.pre.push_back(ep_all_to_all("ep all-to-all dispatch"));
+    b.pre.back().host_sync = dropless;
+  }
   // This rank's E/ep experts receive, on average, the EP group's ep * T * top_k token copies
   // spread over E experts: T * top_k, times the busiest rank's load factor.
   const int local = std::max(1, e.experts / p.ep);
@@ -364,6 +375,7 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
   if (sort_by_expert) b.pre.push_back(reorder("sort tokens by local expert"));
   b.inner.push_back(gemm(gated ? "expert fc1 (gate+up)" : "expert fc1", m_each, gated ? 2 * f : f, d.h, local));
   b.inner.back().grouped = true;
+  b.inner.back().host_sync = dropless && p.ep == 1;
   b.inner.push_back(activation_op(gated ? "expert swiglu" : "expert gelu", gated, p,
                                   static_cast<double>(m_each) * local * f));
   b.inner.back().modules = kRecomputeMoeAct;

@@ -101,6 +101,11 @@ struct Op {
   // matmul, not a plain one.
   std::vector<int64_t> mm_parts;
   bool grouped = false;
+  // The host waits for the GPU before launching this op: a dropless MoE layer's forward reads its
+  // routed-token counts back to the CPU (Megatron-Core's all-to-all dispatcher passes the split
+  // sizes to the all-to-all as host lists, DeepEP's dispatch waits for its received-token count,
+  // Transformer Engine's grouped GEMM takes the per-expert token counts as a host list).
+  bool host_sync = false;
 };
 
 // One layer, one micro-batch. The backward list starts with the recomputed forward ops

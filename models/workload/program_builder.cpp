@@ -81,14 +81,19 @@ class Coster {
       c.bytes = op.comm_bytes;
       c.overlaps_next = op.overlaps_next;
       c.dispatch = op.dispatch;
+      c.host_sync = op.host_sync;
       return c;
     }
     c.kind = CostedOp::Kind::Compute;
     c.category = category_of(op.cls);
     c.weight_grad = op.weight_grad;
+    c.host_sync = op.host_sync;
     switch (op.kind) {
       case OpKind::Gemm:
         c.seconds = gpu_.gemm(op.m, op.n, op.k, op.fp8_eligible ? gemm_ : other_, op.batch).seconds;
+        // A grouped GEMM is one GEMM per local expert (Transformer Engine's GroupedLinear); a
+        // batched one (unfused attention) is a single call.
+        c.launches = op.grouped ? static_cast<int>(op.batch) : 1;
         break;
       case OpKind::Attention: {
         const auto& a = op.attention;
@@ -96,11 +101,15 @@ class Coster {
                                                           a.head_dim, a.causal, other_, kernel_, a.window).seconds
                                 : gpu_.attention_forward(a.batch, a.heads, a.kv_heads, a.seq_q, a.seq_kv,
                                                          a.head_dim, a.causal, other_, kernel_, a.window).seconds;
+        // FlashAttention's backward is three kernels: the dO.O row sums, the main loop and the
+        // dQ conversion from its fp32 accumulator (flash_bwd_launch_template.h).
+        c.launches = op.backward ? 3 : 1;
         break;
       }
       case OpKind::MemoryBound:
         // An eager chain launches one kernel per step; each pays the launch floor.
         c.seconds = gpu_.memory_bound(op.bytes, op.flops).seconds + (op.kernels - 1) * gpu_.kernel_overhead_s();
+        c.launches = op.kernels;
         break;
       case OpKind::Comm:
         break;

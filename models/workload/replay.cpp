@@ -15,7 +15,7 @@ namespace {
 
 const std::vector<std::string> kCategoryNames = {
     "gemm", "attention", "elementwise", "optimizer", "tp_comm", "cp_comm", "ep_comm",
-    "pp_comm", "dp_comm", "pipeline_bubble", "data_wait", "checkpoint", "idle"};
+    "pp_comm", "dp_comm", "pipeline_bubble", "data_wait", "checkpoint", "host_launch", "idle"};
 
 uint16_t comm_category(Group g) {
   switch (g) {
@@ -59,6 +59,11 @@ class StepBuilder {
         stages_[s].paired_comm_track = g_.add_track(proc, "tp/cp/ep comm (paired backward)");
       }
       stages_[s].dp_track = g_.add_track(proc, "dp comm");
+      if (p.host_launch_s > 0) {
+        stages_[s].host_track = g_.add_track(proc, "host launches");
+        if (p.schedule == ScheduleKind::DualPipe)
+          stages_[s].paired_host_track = g_.add_track(proc, "host launches (paired backward)");
+      }
       stages_[s].cursor = add_join({});
     }
   }
@@ -103,6 +108,11 @@ class StepBuilder {
     sim::TrackId compute_now() const { return on_paired_tracks ? paired_compute_track : compute_track; }
     sim::TrackId comm_now() const { return on_paired_tracks ? paired_comm_track : comm_track; }
     sim::TaskId cursor = sim::kNoTask;
+    sim::TrackId host_track = 0, paired_host_track = 0;
+    // The host thread's last kernel launches. DualPipe's F&B pairs interleave the launches of
+    // their two chunks; the paired chunk's are a chain of their own.
+    sim::TaskId host = sim::kNoTask, paired_host = sim::kNoTask;
+    sim::TaskId& host_now() { return on_paired_tracks ? paired_host : host; }
     sim::TaskId dp_cursor = sim::kNoTask;   // data-parallel stream (gradient buckets, gathers)
     sim::TaskId ag_cursor = sim::kNoTask;   // FSDP all-gather stream
     sim::TaskId rs_cursor = sim::kNoTask;   // FSDP reduce-scatter stream
@@ -139,17 +149,61 @@ class StepBuilder {
     return id;
   }
 
+  // The stage's host thread launching `launches` kernels, in program order, for the GPU work that
+  // follows; at a host sync the thread first waits for the GPU work launched so far. The host runs
+  // ahead of the GPU otherwise, so launches cost GPU time only where the host falls behind:
+  // kernels shorter than their launch, or the work right after a sync. Two tasks: the first
+  // launch, which the work waits for, and the rest, which the work cannot finish before (a run of
+  // kernels starts with its first launch and keeps pace with the others). {kNoTask, kNoTask} when
+  // launches are free. The launches of data-parallel and pipeline transfers (a few per layer, off
+  // the compute stream) are not charged.
+  struct Launches {
+    sim::TaskId first = sim::kNoTask, rest = sim::kNoTask;
+  };
+  Launches host_launch(int s, int launches, bool sync) {
+    Launches out;
+    if (p_.host_launch_s <= 0 || launches <= 0) return out;
+    StageState& st = stages_[s];
+    auto add = [&](int n, const char* name) {
+      sim::TaskSpec t;
+      t.activity.latency = sim::Time::from_seconds(n * p_.host_launch_s);
+      t.category = kCatHostLaunch;
+      t.track = st.on_paired_tracks ? st.paired_host_track : st.host_track;
+      t.name = g_.intern(name);
+      const sim::TaskId id = g_.add(t);
+      sim::TaskId& chain = st.host_now();
+      if (chain != sim::kNoTask) g_.add_dependency(chain, id);
+      chain = id;
+      return id;
+    };
+    out.first = add(1, sync ? "kernel launch (after a host sync)" : "kernel launches");
+    if (sync) g_.add_dependency(st.cursor, out.first);
+    if (launches > 1) out.rest = add(launches - 1, "kernel launches");
+    return out;
+  }
+
+  // GPU work `gpu` (on stage s, after `previous`) waiting for launches `host`: kept for the
+  // breakdown, which counts the wait as host_launch time.
+  void wait_for_launch(int s, sim::TaskId host, sim::TaskId gpu, sim::TaskId previous) {
+    g_.add_dependency(host, gpu);
+    launch_waits_.push_back({s, host, gpu, previous});
+  }
+
   // One task for a run of consecutive compute ops (a kernel sequence on the stream): the replay
   // cost is per task, and nothing can interleave with the ops of one stream anyway. The parts are
   // kept for the breakdown.
   sim::TaskId add_compute(int s, const CostedOp* first, const CostedOp* last) {
     sim::TaskSpec t;
     double seconds = 0;
+    int launches = 0;
     const uint32_t part0 = static_cast<uint32_t>(parts_.size());
     for (const CostedOp* op = first; op != last; ++op) {
       seconds += op->seconds;
+      launches += op->launches;
       parts_.push_back({op->category, op->seconds});
     }
+    const sim::TaskId previous = stages_[s].cursor;
+    const Launches host = host_launch(s, launches, first->host_sync);
     t.activity.work = seconds;
     t.activity.usages = {{gpu_res_[stages_[s].rep], 1.0}};
     t.category = first->category;
@@ -159,6 +213,12 @@ class StepBuilder {
     const sim::TaskId id = g_.add(t);
     g_.add_dependency(stages_[s].cursor, id);
     stages_[s].cursor = id;
+    if (host.first != sim::kNoTask) wait_for_launch(s, host.first, id, previous);
+    if (host.rest != sim::kNoTask) {  // the run ends no earlier than its last launch
+      const sim::TaskId done = add_join({id});
+      wait_for_launch(s, host.rest, done, id);
+      stages_[s].cursor = done;
+    }
     if (task_stage_.size() <= id) task_stage_.resize(id + 1, -1);
     task_stage_[id] = s;
     if (task_parts_.size() <= id) task_parts_.resize(id + 1, {0, 0});
@@ -284,8 +344,22 @@ class StepBuilder {
 
   void run_collective_op(int s, const CostedOp& op, std::vector<sim::TaskId>& pending_overlap) {
     const uint16_t cat = comm_category(op.group);
-    const sim::TaskId exit = add_group_collective(s, op.group, op.op, op.bytes,
-                                                  {stages_[s].cursor}, stages_[s].comm_now(), cat, op.dispatch);
+    std::vector<sim::TaskId> deps{stages_[s].cursor};
+    // Its one launch (a collective of a single rank is none).
+    sim::TaskId host = sim::kNoTask;
+    if (p_.host_launch_s > 0 && op.bytes > 0) {
+      const auto gs = groups(op.group, s);
+      if (!gs.empty() && gs.front().size() >= 2) host = host_launch(s, 1, op.host_sync).first;
+    }
+    // A join gates the collective on its launch (the breakdown's wait ends where the join does).
+    if (host != sim::kNoTask) {
+      const sim::TaskId gate = add_join({});
+      wait_for_launch(s, host, gate, stages_[s].cursor);
+      g_.add_dependency(stages_[s].cursor, gate);
+      deps = {gate};
+    }
+    const sim::TaskId exit = add_group_collective(s, op.group, op.op, op.bytes, deps, stages_[s].comm_now(), cat,
+                                                  op.dispatch);
     if (exit == sim::kNoTask) return;
     if (op.overlaps_next)
       pending_overlap.push_back(exit);  // joined after the next compute op
@@ -303,8 +377,8 @@ class StepBuilder {
       }
       // A collective overlapping "the next compute op" is joined after that op alone.
       size_t j = i + 1;
-      if (pending.empty())
-        while (j < ops.size() && ops[j].kind == CostedOp::Kind::Compute) ++j;
+      if (pending.empty())  // a host sync starts a run of its own (the host waits before it)
+        while (j < ops.size() && ops[j].kind == CostedOp::Kind::Compute && !ops[j].host_sync) ++j;
       add_compute(s, ops.data() + i, ops.data() + j);
       i = j;
       if (!pending.empty()) {
@@ -684,6 +758,15 @@ class StepBuilder {
         used += d;
       }
     }
+    // The GPU waiting for its kernels' launches: from the end of its previous work (or the
+    // launches' start, if later) to the launches' end, where they were what it waited for.
+    for (const LaunchWait& w : launch_waits_) {
+      if (w.stage != s || r.start[w.gpu] > r.end[w.host]) continue;
+      const int64_t begin = std::max(r.start[w.host].ps(), w.previous == sim::kNoTask ? 0 : r.end[w.previous].ps());
+      if (r.end[w.host].ps() <= begin) continue;
+      edges.push_back({begin, +1, kCatHostLaunch, false});
+      edges.push_back({r.end[w.host].ps(), -1, kCatHostLaunch, false});
+    }
     for (const CommSpan& sp : spans_) {
       if (sp.stage != s) continue;
       int64_t begin = r.end[sp.exit].ps();
@@ -698,8 +781,8 @@ class StepBuilder {
     });
     std::array<int, kNumCategories> compute_active{}, comm_active{};
     int running = 0;  // compute parts active now (the sum of compute_active)
-    static constexpr std::array<uint16_t, 5> kCommPriority = {kCatTpComm, kCatEpComm, kCatCpComm,
-                                                              kCatPpComm, kCatDpComm};
+    static constexpr std::array<uint16_t, 6> kCommPriority = {kCatTpComm, kCatEpComm, kCatCpComm,
+                                                              kCatPpComm, kCatDpComm, kCatHostLaunch};
     int64_t prev = 0;
     const int64_t end = r.makespan.ps();
     size_t i = 0;
@@ -745,6 +828,11 @@ class StepBuilder {
   std::vector<std::pair<uint32_t, uint32_t>> task_parts_;   // (first part, count) per task
   std::vector<std::pair<uint16_t, double>> parts_;          // (category, nominal seconds)
   std::vector<CommSpan> spans_;
+  struct LaunchWait {
+    int stage;
+    sim::TaskId host, gpu, previous;
+  };
+  std::vector<LaunchWait> launch_waits_;
   std::map<uint64_t, sim::TaskId> item_entry_, item_exit_;
   std::map<uint64_t, std::vector<uint64_t>> next_items_;  // item -> the item(s) after it on its stage
   std::map<const std::vector<CostedOp>*, std::pair<std::vector<CostedOp>, std::vector<CostedOp>>> split_cache_;

@@ -38,7 +38,7 @@ namespace stacksim::workload {
 enum Category : uint16_t {
   kCatGemm, kCatAttention, kCatElementwise, kCatOptimizer,
   kCatTpComm, kCatCpComm, kCatEpComm, kCatPpComm, kCatDpComm,
-  kCatPipelineBubble, kCatDataWait, kCatCheckpoint, kCatIdle, kNumCategories
+  kCatPipelineBubble, kCatDataWait, kCatCheckpoint, kCatHostLaunch, kCatIdle, kNumCategories
 };
 const char* category_name(uint16_t c);
 const std::vector<std::string>& category_names();
@@ -60,6 +60,8 @@ struct CostedOp {
   bool overlaps_next = false;     // collective runs concurrently with the next compute op (CP)
   coll::MoeDispatch dispatch;      // all-to-all: MoE dispatch once per destination node (coll::Collective)
   bool weight_grad = false;       // compute: a wgrad GEMM (zero-bubble schedules defer these)
+  int launches = 1;               // kernels the host launches for the op
+  bool host_sync = false;         // the host waits for the GPU before launching it (Op::host_sync)
 };
 
 // The ops of one layer for one micro-batch on one rank.
@@ -104,6 +106,9 @@ struct StepProgram {
   // its tensor-parallel group into this many bytes (ParallelPlan::p2p_scatter_gather).
   double p2p_gather_bytes = 0.0;
   double data_wait_s = 0.0;                  // exposed data-loader wait at the step start
+  // Host time to launch one kernel (the framework's per-op dispatch on the rank's CPU thread);
+  // 0 = launches are free (the host is never behind).
+  double host_launch_s = 0.0;
 };
 
 struct ReplayResult {

@@ -56,6 +56,40 @@ TEST(Host, BadHostInputIsAnInputError) {
   EXPECT_THROW(load_scenario(kStory, {"host.loader_workers=-1"}), stacksim::config::InputError);
   EXPECT_THROW(load_scenario(kStory, {"host.loader_worker=4"}), stacksim::config::InputError);
   EXPECT_THROW(load_scenario(kStory, {"host.storage_read_bandwidth=0 GB/s"}), stacksim::config::InputError);
+  EXPECT_THROW(load_scenario(kStory, {"host.kernel_launch=-1 us"}), stacksim::config::InputError);
+  EXPECT_THROW(load_scenario(kStory, {"host.kernel_launch=5"}), stacksim::config::InputError);  // no unit
+}
+
+TEST(Host, KernelLaunchAloneIsNoDataPipelineAndAFasterHostHelpsALaunchBoundStep) {
+  // A small model at micro-batch 1: at 50 us per launch the GPU waits for its kernels; the
+  // kernel_launch key alone simulates no data loader (no data wait), and the elasticity of the
+  // host's launch rate then beats that of the GPU's FLOP/s.
+  const std::string fsdp = std::string(STACKSIM_SOURCE_DIR) + "/scenarios/fsdp-7b-8xh100.yaml";
+  const std::vector<std::string> small = {"model.layers=4", "model.hidden=1024", "model.heads=8", "model.kv_heads=8",
+                                          "model.ffn_hidden=4096", "model.seq_len=512", "parallelism.micro_batch=1",
+                                          "parallelism.global_batch=8"};
+  std::vector<std::string> slow = small;
+  slow.push_back("host.kernel_launch=50 us");
+  const Scenario s = load_scenario(fsdp, slow);
+  EXPECT_FALSE(s.training.host.enabled);
+  const TrainingResult r = simulate_training(s.training, RunOptions{});
+  EXPECT_GT(category(r, "host_launch"), 0.3 * r.step_time_s);
+  EXPECT_EQ(category(r, "data_wait"), 0.0);
+  EXPECT_EQ(r.bottleneck, "waiting for the host to launch kernels");
+  const Comparison c = compare(fsdp, slow, {}, true);
+  double host = 0, flops = 0;
+  for (const auto& e : c.elasticity) {
+    if (e.label == "host_launch") host = e.speedup;
+    if (e.label == "gpu_flops") flops = e.speedup;
+  }
+  EXPECT_GT(host, 1.3);
+  EXPECT_GT(host, flops);
+  // Free launches: the same step without the wait.
+  std::vector<std::string> free_launch = small;
+  free_launch.push_back("host.kernel_launch=0 us");
+  const TrainingResult f = simulate_training(load_scenario(fsdp, free_launch).training, RunOptions{});
+  EXPECT_EQ(category(f, "host_launch"), 0.0);
+  EXPECT_LT(f.step_time_s, r.step_time_s);
 }
 
 // The engine pipeline against the closed form (host_times) in the cases where both apply.

@@ -463,6 +463,28 @@ TEST(LayerOps, AllToAllDispatcherSortsTokensBySeveralLocalExperts) {
   EXPECT_EQ(sorts(layer_forward_ops(m, ep_plan(32), 0)), 0.0);  // one expert per rank: nothing to sort
 }
 
+TEST(LayerOps, DroplessRoutingMakesTheHostWaitOncePerMoeForward) {
+  // The host reads the token counts back before the dispatch (or, without expert parallelism,
+  // before the grouped GEMM); the backward reuses them; a recomputed forward reads them again; a
+  // capacity factor (static shapes) reads nothing.
+  ModelConfig m = moe_gpt(8, 2, 14336);
+  const auto syncs = [](const std::vector<Op>& ops) {
+    std::vector<std::string> names;
+    for (const Op& o : ops)
+      if (o.host_sync) names.push_back(o.name);
+    return names;
+  };
+  ParallelPlan p = ep_plan(8);
+  EXPECT_EQ(syncs(layer_forward_ops(m, p, 0)), std::vector<std::string>{"ep all-to-all dispatch"});
+  EXPECT_TRUE(syncs(layer_backward_ops(m, p, 0)).empty());
+  p.recompute = Recompute::Full;
+  EXPECT_EQ(syncs(layer_backward_ops(m, p, 0)), std::vector<std::string>{"recompute ep all-to-all dispatch"});
+  EXPECT_EQ(syncs(layer_forward_ops(m, ep_plan(1), 0)), std::vector<std::string>{"expert fc1 (gate+up)"});
+  EXPECT_TRUE(syncs(layer_forward_ops(gpt(), plan(), 0)).empty());  // dense: none
+  m.moe.capacity_factor = 1.25;
+  EXPECT_TRUE(syncs(layer_forward_ops(m, ep_plan(8), 0)).empty());
+}
+
 TEST(StepOps, OpFlopsOverAStepAreTheModelFlops) {
   // Summing every rank's GEMM and attention FLOPs over a step (layers forward + backward, the
   // logits, all micro-batches, all dp*tp ranks) gives model_flops_per_step: the ops and the FLOP

@@ -119,4 +119,37 @@ TEST(StepProgram, WindowedAndFullAttentionLayersAreCostedApart) {
 }
 
 
+
+TEST(StepProgram, LaunchesCountTheKernelsTheHostIssues) {
+  // A grouped expert GEMM is one GEMM per local expert; the fused attention backward is three
+  // kernels; an eager element-wise chain one per step; the sync rides on the MoE dispatch.
+  ModelConfig m = gpt_model(2, 1024, 16, 1024);
+  m.mlp = Mlp::SwiGlu;
+  m.norm = Norm::RmsNorm;  // eager RMSNorm is a chain of kernels
+  m.moe.experts = 16;
+  m.moe.top_k = 2;
+  m.moe.expert_ffn_hidden = 512;
+  m.moe.imbalance = 1.0;
+  ParallelPlan p;
+  p.dp = p.ep = 4;
+  p.global_batch = 4;
+  const StepProgram prog = build_step_program(m, p, gpu());
+  const auto find = [](const std::vector<CostedOp>& ops, const std::string& name) {
+    for (const CostedOp& o : ops)
+      if (o.name == name) return o;
+    ADD_FAILURE() << "no op " << name;
+    return CostedOp{};
+  };
+  const LayerProgram& l = prog.layers[0];
+  EXPECT_EQ(find(l.forward, "expert fc1 (gate+up)").launches, 4);  // 16 experts over ep 4
+  EXPECT_EQ(find(l.backward, "expert fc2 wgrad").launches, 4);
+  EXPECT_EQ(find(l.forward, "qkv projection").launches, 1);
+  EXPECT_EQ(find(l.backward, "attention backward").launches, 3);
+  EXPECT_TRUE(find(l.forward, "ep all-to-all dispatch").host_sync);
+  EXPECT_FALSE(find(l.backward, "ep all-to-all dispatch (backward)").host_sync);
+  p.kernels = Kernels::Eager;
+  const StepProgram eager = build_step_program(m, p, gpu());
+  EXPECT_GT(find(eager.layers[0].forward, "input norm").launches, 1);
+}
+
 }  // namespace stacksim::workload

@@ -503,3 +503,70 @@ TEST(Replay, DualPipeHidesOneChunksCommunicationUnderTheOthersCompute) {
   EXPECT_LT(dualpipe, 0.6 * 2 * one_f_one_b);
   EXPECT_GT(dualpipe, 0.3 * 2 * one_f_one_b);  // the second all-reduce of each pair stays exposed
 }
+
+namespace {
+// One stage, one micro-batch, a forward-only layer of `ops`, launched at `launch_s` per kernel.
+double forward_step_s(const std::vector<CostedOp>& ops, double launch_s, ReplayResult* out = nullptr) {
+  StepProgram p;
+  LayerProgram l;
+  l.forward = ops;
+  p.layers = {l};
+  p.host_launch_s = launch_s;
+  const ReplayResult r = replay_step(p, ideal_cluster(1), coll::CommTuning{}, {});
+  if (out) *out = r;
+  return r.step_time_s;
+}
+}  // namespace
+
+TEST(Replay, TheHostAheadOfTheGpuCostsOnlyTheFirstLaunch) {
+  // Three 1 ms kernels launched at 1 us each: the GPU starts after the first launch and never
+  // waits again (the host is done at 3 us).
+  const double L = 1e-6;
+  EXPECT_NEAR(forward_step_s({compute(1e-3), compute(1e-3), compute(1e-3)}, L), L + 3e-3, 1e-12);
+  EXPECT_NEAR(forward_step_s({compute(1e-3), compute(1e-3), compute(1e-3)}, 0.0), 3e-3, 1e-12);
+}
+
+TEST(Replay, KernelsShorterThanTheirLaunchRunAtTheLaunchRate) {
+  // 100 kernels of 1 us launched at 10 us each: the step is the host's 1 ms (the last kernel's
+  // 1 us aside), and the breakdown says the GPU waited for launches all but its 100 us of work.
+  const double L = 10e-6;
+  std::vector<CostedOp> ops(100, compute(1e-6));
+  ReplayResult r;
+  EXPECT_NEAR(forward_step_s(ops, L, &r), 100 * L, 1e-12);
+  EXPECT_NEAR(r.breakdown_s[kCatGemm], 100e-6, 1e-12);
+  EXPECT_NEAR(r.breakdown_s[kCatHostLaunch], 100 * L - 100e-6, 1e-12);
+  EXPECT_EQ(r.breakdown_s[kCatIdle], 0.0);
+}
+
+TEST(Replay, AHostSyncExposesTheLaunchesAfterIt) {
+  // A 1 ms kernel, then 50 short kernels (1 us of GPU work) at 10 us per launch. Without a sync
+  // the host launched them all while the long kernel ran: 1 ms + one launch + 1 us. A sync before
+  // them (a dropless MoE dispatch reading its token counts) makes the host wait for the long
+  // kernel, then launch all 50: 1 ms + 51 launches.
+  const double L = 10e-6;
+  CostedOp shorts = compute(1e-6);
+  shorts.launches = 50;
+  const double free_running = forward_step_s({compute(1e-3), shorts}, L);
+  EXPECT_NEAR(free_running, L + 1e-3 + 1e-6, 1e-12);
+  shorts.host_sync = true;
+  ReplayResult r;
+  EXPECT_NEAR(forward_step_s({compute(1e-3), shorts}, L, &r), L + 1e-3 + 50 * L, 1e-12);
+  EXPECT_NEAR(r.breakdown_s[kCatHostLaunch], L + 50 * L - 1e-6, 1e-12);  // all but the 1 us of work
+}
+
+TEST(Replay, ACollectiveWaitsForItsLaunchAndCanBeTheSync) {
+  // TP all-reduce between two kernels: launched once, so with a sync before it the GPU idles
+  // one launch between the first kernel and the collective.
+  StepProgram p;
+  p.tp = 2;
+  p.host_launch_s = 10e-6;
+  const topo::Cluster cluster = ideal_cluster(2, 100e9);
+  LayerProgram l;
+  l.forward = {compute(1e-3), tp_all_reduce(1e6, false), compute(1e-3)};
+  p.layers = {l};
+  const double async = replay_step(p, cluster, coll::CommTuning{}, {}).step_time_s;
+  p.layers[0].forward[1].host_sync = true;
+  const ReplayResult synced = replay_step(p, cluster, coll::CommTuning{}, {});
+  EXPECT_NEAR(synced.step_time_s - async, p.host_launch_s, 1e-12);
+  EXPECT_GT(synced.breakdown_s[kCatHostLaunch], 0.0);
+}
