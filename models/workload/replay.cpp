@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <tuple>
 #include <stdexcept>
@@ -69,6 +70,10 @@ class StepBuilder {
   }
 
   ReplayResult run(const ReplayOptions& options) {
+    // Where no op list can put the host behind its GPU, the host chain would only delay each
+    // stage's first launched work by one launch: that launch stands for it (the same result, a
+    // fraction of the tasks).
+    launches_free_ = p_.host_launch_s > 0 && options.host_shortcut && host_stays_ahead();
     build_pipeline();
     build_tail();
     sim::ExecutionResult r = sim::execute(engine_, g_);
@@ -164,6 +169,8 @@ class StepBuilder {
     Launches out;
     if (p_.host_launch_s <= 0 || launches <= 0) return out;
     StageState& st = stages_[s];
+    if (launches_free_ && st.host_now() != sim::kNoTask) return out;  // only the first launch counts
+    if (launches_free_) launches = 1;
     auto add = [&](int n, const char* name) {
       sim::TaskSpec t;
       t.activity.latency = sim::Time::from_seconds(n * p_.host_launch_s);
@@ -180,6 +187,50 @@ class StepBuilder {
     if (sync) g_.add_dependency(st.cursor, out.first);
     if (launches > 1) out.rest = add(launches - 1, "kernel launches");
     return out;
+  }
+
+  // True when the host provably never falls behind the GPU after the step's first launch. Along an
+  // op list in issue order, the host's lead changes by each op's GPU seconds less its launches
+  // (a collective counted as no GPU time; waits only add to the lead). A list ends with the lead
+  // it started with plus its surplus; every list must have a surplus, so a list that follows
+  // another starts at least the smallest surplus ahead, and must never fall further behind than
+  // that; the step's first list (the embedding, on stage 0) starts level, its first launch
+  // aside. (The first list of a later stage starts once an activation arrived, later than the
+  // previous stage's first list's surplus.) No host sync anywhere; DualPipe, whose backward
+  // lists are split at replay time, always takes the chain.
+  bool host_stays_ahead() const {
+    if (p_.schedule == ScheduleKind::DualPipe) return false;
+    struct Walk {
+      double behind_s = 0, surplus_s = 0;  // the furthest behind along the list; its net lead gained
+      bool sync = false;
+    };
+    const auto walk = [&](const std::vector<CostedOp>& ops) {
+      Walk w;
+      double lead_s = 0;
+      for (const CostedOp& op : ops) {
+        w.sync = w.sync || op.host_sync;
+        lead_s += (op.kind == CostedOp::Kind::Compute ? op.seconds : 0.0) - op.launches * p_.host_launch_s;
+        w.behind_s = std::max(w.behind_s, -lead_s);
+      }
+      w.surplus_s = lead_s;
+      return w;
+    };
+    std::vector<const std::vector<CostedOp>*> lists{&p_.post_forward, &p_.pre_backward, &p_.post_backward,
+                                                    &p_.optimizer};
+    for (const LayerProgram& l : p_.layers) lists.insert(lists.end(), {&l.forward, &l.backward});
+    const Walk first = walk(p_.pre_forward);
+    if (first.sync || first.behind_s > 0 || first.surplus_s < 0) return false;
+    double least_surplus_s = p_.pre_forward.empty() ? std::numeric_limits<double>::infinity() : first.surplus_s;
+    std::vector<Walk> walks;
+    for (const auto* ops : lists) {
+      if (ops->empty()) continue;
+      walks.push_back(walk(*ops));
+      if (walks.back().sync || walks.back().surplus_s < 0) return false;
+      least_surplus_s = std::min(least_surplus_s, walks.back().surplus_s);
+    }
+    for (const Walk& w : walks)
+      if (w.behind_s > least_surplus_s) return false;
+    return true;
   }
 
   // GPU work `gpu` (on stage s, after `previous`) waiting for launches `host`: kept for the
@@ -833,6 +884,7 @@ class StepBuilder {
     sim::TaskId host, gpu, previous;
   };
   std::vector<LaunchWait> launch_waits_;
+  bool launches_free_ = false;  // host_stays_ahead: only each stage's first launch is charged
   std::map<uint64_t, sim::TaskId> item_entry_, item_exit_;
   std::map<uint64_t, std::vector<uint64_t>> next_items_;  // item -> the item(s) after it on its stage
   std::map<const std::vector<CostedOp>*, std::pair<std::vector<CostedOp>, std::vector<CostedOp>>> split_cache_;

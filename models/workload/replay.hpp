@@ -121,6 +121,9 @@ struct ReplayResult {
 
 struct ReplayOptions {
   std::string trace_path;                    // write a Chrome trace when not empty
+  // Skip the host launch chain where it provably never delays the GPU beyond the first launch
+  // (the same step and breakdown; tests turn it off to check that).
+  bool host_shortcut = true;
 };
 
 // Global rank of (tp, cp, dp, pp) coordinates: Megatron's default order tp-cp-dp-pp.

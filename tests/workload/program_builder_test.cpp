@@ -4,6 +4,7 @@
 #include "models/hardware/gpu_spec.hpp"
 #include "models/workload/ops.hpp"
 #include "models/workload/program_builder.hpp"
+#include "models/workload/replay.hpp"
 #include "tests/workload/gpt_model.hpp"
 
 namespace stacksim::workload {
@@ -150,6 +151,53 @@ TEST(StepProgram, LaunchesCountTheKernelsTheHostIssues) {
   p.kernels = Kernels::Eager;
   const StepProgram eager = build_step_program(m, p, gpu());
   EXPECT_GT(find(eager.layers[0].forward, "input norm").launches, 1);
+}
+
+
+namespace {
+// GPUs on one 100 GB/s switch.
+topo::Cluster switched_cluster(int gpus) {
+  topo::Cluster c;
+  const topo::DeviceId sw = c.add_device({topo::DeviceKind::NvSwitch, "switch", 0, 0, 0, false});
+  for (int i = 0; i < gpus; ++i) {
+    const topo::DeviceId d = c.add_device({topo::DeviceKind::Gpu, "gpu" + std::to_string(i), 0, i, 0, false});
+    c.add_duplex(d, sw, {topo::LinkKind::NvLink, 100e9, 0.0});
+  }
+  c.set_shape(1, gpus);
+  return c;
+}
+}  // namespace
+
+TEST(StepProgram, TheHostShortcutGivesTheFullHostChainsResult) {
+  // A model whose kernels outlast their launches takes the shortcut (fewer tasks, the same step
+  // and breakdown); a tiny one launched at 50 us per kernel, whose host falls behind, does not.
+  const compute::GpuModel g = gpu();
+  for (auto [hidden, pp] : {std::pair<int64_t, int>{2048, 1}, {2048, 2}, {64, 2}}) {
+    const ModelConfig m = gpt_model(8, hidden, 16, 2048);
+    ParallelPlan plan;
+    plan.tp = 2;
+    plan.pp = pp;
+    plan.vp = pp > 1 ? 2 : 1;
+    plan.dp = 4 / pp;
+    plan.zero = 1;
+    plan.global_batch = 16;
+    StepProgram p = build_step_program(m, plan, g);
+    p.host_launch_s = hidden > 64 ? 4.7e-6 : 50e-6;
+    const topo::Cluster cluster = switched_cluster(8);
+    SCOPED_TRACE("hidden " + std::to_string(hidden) + " pp " + std::to_string(pp));
+    ReplayOptions full;
+    full.host_shortcut = false;
+    const ReplayResult a = replay_step(p, cluster, coll::CommTuning{}, {}), b = replay_step(p, cluster, coll::CommTuning{}, full);
+    EXPECT_NEAR(a.step_time_s, b.step_time_s, 1e-12 * b.step_time_s) << "hidden " << hidden;
+    for (size_t c = 0; c < a.breakdown_s.size(); ++c)
+      EXPECT_NEAR(a.breakdown_s[c], b.breakdown_s[c], 1e-9 * b.step_time_s) << "hidden " << hidden << " category " << c;
+    if (hidden == 2048) {
+      EXPECT_LT(a.tasks, b.tasks);
+    } else {
+      EXPECT_EQ(a.tasks, b.tasks);
+      EXPECT_GT(b.breakdown_s[kCatHostLaunch], 0.1 * b.step_time_s);  // launch-bound
+    }
+  }
 }
 
 }  // namespace stacksim::workload
