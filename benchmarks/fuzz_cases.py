@@ -28,7 +28,8 @@ FIELDS = ["hardware.gpu", "hardware.num_gpus", "hardware.gpus_per_node", "hardwa
           "measured.busbw_GBps", "measured.bandwidth_GBps", "notes"]
 VALUES = [None, 0, -1, 3, 10**12, 1e-30, 2.5, float("nan"), "abc", "", True, [], {},
           "FlashAttention-2, sliding window 0, head dim -5, alternate layers",
-          "pipeline schedule: DualPipe; multi-token-prediction depth: 99; HYBRID_SHARD; checkpointing of every 0th layer"]
+          "pipeline schedule: DualPipe; multi-token-prediction depth: 99; HYBRID_SHARD; checkpointing of every 0th layer",
+          "--recompute-modules mla_up_proj moe shared_experts core_attn; expert-tensor-parallel 1; ETP1"]
 
 
 def set_path(case, path, value):
