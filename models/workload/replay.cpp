@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <fstream>
-#include <limits>
 #include <map>
 #include <tuple>
 #include <stdexcept>
@@ -204,9 +203,11 @@ class StepBuilder {
       double behind_s = 0, surplus_s = 0;  // the furthest behind along the list; its net lead gained
       bool sync = false;
     };
-    const auto walk = [&](const std::vector<CostedOp>& ops) {
+    // `lead_s`: where the list starts relative to its own ops (FSDP 2's copy-out before a layer,
+    // a launched kernel outside the lists, can only count against it: it may not run).
+    const auto walk = [&](const std::vector<CostedOp>& ops, double lead_s = 0) {
       Walk w;
-      double lead_s = 0;
+      w.behind_s = std::max(0.0, -lead_s);
       for (const CostedOp& op : ops) {
         w.sync = w.sync || op.host_sync;
         lead_s += (op.kind == CostedOp::Kind::Compute ? op.seconds : 0.0) - op.launches * p_.host_launch_s;
@@ -215,18 +216,22 @@ class StepBuilder {
       w.surplus_s = lead_s;
       return w;
     };
-    std::vector<const std::vector<CostedOp>*> lists{&p_.post_forward, &p_.pre_backward, &p_.post_backward,
-                                                    &p_.optimizer};
-    for (const LayerProgram& l : p_.layers) lists.insert(lists.end(), {&l.forward, &l.backward});
+    if (p_.pre_forward.empty()) return false;  // the step's first list is then a layer's
     const Walk first = walk(p_.pre_forward);
     if (first.sync || first.behind_s > 0 || first.surplus_s < 0) return false;
-    double least_surplus_s = p_.pre_forward.empty() ? std::numeric_limits<double>::infinity() : first.surplus_s;
+    double least_surplus_s = first.surplus_s;
     std::vector<Walk> walks;
-    for (const auto* ops : lists) {
-      if (ops->empty()) continue;
-      walks.push_back(walk(*ops));
-      if (walks.back().sync || walks.back().surplus_s < 0) return false;
+    const auto add = [&](const std::vector<CostedOp>& ops, double lead_s) {
+      if (ops.empty()) return true;
+      walks.push_back(walk(ops, lead_s));
       least_surplus_s = std::min(least_surplus_s, walks.back().surplus_s);
+      return !walks.back().sync && walks.back().surplus_s >= 0;
+    };
+    if (!add(p_.post_forward, 0) || !add(p_.pre_backward, 0) || !add(p_.post_backward, 0) || !add(p_.optimizer, 0))
+      return false;
+    for (const LayerProgram& l : p_.layers) {
+      const double copy_s = l.fsdp_gather_copy_s > 0 ? std::min(0.0, l.fsdp_gather_copy_s - p_.host_launch_s) : 0.0;
+      if (!add(l.forward, copy_s) || !add(l.backward, copy_s)) return false;
     }
     for (const Walk& w : walks)
       if (w.behind_s > least_surplus_s) return false;
