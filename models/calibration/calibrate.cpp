@@ -293,6 +293,8 @@ CalibrationReport calibrate_parsed(const Parsed& p, const std::string& path, con
   const LinearFit* launch = r.find("launch.tiny");
   if (!launch || launch->rate_per_s <= 0) launch = r.find("launch.empty");
   const double overhead_s = launch && launch->rate_per_s > 0 ? 1.0 / launch->rate_per_s : 0.0;
+  if (const LinearFit* host = r.find("launch.host"); host && host->rate_per_s > 0)
+    r.host_kernel_launch_s = 1.0 / host->rate_per_s;
   if (!p.gemm.empty()) {
     if (!p.sm_count)
       p.root["machine"].fail("sm_count", "missing; GEMM fits need it to leave out small shapes",
@@ -526,6 +528,13 @@ std::string format_report(const CalibrationReport& r) {
                   ("gemm." + f.dtype).c_str(), f.k_half, f.max_flops_per_s / 1e12, f.points, f.fit_mape_percent,
                   f.cv_mape_percent,
                   f.max_efficiency > 0 ? (" (" + num(100 * f.max_efficiency) + "% of peak)").c_str() : "");
+    s += line;
+  }
+  if (r.host_kernel_launch_s > 0) {
+    std::snprintf(line, sizeof line,
+                  "  host.kernel_launch (scenario key): %.3g us per kernel from launch.host (the CUDA API alone;\n"
+                  "    a framework's per-op dispatch adds to it)\n",
+                  r.host_kernel_launch_s * 1e6);
     s += line;
   }
   for (const auto& k : r.skipped) s += "  skipped " + k + "\n";

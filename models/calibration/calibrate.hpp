@@ -7,7 +7,8 @@
 //                                                      sets >= 4x L2; hbm_Bps = mean BW of the kernels
 //   launch.<mode>       t = t0 + kernels * c           per mode (empty/tiny/graph/host/sync); the
 //                                                      per-kernel floor `kernel_overhead` is c of
-//                                                      `tiny` (else `empty`)
+//                                                      `tiny` (else `empty`); c of `host` is the
+//                                                      host cost of one launch (host.kernel_launch)
 //   h2d|d2h.<memory>    t = alpha + bytes / BW         pinned and pageable separately
 //   p2p.<src>-<dst>     t = alpha + bytes / BW         per GPU pair
 //   nccl.<op>.n<ranks>  t = alpha + S / algBW          S = nccl-tests payload; busBW = algBW * factor
@@ -70,6 +71,9 @@ struct CalibrationReport {
   std::vector<std::string> skipped;   // "nccl: single GPU" as recorded by the probe
   std::vector<std::string> warnings;  // e.g. a fitted rate above the sourced peak
   hw::GpuSpec profile;                // the calibrated GPU
+  // Host time per kernel launch from launch.host (the CUDA API alone; a framework's per-op
+  // dispatch adds to it): a scenario's host.kernel_launch, not a GPU field. 0 when not measured.
+  double host_kernel_launch_s = 0;
 
   const LinearFit* find(const std::string& benchmark) const;  // nullptr when not fitted
   const GemmFit* find_gemm(const std::string& dtype) const;

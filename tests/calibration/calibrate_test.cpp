@@ -32,6 +32,7 @@ constexpr double kHbmLatencyS = 4e-6;
 constexpr double kL2Bytes = 50e6;
 constexpr double kLaunchTinyS = 3.2e-6;
 constexpr double kLaunchEmptyS = 2.1e-6;
+constexpr double kLaunchHostS = 2.6e-6;
 constexpr double kH2dPinnedBps = 53e9, kH2dPinnedLatencyS = 9e-6;
 constexpr double kH2dPageableBps = 19e9, kH2dPageableLatencyS = 30e-6;
 constexpr double kD2hPinnedBps = 54e9, kD2hPinnedLatencyS = 8e-6;
@@ -84,6 +85,7 @@ struct Synthetic {
     for (double n : {1000.0, 2000.0, 5000.0, 10000.0, 20000.0}) {
       s += record("mode: tiny, kernels: " + g(n), 5e-6 + n * kLaunchTinyS);
       s += record("mode: empty, kernels: " + g(n), 5e-6 + n * kLaunchEmptyS);
+      s += record("mode: host, kernels: " + g(n), 1e-6 + n * kLaunchHostS);
     }
     s += "  h2d:\n";
     double bytes = 4096;
@@ -189,6 +191,8 @@ TEST_F(CalibrateTest, RecoversKnownParametersWithCatalogueBase) {
   ASSERT_NE(r.find("hbm.copy"), nullptr);
   EXPECT_EQ(r.find("hbm.copy")->points, 5u);  // 256 MiB .. 4 GiB; 1 .. 128 MiB are < 4x L2
   EXPECT_NEAR(r.profile.kernel_overhead_s, kLaunchTinyS, tol * kLaunchTinyS);
+  EXPECT_NEAR(r.host_kernel_launch_s, kLaunchHostS, tol * kLaunchHostS);  // the scenario's host.kernel_launch
+  EXPECT_NE(format_report(r).find("host.kernel_launch"), std::string::npos);
 
   const LinearFit* pinned = r.find("h2d.pinned");
   ASSERT_NE(pinned, nullptr);
