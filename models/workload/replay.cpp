@@ -403,7 +403,8 @@ class StepBuilder {
     std::vector<sim::TaskId> deps{stages_[s].cursor};
     // Its one launch (a collective of a single rank is none).
     sim::TaskId host = sim::kNoTask;
-    if (p_.host_launch_s > 0 && op.bytes > 0) {
+    const bool charged = p_.host_launch_s > 0 && !(launches_free_ && stages_[s].host_now() != sim::kNoTask);
+    if (charged && op.bytes > 0) {
       const auto gs = groups(op.group, s);
       if (!gs.empty() && gs.front().size() >= 2) host = host_launch(s, 1, op.host_sync).first;
     }
