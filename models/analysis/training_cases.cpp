@@ -728,48 +728,43 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
         pl["recompute"] = "op";
         defaults.push_back("parallelism.recompute: op (torchtitan's selective AC: its op policy)");
       }
-      // Megatron-Core's own flag quoted in the notes ("--recompute-modules layernorm moe_act"):
-      // its module names are the plan's.
+      // The modules, only those the model has (check_plan refuses the others): Megatron-Core's own
+      // flag quoted in the notes ("--recompute-modules layernorm moe_act"), whose module names are
+      // the plan's, or the notes' "recompute:" sentence in words.
+      const auto model_has = [&](const std::string& module) {
+        if (module == "mla_up_proj") return has(mo, "mla");
+        if (module == "moe_act" || module == "moe" || module == "shared_experts") return has(mo, "moe");
+        return true;
+      };
+      std::vector<std::string> named;
+      std::string why;
       static const std::regex flag(R"(--recompute-modules((?:\s+[a-z_]+)+))");
       std::smatch quoted;
       if (!torchtitan && std::regex_search(notes, quoted, flag)) {
         static const std::set<std::string> known = {"core_attn", "layernorm", "mla_up_proj", "moe_act",
                                                     "mlp", "moe", "shared_experts"};
-        YAML::Node modules;
-        std::string listed;
         std::istringstream words(quoted[1].str());
-        for (std::string w; words >> w && known.count(w);) {
-          modules.push_back(w);
-          listed += std::string(listed.empty() ? "" : ", ") + w;
-        }
-        if (modules.size() > 0) {
-          modules.SetStyle(YAML::EmitterStyle::Flow);
-          pl["recompute_modules"] = modules;
-          defaults.push_back("parallelism.recompute_modules: [" + listed + "] (the notes quote --recompute-modules)");
-        }
+        for (std::string w; words >> w && known.count(w);)
+          if (model_has(w)) named.push_back(w);
+        why = "the notes quote --recompute-modules";
       } else if (at != std::string::npos) {
         const std::string said = notes.substr(at, notes.find('.', at) - at);
+        const std::pair<const char*, const char*> phrases[] = {
+            {"norm", "layernorm"}, {"up-projection", "mla_up_proj"}, {"swiglu", "moe_act"}, {"core attention", "core_attn"}};
+        for (const auto& [phrase, module] : phrases)
+          if (model_has(module) && said.find(phrase) != std::string::npos) named.push_back(module);
+        why = "the modules the notes name";
+      }
+      if (!named.empty()) {
         YAML::Node modules;
-        struct Named {
-          const char* phrase;
-          const char* module;
-          bool model_has;  // only modules the model has (check_plan refuses the others)
-        };
-        const Named names[] = {{"norm", "layernorm", true},
-                               {"up-projection", "mla_up_proj", has(mo, "mla")},
-                               {"swiglu", "moe_act", has(mo, "moe")},
-                               {"core attention", "core_attn", true}};
         std::string listed;
-        for (const auto& [phrase, module, model_has] : names)
-          if (model_has && said.find(phrase) != std::string::npos) {
-            modules.push_back(module);
-            listed += std::string(listed.empty() ? "" : ", ") + module;
-          }
-        if (modules.size() > 0) {
-          modules.SetStyle(YAML::EmitterStyle::Flow);
-          pl["recompute_modules"] = modules;
-          defaults.push_back("parallelism.recompute_modules: [" + listed + "] (the modules the notes name)");
+        for (const std::string& m : named) {
+          modules.push_back(m);
+          listed += std::string(listed.empty() ? "" : ", ") + m;
         }
+        modules.SetStyle(YAML::EmitterStyle::Flow);
+        pl["recompute_modules"] = modules;
+        defaults.push_back("parallelism.recompute_modules: [" + listed + "] (" + why + ")");
       }
     }
   } else if (has(meas, "hardware_tflops_per_gpu")) {

@@ -440,10 +440,18 @@ TEST(TrainingCasePolicy, SelectiveRecomputationOfTheModulesTheNotesName) {
   EXPECT_EQ(modules("selective", "recompute: core attention and SwiGLU output recomputed."), "core_attn ");
   EXPECT_EQ(modules("selective", "Megatron-LM"), "");  // Megatron-Core's default (the core attention)
   EXPECT_EQ(modules("full", "recompute: RMSNorm recomputed."), "");
-  // Megatron-Core's flag quoted as run: its module names, up to the first word that is not one.
+  // Megatron-Core's flag quoted as run: its module names, up to the first word that is not one,
+  // those of the experts only where the model has experts.
   EXPECT_EQ(modules("selective", "(--recompute-granularity selective --recompute-modules layernorm moe_act: output"),
-            "layernorm moe_act ");
-  EXPECT_EQ(modules("selective", "--recompute-modules layernorm moe mlp, then"), "layernorm moe mlp ");
+            "layernorm ");
+  EXPECT_EQ(modules("selective", "--recompute-modules layernorm moe mlp, then"), "layernorm mlp ");
+  YAML::Node moe = training_case("H100-SXM5-80GB", "");
+  moe["model"]["moe"] = YAML::Load("{experts: 8, top_k: 2}");
+  moe["parallelism"]["recompute"] = "selective";
+  std::string listed;
+  for (const auto& n : built_with_notes(moe, "--recompute-modules layernorm moe_act")["parallelism"]["recompute_modules"])
+    listed += n.as<std::string>() + " ";
+  EXPECT_EQ(listed, "layernorm moe_act ");
 }
 
 TEST(TrainingCasePolicy, TorchtitansSelectiveCheckpointingIsItsOpOrLayerPolicy) {
