@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <regex>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -741,10 +740,8 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
       static const std::regex flag(R"(--recompute-modules((?:\s+[a-z_]+)+))");
       std::smatch quoted;
       if (!torchtitan && std::regex_search(notes, quoted, flag)) {
-        static const std::set<std::string> known = {"core_attn", "layernorm", "mla_up_proj", "moe_act",
-                                                    "mlp", "moe", "shared_experts"};
         std::istringstream words(quoted[1].str());
-        for (std::string w; words >> w && known.count(w);)
+        for (std::string w; words >> w && workload::recompute_module_bit(w) != 0;)
           if (model_has(w)) named.push_back(w);
         why = "the notes quote --recompute-modules";
       } else if (at != std::string::npos) {

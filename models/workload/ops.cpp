@@ -130,7 +130,8 @@ void emit_forward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) {
 // Backward of single ops, appended in reverse order of `fwd`.
 void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
   for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
-    const Op& f = *it;
+    Op f = *it;
+    f.host_sync = false;  // a backward reuses what its forward read back
     switch (f.kind) {
       case OpKind::Gemm: {
         Op dgrad = gemm(f.name + " dgrad", f.m, f.k, f.n, f.batch);
@@ -146,7 +147,6 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
       }
       case OpKind::Attention: {
         Op b = f;
-        b.host_sync = false;  // the backward reuses the forward's routing counts
         b.name = f.name + " backward";
         b.backward = true;
         b.flops = 2.0 * f.flops;
@@ -155,7 +155,6 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
       }
       case OpKind::MemoryBound: {
         Op b = f;
-        b.host_sync = false;
         b.name = f.name + " backward";
         b.bytes = f.backward_bytes_factor * f.bytes;
         b.flops = 2.0 * f.flops;
@@ -166,7 +165,6 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
       case OpKind::Comm: {
         Op b = f;
         b.backward = true;
-        b.host_sync = false;
         if (f.comm_backward == Op::Backward::None) break;
         if (f.group == CommGroup::CP) {
           // K/V to the context-parallel ranks again before the attention backward (emitted just

@@ -61,6 +61,12 @@ constexpr std::pair<const char*, unsigned> kRecomputeModuleNames[] = {
     {"shared_experts", kRecomputeSharedExperts}};
 }  // namespace
 
+unsigned recompute_module_bit(const std::string& name) {
+  for (const auto& [nm, bit] : kRecomputeModuleNames)
+    if (name == nm) return bit;
+  return 0;
+}
+
 std::string recompute_modules_name(unsigned modules) {
   std::string out;
   for (const auto& [name, bit] : kRecomputeModuleNames)
@@ -114,9 +120,7 @@ ParallelPlan parse_plan(const config::Node& n) {
     p.recompute_modules = 0;
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string name = list.at(i).as_string();
-      unsigned bit = 0;
-      for (const auto& [nm, b] : kRecomputeModuleNames)
-        if (name == nm) bit = b;
+      const unsigned bit = recompute_module_bit(name);
       if (!bit) n.fail("recompute_modules", "unknown module '" + name + "'", fix);
       p.recompute_modules |= bit;
     }

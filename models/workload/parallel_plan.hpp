@@ -178,6 +178,9 @@ const char* precision_name(Precision p);
 const char* recompute_name(Recompute r);
 // The module names of RecomputeModule bits, comma-separated in their declaration order.
 std::string recompute_modules_name(unsigned modules);
+// The RecomputeModule bit of a module name as Megatron-Core's --recompute-modules spells it
+// (core_attn, layernorm, mla_up_proj, moe_act, mlp, moe, shared_experts); 0 when unknown.
+unsigned recompute_module_bit(const std::string& name);
 
 struct ParallelPlan {
   int tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, vp = 1;

@@ -282,6 +282,11 @@ class StepBuilder {
     return id;
   }
 
+  // Ranks in one group of a layer collective's kind (TP, CP or EP; data parallelism otherwise).
+  int group_size(Group g) const {
+    return g == Group::TP ? p_.tp : g == Group::CP ? p_.cp : g == Group::EP ? p_.ep : p_.dp * p_.cp;
+  }
+
   // Ranks of every group of kind `g` that the ranks of stage s (data-parallel replica 0 for
   // TP/CP; all replicas for DP/EP) belong to.
   std::vector<std::vector<int>> groups(Group g, int s) const {
@@ -404,10 +409,7 @@ class StepBuilder {
     // Its one launch (a collective of a single rank is none).
     sim::TaskId host = sim::kNoTask;
     const bool charged = p_.host_launch_s > 0 && !(launches_free_ && stages_[s].host_now() != sim::kNoTask);
-    if (charged && op.bytes > 0) {
-      const auto gs = groups(op.group, s);
-      if (!gs.empty() && gs.front().size() >= 2) host = host_launch(s, 1, op.host_sync).first;
-    }
+    if (charged && op.bytes > 0 && group_size(op.group) >= 2) host = host_launch(s, 1, op.host_sync).first;
     // A join gates the collective on its launch (the breakdown's wait ends where the join does).
     if (host != sim::kNoTask) {
       const sim::TaskId gate = add_join({});
