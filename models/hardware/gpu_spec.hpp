@@ -24,7 +24,7 @@
 //   l2_cache: 50 MB
 //   tdp: 700 W
 //   calibration:
-//     gemm_max_efficiency: {bf16: 0.803, fp16: 0.803, fp8: 0.709, tf32: 0.75}
+//     gemm_max_efficiency: {bf16: 0.763, fp16: 0.763, fp8: 0.701, tf32: 0.75}
 //     hbm_efficiency: 0.89
 //     kernel_overhead: 3 us
 //     attention_efficiency: {forward: 0.55, backward: 0.45}   # best fused kernels (cuDNN, FA3)

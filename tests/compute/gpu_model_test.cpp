@@ -31,14 +31,13 @@ TEST(GpuModel, GemmCountsTwoMnkFlops) {
 }
 
 TEST(GpuModel, LargeSquareGemmIsComputeBoundNearTheMeasuredMaximum) {
-  // A 16384^3 bf16 GEMM on H100: compute bound, between 60 % of peak and the measured best-shape
-  // (MAMF) 80.3 % that caps every shape.
+  // A 16384^3 bf16 GEMM on H100: compute bound, between 60 % of peak and the profile's sustained
+  // fraction (MAMF's best shape, 80.3 %, x 0.95) that caps every shape.
   const GpuModel m(gpus().get("H100-SXM5-80GB"));
   const KernelCost c = m.gemm(16384, 16384, 16384, DType::BF16);
   EXPECT_FALSE(c.memory_bound);
   EXPECT_GT(c.efficiency, 0.60);
-  EXPECT_LE(c.efficiency, 0.803);
-  EXPECT_LE(c.efficiency, 0.85);
+  EXPECT_LE(c.efficiency, 0.763);
 }
 
 TEST(GpuModel, SkinnyGemmIsMemoryBoundAtTheHbmRate) {
