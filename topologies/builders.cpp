@@ -36,9 +36,10 @@ std::optional<Problem> check(const ClusterConfig& c) {
   const hw::NodeSpec& s = c.node;
   if (c.nodes < 1) return Problem{"nodes", "must be at least 1, got " + std::to_string(c.nodes), "use nodes: 1 or more"};
   if (s.gpus_per_node < 1) return Problem{"gpus_per_node", "must be at least 1", "use the GPUs per server, e.g. 8"};
-  if (s.intra_type == "nvlink" && (s.nvlink_group_size < 2 || s.gpus_per_node % s.nvlink_group_size != 0))
+  if ((s.intra_type == "nvlink" || s.intra_type == "xgmi") && (s.nvlink_group_size < 2 || s.gpus_per_node % s.nvlink_group_size != 0))
     return Problem{"gpus_per_node",
-                   "node type " + s.name + " joins GPUs in NVLink groups of " + std::to_string(s.nvlink_group_size) +
+                   "node type " + s.name + " joins GPUs in " + (s.intra_type == "xgmi" ? "Infinity Fabric" : "NVLink") +
+                       " groups of " + std::to_string(s.nvlink_group_size) +
                        ", which must divide gpus_per_node (" + std::to_string(s.gpus_per_node) + ")",
                    "use a multiple of " + std::to_string(s.nvlink_group_size)};
   if (s.nics < 0) return Problem{"nics_per_node", "must not be negative", "use e.g. 8 (one per GPU)"};
@@ -204,8 +205,9 @@ NodeDevices build_node(Cluster& c, const ClusterConfig& cfg, int node) {
     c.add_duplex(g, pcie_switches[i / per_switch], pcie);
     if (s.intra_type == "nvswitch") c.add_duplex(g, nvswitch, nvlink);
   }
-  if (s.intra_type == "nvlink") {
-    // Direct links inside each group; a GPU's NVLink bandwidth is split evenly over its peers.
+  if (s.intra_type == "nvlink" || s.intra_type == "xgmi") {
+    // Direct links inside each group (NVLink bridges and meshes, AMD's Infinity Fabric mesh); a
+    // GPU's link bandwidth is split evenly over its peers.
     const int group = s.nvlink_group_size;
     const Link peer{LinkKind::NvLink, s.intra_bandwidth_Bps / (group - 1), s.intra_latency_s};
     for (int a = 0; a < gpus; ++a)

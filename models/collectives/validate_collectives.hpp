@@ -4,7 +4,8 @@
 //
 // One global policy fills what a case leaves null (every filled field is listed in `defaults`):
 //  - node type from the GPU name: A100-SXM4-40GB -> dgx-a100-40gb, A100* -> dgx-a100,
-//    H100* -> dgx-h100, H200* -> dgx-h200, B200* -> dgx-b200, V100* -> dgx-2-v100; the node's own
+//    H100* -> dgx-h100, H200* -> dgx-h200, B200* -> dgx-b200, V100* -> dgx-2-v100, MI300X ->
+//    mi300x-8gpu; the node's own
 //    intra-node fabric (intra_node null or "nvlink": the system's standard NVLink/NVSwitch);
 //  - gpus_per_node null: the node type's 8; op.gpus null: hardware.num_gpus, else 2 nodes (a
 //    multi-node statement without a count); NIC: nic_gbps/fabric when given, else the node's;

@@ -18,8 +18,8 @@ using sim::Dimension;
 constexpr double kDefaultInterSocketLatency_s = 0.1e-6;  // one UPI / xGMI crossing
 constexpr double kDefaultStorageLatency_s = 10e-6;       // NVMe read command
 
-const std::vector<std::string> kIntraGenerations = {"nvlink2-nvswitch1", "nvlink3-nvswitch2",
-                                                    "nvlink4-nvswitch3", "nvlink5-nvswitch4", "pcie"};
+const std::vector<std::string> kIntraGenerations = {"nvlink2-nvswitch1", "nvlink3-nvswitch2", "nvlink4-nvswitch3",
+                                                    "nvlink5-nvswitch4", "xgmi3", "pcie"};
 const std::vector<std::string> kNicGenerations = {"ib-edr", "ib-hdr", "ib-ndr", "ib-xdr", "roce"};
 
 std::vector<std::string> yaml_files(const std::string& dir) {
@@ -93,7 +93,8 @@ NodeSpec parse_node(const config::Node& n) {
   const config::Node in = n["intra_node"];
   in.require_map();
   in.check_keys({"type", "bandwidth", "latency", "generation", "in_switch_reduction", "group_size"});
-  s.intra_type = one_of(in, "type", {"nvswitch", "nvlink", "pcie"});
+  // xgmi: AMD's Infinity Fabric, direct GPU-to-GPU links like an NVLink group (a full mesh by default).
+  s.intra_type = one_of(in, "type", {"nvswitch", "nvlink", "xgmi", "pcie"});
   if (s.intra_type == "pcie") {
     if (in.has("bandwidth"))
       in.fail("bandwidth", "a pcie node has no NVLink bandwidth", "remove it: peers use the pcie section's links");
@@ -105,13 +106,14 @@ NodeSpec parse_node(const config::Node& n) {
   s.in_switch_reduction = in.bool_or("in_switch_reduction", false);
   if (s.in_switch_reduction && s.intra_type != "nvswitch")
     in.fail("in_switch_reduction", "only an NVSwitch reduces in the switch", "set it to false or use type: nvswitch");
-  if (s.intra_type == "nvlink") {
-    s.nvlink_group_size = positive_int(in, "group_size", in.optional_int("group_size").value_or(2));
+  if (s.intra_type == "nvlink" || s.intra_type == "xgmi") {
+    const int default_group = s.intra_type == "xgmi" ? s.gpus_per_node : 2;
+    s.nvlink_group_size = positive_int(in, "group_size", in.optional_int("group_size").value_or(default_group));
     if (s.nvlink_group_size < 2 || s.gpus_per_node % s.nvlink_group_size != 0)
       in.fail("group_size", "must be at least 2 and divide gpus_per_node (" + std::to_string(s.gpus_per_node) + ")",
               "use 2 for bridged pairs or gpus_per_node for a full mesh");
   } else if (in.has("group_size")) {
-    in.fail("group_size", "only meaningful for type: nvlink", "remove it");
+    in.fail("group_size", "only meaningful for type: nvlink or xgmi", "remove it");
   }
 
   const config::Node pc = n["pcie"];
@@ -250,6 +252,7 @@ std::string node_type_for_gpu(const std::string& gpu) {
   if (gpu.rfind("GH200", 0) == 0) return "gh200-quad";
   if (gpu.rfind("B300", 0) == 0) return "dgx-b200";  // same NVLink 5 baseboard; the GPU is B300's
   if (gpu.rfind("L40S", 0) == 0) return "pcie-l40s";
+  if (gpu.find("MI300X") != std::string::npos) return "mi300x-8gpu";
   throw std::runtime_error("no node type is known for GPU '" + gpu + "'");
 }
 

@@ -9,14 +9,16 @@
 //   intra_node:                    # GPU-to-GPU fabric inside the node
 //     type: nvswitch               # nvswitch: every GPU has one port to a non-blocking switch
 //                                  # nvlink: direct GPU-GPU links inside groups (bridges, meshes)
+//                                  # xgmi: AMD Infinity Fabric, direct links (a full mesh by default)
 //                                  # pcie: no NVLink; peers cross PCIe switches (and the CPUs)
-//     bandwidth: 450 GB/s          # per GPU, per direction (nvswitch, nvlink; absent for pcie)
+//     bandwidth: 450 GB/s          # per GPU, per direction (nvswitch, nvlink, xgmi; absent for pcie)
 //     latency: 0.7 us
 //     generation: nvlink4-nvswitch3   # nvlink2-nvswitch1 | nvlink3-nvswitch2 | nvlink4-nvswitch3 |
-//                                     # nvlink5-nvswitch4 | pcie: selects collective tuning
+//                                     # nvlink5-nvswitch4 | xgmi3 | pcie: selects collective tuning
 //     in_switch_reduction: true    # NVLS (NVSwitch gen3 and later)
-//     group_size: 2                # nvlink only: GPUs per fully connected NVLink group (2 = bridged
-//                                  # pairs); a GPU's bandwidth is split evenly over its peers
+//     group_size: 2                # nvlink / xgmi: GPUs per fully connected group (nvlink default 2 =
+//                                  # bridged pairs, xgmi default gpus_per_node); a GPU's bandwidth
+//                                  # is split evenly over its peers
 //   pcie:
 //     generation: 5
 //     bandwidth: 63 GB/s           # x16, per direction
@@ -57,12 +59,12 @@ struct NodeSpec {
   std::string name;
   std::string gpu;
   int gpus_per_node = 8;
-  std::string intra_type = "nvswitch";  // nvswitch | nvlink | pcie
+  std::string intra_type = "nvswitch";  // nvswitch | nvlink | xgmi | pcie
   double intra_bandwidth_Bps = 0;       // per GPU per direction (NVLink); 0 for pcie nodes
   double intra_latency_s = 0;
   std::string intra_generation;         // collective tuning key
   bool in_switch_reduction = false;
-  int nvlink_group_size = 0;            // nvlink nodes: GPUs per fully connected group
+  int nvlink_group_size = 0;            // nvlink / xgmi nodes: GPUs per fully connected group
   int pcie_generation = 4;
   double pcie_bandwidth_Bps = 0;        // x16 per direction
   double pcie_latency_s = 0;

@@ -394,3 +394,16 @@ TEST(Collectives, ARingOnAnNvlinkMeshUsesBothDirections) {
   EXPECT_NEAR(time_collective(star(n, B), ideal(), make(CollectiveOp::AllGather, n, S)).seconds, 3.0 / 4 * S / B,
               1e-9);
 }
+
+TEST(Collectives, AnMi300xNodeRingsOverItsInfinityFabricMesh) {
+  // Eight MI300X joined pairwise by 448/7 = 64 GB/s xGMI links: the rings stepping by 1, 3, 5 and 7
+  // (coprime to 8) each carry a quarter of the volume on their own links, so an 8 GB all-gather
+  // runs at 4 links x 64 GB/s x the xgmi3 Simple efficiency (0.80) of bus bandwidth: 204.8 GB/s,
+  // less the call and step latencies (< 0.1 %). Three of each GPU's seven links stay idle.
+  const Built b = built("node: mi300x-8gpu\nnodes: 1\n");
+  const topo::Route pair = b.cluster.gpu_route(0, 5);
+  ASSERT_EQ(pair.links.size(), 1u);
+  EXPECT_DOUBLE_EQ(pair.bottleneck_Bps, 64e9);
+  const CollectiveTiming t = time_collective(b.cluster, b.tuning, make(CollectiveOp::AllGather, 8, 8e9));
+  EXPECT_NEAR(t.busbw_Bps / 1e9, 4 * 64 * 0.80, 204.8 * 0.002);
+}

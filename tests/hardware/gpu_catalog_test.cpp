@@ -44,7 +44,7 @@ TEST(GpuCatalog, LoadsEveryProfileFile) {
   EXPECT_EQ(gpus().names().size(), files);
   for (const std::string name : {"V100-SXM3-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIe-80GB",
                                  "H100-SXM5-80GB", "H100-PCIe-80GB", "H800-SXM5-80GB", "H200-SXM-141GB", "GH200",
-                                 "B200", "GB200", "L40S"})
+                                 "B200", "GB200", "L40S", "MI300X"})
     EXPECT_TRUE(gpus().has(name)) << name;
   for (const auto& name : gpus().names()) {
     const hw::GpuSpec& g = gpus().get(name);
@@ -63,6 +63,7 @@ TEST(GpuCatalog, AliasesResolveToTheirProfile) {
   EXPECT_EQ(gpus().get("V100-SXM2-32GB").name, "V100-SXM3-32GB");
   EXPECT_EQ(gpus().get("V100").name, "V100-SXM3-32GB");
   EXPECT_EQ(gpus().get("H100").sm_count, 132);
+  EXPECT_EQ(gpus().get("AMD-MI300X").sm_count, 304);  // compute units
 }
 
 TEST(GpuCatalog, H800HasTheComputeAndMemoryOfH100Sxm) {

@@ -65,7 +65,7 @@ TEST(Catalog, LoadsEveryBundledFile) {
   EXPECT_EQ(c.names().size(), yaml_count(kHardwareDir + "/nodes"));
   EXPECT_EQ(c.nic_names().size(), yaml_count(kHardwareDir + "/nics"));
   for (const char* name : {"dgx-a100", "dgx-a100-40gb", "dgx-h100", "dgx-h200", "dgx-b200", "hgx-h800",
-                                  "dgx-2-v100", "pcie-h100", "pcie-h100-nvl", "pcie-a100", "pcie-l40s"}) {
+                                  "dgx-2-v100", "pcie-h100", "pcie-h100-nvl", "pcie-a100", "pcie-l40s", "mi300x-8gpu"}) {
     const hw::NodeSpec& n = c.node(name);
     EXPECT_FALSE(n.sources.empty()) << name;
     EXPECT_EQ(c.nic(n.nic).name, n.nic) << name;  // every node names a catalogued NIC
@@ -85,6 +85,11 @@ TEST(Catalog, FiguresFollowSpecsYaml) {
   EXPECT_FALSE(c.node("dgx-a100").in_switch_reduction);
   EXPECT_EQ(c.node("dgx-h100").intra_generation, "nvlink4-nvswitch3");
   EXPECT_EQ(c.node("pcie-h100").intra_type, "pcie");
+  // specs.yaml amd_mi300x: 7 Infinity Fabric links of 64 GB/s per direction, a full mesh of 8.
+  EXPECT_EQ(c.node("mi300x-8gpu").intra_type, "xgmi");
+  EXPECT_DOUBLE_EQ(c.node("mi300x-8gpu").intra_bandwidth_Bps, 7 * 64e9);
+  EXPECT_EQ(c.node("mi300x-8gpu").nvlink_group_size, 8);
+  EXPECT_EQ(hw::node_type_for_gpu("MI300X"), "mi300x-8gpu");
   EXPECT_EQ(c.node("dgx-2-v100").gpus_per_node, 16);
   EXPECT_EQ(c.node("dgx-h100").cores_per_socket, 56);
   EXPECT_EQ(c.node("dgx-a100").cores_per_socket, 64);

@@ -329,6 +329,8 @@ TEST(Builders, BadConfigurationsAreInputErrors) {
   // Two nodes without NICs would be disconnected.
   EXPECT_NE(error_of("node: dgx-h100\nnodes: 2\nnics_per_node: 0\n").find("needs NICs"), std::string::npos);
   EXPECT_NE(error_of("node: pcie-h100-nvl\nnodes: 1\ngpus_per_node: 3\n").find("NVLink groups"), std::string::npos);
+  EXPECT_NE(error_of("node: mi300x-8gpu\nnodes: 1\ngpus_per_node: 4\n").find("Infinity Fabric groups of 8"),
+            std::string::npos);
   try {
     cfg_of("node: dgx-h100\nnodes: 2\nfabric:\n  topology: fat_tree\n  radix: 7\n");
     FAIL();
