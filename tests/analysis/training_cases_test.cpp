@@ -763,3 +763,27 @@ TEST(TrainingCasePolicy, DeepEpNamedInTheNotesDeduplicatesTheDispatch) {
   ASSERT_TRUE(s["parallelism"]["ep_dispatch"]);
   EXPECT_EQ(s["parallelism"]["ep_dispatch"].as<std::string>(), "deepep");
 }
+
+TEST(TrainingCasePolicy, ModelTflopsAreCountedTheSourcesWayForCausalAttention) {
+  // A TFLOP/s figure from the Megatron MoE Model Zoo (Megatron-LM's 2025 throughput log) counts
+  // the causal attention core at half; other sources the full s x s scores. Same run, same step:
+  // the predicted TFLOP/s differ by the ratio of the two model-FLOP counts, here
+  // (GEMMs + a/2) / (GEMMs + a) with the attention core a = 12 s h per token and layer.
+  YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");
+  c["measured"] = YAML::Load("{step_time_s: null, model_tflops_per_gpu: 300}");
+  c["model"]["seq_len"] = 16384;
+  CaseOutcome full, half;
+  predict_training_case(c, full);
+  c["source"]["url"] = "https://github.com/yanring/Megatron-MoE-ModelZoo/blob/x/best_practice/Qwen3/readme.md";
+  predict_training_case(c, half);
+  EXPECT_EQ(full.metric, "model_tflops_per_gpu");
+  const double h = 1024, s = 16384, v = 50304, layers = 4;
+  const double gemms = layers * 24 * h * h * 3 + 6 * h * v;  // QKV/out + 4h MLP (x3 for training), logits
+  const double attention = layers * 12 * s * h;
+  EXPECT_NEAR(half.predicted / full.predicted, (gemms + attention / 2) / (gemms + attention), 1e-9);
+  EXPECT_LT(half.predicted, 0.75 * full.predicted);  // attention dominates at 16k tokens
+  c["source"]["url"] = "https://github.com/NVIDIA/Megatron-LM/blob/v0.9/README.md";  // 2024: full count
+  CaseOutcome old;
+  predict_training_case(c, old);
+  EXPECT_DOUBLE_EQ(old.predicted, full.predicted);
+}
