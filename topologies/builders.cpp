@@ -36,7 +36,7 @@ std::optional<Problem> check(const ClusterConfig& c) {
   const hw::NodeSpec& s = c.node;
   if (c.nodes < 1) return Problem{"nodes", "must be at least 1, got " + std::to_string(c.nodes), "use nodes: 1 or more"};
   if (s.gpus_per_node < 1) return Problem{"gpus_per_node", "must be at least 1", "use the GPUs per server, e.g. 8"};
-  if ((s.intra_type == "nvlink" || s.intra_type == "xgmi") && (s.nvlink_group_size < 2 || s.gpus_per_node % s.nvlink_group_size != 0))
+  if (s.direct_links() && (s.nvlink_group_size < 2 || s.gpus_per_node % s.nvlink_group_size != 0))
     return Problem{"gpus_per_node",
                    "node type " + s.name + " joins GPUs in " + (s.intra_type == "xgmi" ? "Infinity Fabric" : "NVLink") +
                        " groups of " + std::to_string(s.nvlink_group_size) +
@@ -205,7 +205,7 @@ NodeDevices build_node(Cluster& c, const ClusterConfig& cfg, int node) {
     c.add_duplex(g, pcie_switches[i / per_switch], pcie);
     if (s.intra_type == "nvswitch") c.add_duplex(g, nvswitch, nvlink);
   }
-  if (s.intra_type == "nvlink" || s.intra_type == "xgmi") {
+  if (s.direct_links()) {
     // Direct links inside each group (NVLink bridges and meshes, AMD's Infinity Fabric mesh); a
     // GPU's link bandwidth is split evenly over its peers.
     const int group = s.nvlink_group_size;

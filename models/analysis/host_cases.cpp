@@ -45,8 +45,7 @@ topo::ClusterConfig one_node(const YAML::Node& c, int gpus) {
 // way; 0 when neither is known.
 int peer_copy_directions(const YAML::Node& c) {
   const std::string notes = lowercase(notes_of(c));
-  const std::string source = lowercase(has(c["source"], "title") ? get<std::string>(c["source"], "title") : "") + " " +
-                             lowercase(has(c["source"], "url") ? get<std::string>(c["source"], "url") : "");
+  const std::string source = source_text(c);
   if (notes.find("unidirectional") != std::string::npos || notes.find("one way") != std::string::npos) return 1;
   if (notes.find("bidirectional") != std::string::npos || source.find("ai-benchmarking-guide") != std::string::npos)
     return 2;

@@ -89,11 +89,7 @@ std::string catalogue_gpu(const YAML::Node& c, const std::string& gpu, std::vect
 // Megatron-Bridge's performance scripts' FLOP formulas (causal_self_attn). Older Megatron-LM,
 // NeMo 1.x/24.x and the papers count the full s x s score matrix (the default).
 bool counts_causal_attention_half(const YAML::Node& c) {
-  const YAML::Node src = c["source"];
-  std::string text;
-  for (const char* k : {"url", "title", "locator"})
-    if (has(src, k)) text += " " + get<std::string>(src, k);
-  text = lowercase(text);
+  const std::string text = source_text(c);
   return text.find("megatron-moe-modelzoo") != std::string::npos ||
          text.find("megatron moe model zoo") != std::string::npos ||
          text.find("megatron-bridge") != std::string::npos;
@@ -806,17 +802,17 @@ void predict_training_case(const YAML::Node& c, CaseOutcome& out) {
   const YAML::Node cp = c["parallelism"];
   const double trained_fraction =
       has(cp, "global_batch") ? get<double>(cp, "global_batch") / scenario_yaml["parallelism"]["global_batch"].as<double>() : 1.0;
-  // Model FLOPs the source's way: the ratio of its count to the replay's (full attention core).
-  double source_flop_count = 1.0;
-  if (counts_causal_attention_half(c)) {
+  // Model FLOPs the source's way, for a published FLOP rate: the ratio of its count to the
+  // replay's (full attention core).
+  const auto source_flop_count = [&]() {
+    if (!counts_causal_attention_half(c)) return 1.0;
+    out.defaults.push_back("model FLOPs: the causal attention core counted at half (the source's Megatron-LM "
+                           "2025+ / Megatron-Bridge count)");
     const workload::ModelConfig& m = scenario.training.model;
     const int64_t batch = scenario.training.plan.global_batch;
-    source_flop_count = workload::model_flops_per_step(m, batch, workload::AttentionCount::CausalHalf) /
-                        workload::model_flops_per_step(m, batch);
-    if (has(meas, "model_tflops_per_gpu") || has(meas, "mfu"))
-      out.defaults.push_back("model FLOPs: the causal attention core counted at half (the source's Megatron-LM "
-                             "2025+ / Megatron-Bridge count)");
-  }
+    return workload::model_flops_per_step(m, batch, workload::AttentionCount::CausalHalf) /
+           workload::model_flops_per_step(m, batch);
+  };
   if (has(meas, "step_time_s")) {
     out.metric = "step_time_s";
     out.predicted = r.step_time_s * trained_fraction;
@@ -827,7 +823,7 @@ void predict_training_case(const YAML::Node& c, CaseOutcome& out) {
     out.measured = get<double>(meas, "tokens_per_s_per_gpu");
   } else if (has(meas, "model_tflops_per_gpu")) {
     out.metric = "model_tflops_per_gpu";
-    out.predicted = r.model_tflops_per_gpu * source_flop_count;
+    out.predicted = r.model_tflops_per_gpu * source_flop_count();
     out.measured = get<double>(meas, "model_tflops_per_gpu");
   } else if (has(meas, "hardware_tflops_per_gpu")) {
     // Published with the SC'21 recompute-inclusive count: compute it the same way.
@@ -836,7 +832,7 @@ void predict_training_case(const YAML::Node& c, CaseOutcome& out) {
     out.measured = get<double>(meas, "hardware_tflops_per_gpu");
   } else if (has(meas, "mfu")) {
     out.metric = "mfu";
-    out.predicted = r.mfu * source_flop_count;
+    out.predicted = r.mfu * source_flop_count();
     out.measured = get<double>(meas, "mfu");
   } else if (publishes_layer_time(c)) {
     // One transformer layer, forward + backward (with recomputation), as a per-layer timer sees it.

@@ -106,7 +106,7 @@ NodeSpec parse_node(const config::Node& n) {
   s.in_switch_reduction = in.bool_or("in_switch_reduction", false);
   if (s.in_switch_reduction && s.intra_type != "nvswitch")
     in.fail("in_switch_reduction", "only an NVSwitch reduces in the switch", "set it to false or use type: nvswitch");
-  if (s.intra_type == "nvlink" || s.intra_type == "xgmi") {
+  if (s.direct_links()) {
     const int default_group = s.intra_type == "xgmi" ? s.gpus_per_node : 2;
     s.nvlink_group_size = positive_int(in, "group_size", in.optional_int("group_size").value_or(default_group));
     if (s.nvlink_group_size < 2 || s.gpus_per_node % s.nvlink_group_size != 0)

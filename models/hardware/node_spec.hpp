@@ -65,6 +65,8 @@ struct NodeSpec {
   std::string intra_generation;         // collective tuning key
   bool in_switch_reduction = false;
   int nvlink_group_size = 0;            // nvlink / xgmi nodes: GPUs per fully connected group
+  // GPUs joined by direct links in groups of nvlink_group_size (no switch): nvlink or xgmi.
+  bool direct_links() const { return intra_type == "nvlink" || intra_type == "xgmi"; }
   int pcie_generation = 4;
   double pcie_bandwidth_Bps = 0;        // x16 per direction
   double pcie_latency_s = 0;

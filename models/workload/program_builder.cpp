@@ -74,6 +74,7 @@ class Coster {
   CostedOp cost(const Op& op) const {
     CostedOp c;
     c.name = op.name;
+    c.host_sync = op.host_sync;
     if (op.kind == OpKind::Comm) {
       c.kind = CostedOp::Kind::Collective;
       c.group = to_group(op.group);
@@ -81,13 +82,11 @@ class Coster {
       c.bytes = op.comm_bytes;
       c.overlaps_next = op.overlaps_next;
       c.dispatch = op.dispatch;
-      c.host_sync = op.host_sync;
       return c;
     }
     c.kind = CostedOp::Kind::Compute;
     c.category = category_of(op.cls);
     c.weight_grad = op.weight_grad;
-    c.host_sync = op.host_sync;
     switch (op.kind) {
       case OpKind::Gemm:
         c.seconds = gpu_.gemm(op.m, op.n, op.k, op.fp8_eligible ? gemm_ : other_, op.batch).seconds;

@@ -406,10 +406,9 @@ class StepBuilder {
   void run_collective_op(int s, const CostedOp& op, std::vector<sim::TaskId>& pending_overlap) {
     const uint16_t cat = comm_category(op.group);
     std::vector<sim::TaskId> deps{stages_[s].cursor};
-    // Its one launch (a collective of a single rank is none).
+    // Its one launch (a collective of a single rank is none; host_launch says when it is free).
     sim::TaskId host = sim::kNoTask;
-    const bool charged = p_.host_launch_s > 0 && !(launches_free_ && stages_[s].host_now() != sim::kNoTask);
-    if (charged && op.bytes > 0 && group_size(op.group) >= 2) host = host_launch(s, 1, op.host_sync).first;
+    if (op.bytes > 0 && group_size(op.group) >= 2) host = host_launch(s, 1, op.host_sync).first;
     // A join gates the collective on its launch (the breakdown's wait ends where the join does).
     if (host != sim::kNoTask) {
       const sim::TaskId gate = add_join({});
