@@ -116,6 +116,36 @@ TEST(GpuCatalog, SourcedFiguresMatchTheSpecCatalogue) {
   EXPECT_GE(checked, 7u);
 }
 
+TEST(GpuCatalog, WithoutASustainedSweepTheGemmFractionIsMamfsBestShapeTimesTheRatio) {
+  // docs/calibration.md: a GPU/dtype measured only by MAMF's best shape takes that fraction x 0.95
+  // (the median sustained-to-best ratio); specs.yaml measured_anchors.gemm_mamf_tflops gives it.
+  const std::string specs_path = std::string(STACKSIM_SOURCE_DIR) + "/models/hardware/specs.yaml";
+  if (!fs::exists(specs_path)) GTEST_SKIP() << "no " << specs_path;
+  const YAML::Node rows = YAML::LoadFile(specs_path)["measured_anchors"]["gemm_mamf_tflops"]["rows"];
+  const auto mamf_pct = [&](const std::string& gpu, const std::string& dtype) {
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (rows[i]["gpu"].as<std::string>() == gpu && rows[i]["dtype"].as<std::string>() == dtype)
+        return rows[i]["pct_of_peak"].as<double>();
+    ADD_FAILURE() << "no MAMF row for " << gpu << " " << dtype;
+    return 0.0;
+  };
+  const struct {
+    const char* profile;
+    const char* mamf_gpu;
+    const char* mamf_dtype;
+    const char* dtype;
+  } cases[] = {{"H100-SXM5-80GB", "H100 SXM", "bf16", "bf16"}, {"H200-SXM-141GB", "H100 SXM", "bf16", "bf16"},
+               {"B200", "B200 SXM", "bf16", "bf16"},          {"GB200", "GB200", "bf16", "bf16"},
+               {"GH200", "GH200 (900 W, 141 GiB)", "bf16", "bf16"}, {"A100-PCIe-80GB", "A100 PCIe", "bf16", "bf16"},
+               {"MI300X", "MI300X", "bf16", "bf16"}};
+  for (const auto& c : cases)
+    EXPECT_NEAR(gpus().get(c.profile).gemm_max_efficiency.at(c.dtype), 0.95 * mamf_pct(c.mamf_gpu, c.mamf_dtype) / 100,
+                0.0006)
+        << c.profile;
+  // Where Azure's sustained sweep exists, the profile sits below MAMF's best shape.
+  EXPECT_LT(gpus().get("H100-SXM5-80GB").gemm_max_efficiency.at("fp8"), mamf_pct("H100 SXM", "fp8_e4m3") / 100);
+}
+
 TEST(GpuCatalog, NegativeBandwidthIsAnInputErrorNamingTheKey) {
   const std::string path = write_temp("bad_gpu.yaml",
                                       "name: X\narchitecture: x\nsm_count: 10\npeak: {bf16: 100 TFLOPS}\n"
