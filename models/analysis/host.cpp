@@ -63,11 +63,14 @@ constexpr int kMaxItemsPerBatch = 64;  // bigger batches load in chunks of sampl
 constexpr int kSteps = 10;             // simulated steps; the last kMeasured give the period
 constexpr int kMeasured = 5;
 
-enum class Kind : uint64_t { Load, Copy, Step };
+enum class Kind : uint64_t { Load, Step };
 uint64_t make_tag(Kind k, int gpu, int index) {
   return (static_cast<uint64_t>(k) << 56) | (static_cast<uint64_t>(gpu) << 32) | static_cast<uint32_t>(index);
 }
 
+// Loader workers of every GPU of the node share its cores and storage; a GPU starts step b once
+// batch b is loaded. (The batch's host-to-device copy is part of the GPU step: the replay runs it
+// on the PCIe tree beside the NICs' traffic, StepProgram::batch_copy_bytes.)
 class Pipeline {
  public:
   Pipeline(const HostConfig& h, const topo::ClusterConfig& c, int samples, double gpu_step_s)
@@ -78,7 +81,11 @@ class Pipeline {
     cpu_ = engine_.add_resource({"cpu cores", static_cast<double>(c.node.cpu_sockets) * c.node.cores_per_socket});
     const double storage_Bps = h.storage_read_Bps > 0 ? h.storage_read_Bps : c.node.storage_read_Bps;
     if (storage_Bps > 0) storage_ = engine_.add_resource({"storage read", storage_Bps});
-    bind_pcie(c);
+    gpus_.resize(c.node.gpus_per_node);
+    for (Gpu& gpu : gpus_) {
+      gpu.idle_workers = h_.loader_workers;
+      gpu.items_loaded.assign(kSteps, 0);
+    }
     engine_.on_completion([this](sim::ActivityId, uint64_t tag) { done(tag); });
   }
 
@@ -98,37 +105,10 @@ class Pipeline {
     int next_item = 0;               // next item to hand to a worker (items of all batches in order)
     std::vector<int> items_loaded;   // per batch
     int batches_loaded = 0;          // batches 0..batches_loaded-1 are in host memory
-    int copies_done = 0;             // batches on the device
-    bool copy_busy = false;
     bool gpu_busy = false;
     int steps_done = 0;
     std::vector<sim::Time> step_end;
-    std::vector<sim::Usage> pcie;    // links from the GPU's CPU socket to the GPU
   };
-
-  // H2D copies use the PCIe route from the CPU socket nearest the GPU (its PCIe switch's socket).
-  void bind_pcie(const topo::ClusterConfig& c) {
-    topo::ClusterConfig one = c;
-    one.nodes = 1;
-    const topo::Cluster cluster = topo::build_cluster(one);
-    const std::vector<sim::ResourceId> link_res = cluster.bind(engine_);
-    std::vector<topo::DeviceId> sockets;
-    for (topo::DeviceId d = 0; d < cluster.num_devices(); ++d)
-      if (cluster.device(d).kind == topo::DeviceKind::Cpu) sockets.push_back(d);
-    gpus_.resize(cluster.num_gpus());
-    for (int g = 0; g < cluster.num_gpus(); ++g) {
-      Gpu& gpu = gpus_[g];
-      gpu.idle_workers = h_.loader_workers;
-      gpu.items_loaded.assign(kSteps, 0);
-      topo::Route best;
-      for (topo::DeviceId s : sockets) {
-        topo::Route r = cluster.route(s, cluster.gpu(g));
-        if (best.links.empty() || r.links.size() < best.links.size()) best = std::move(r);
-      }
-      for (topo::LinkId l : best.links) gpu.pcie.push_back({link_res[l], 1.0});
-    }
-    copy_Bps_ = c.node.pcie_bandwidth_Bps * (h_.pinned ? kPinnedCopyEfficiency : kPageableCopyEfficiency);
-  }
 
   int samples_in_item(int item) const {
     const int first = (item % items_per_batch_) * samples_per_item_;
@@ -154,40 +134,15 @@ class Pipeline {
     }
   }
 
-  void start_copy(int g, int batch) {
-    Gpu& gpu = gpus_[g];
-    sim::ActivitySpec a;
-    a.work = samples_ * h_.sample_bytes;
-    a.usages = gpu.pcie;
-    a.bound = copy_Bps_;
-    // A pageable copy is a CPU memcpy into a pinned staging buffer: it holds a core meanwhile.
-    if (!h_.pinned) a.usages.push_back({cpu_, 1.0 / copy_Bps_});
-    gpu.copy_busy = true;
-    engine_.start(a, make_tag(Kind::Copy, g, batch));
-  }
-
-  // Pinned copies run ahead on the copy engine as batches arrive.
-  void advance_copies(int g) {
-    Gpu& gpu = gpus_[g];
-    if (h_.pinned && !gpu.copy_busy && gpu.copies_done < gpu.batches_loaded) start_copy(g, gpu.copies_done);
-  }
-
-  // The GPU starts step b once batch b is on the device; a pageable copy runs on its stream first.
+  // The GPU starts step b once batch b is in host memory.
   void advance_gpu(int g) {
     Gpu& gpu = gpus_[g];
     const int b = gpu.steps_done;
-    if (gpu.gpu_busy || b >= kSteps) return;
-    if (!h_.pinned && gpu.copies_done == b && gpu.batches_loaded > b) {
-      gpu.gpu_busy = true;
-      start_copy(g, b);
-      return;
-    }
-    if (gpu.copies_done > b) {
-      gpu.gpu_busy = true;
-      sim::ActivitySpec a;
-      a.latency = gpu_step_;
-      engine_.start(a, make_tag(Kind::Step, g, b));
-    }
+    if (gpu.gpu_busy || b >= kSteps || gpu.batches_loaded <= b) return;
+    gpu.gpu_busy = true;
+    sim::ActivitySpec a;
+    a.latency = gpu_step_;
+    engine_.start(a, make_tag(Kind::Step, g, b));
   }
 
   void done(uint64_t tag) {
@@ -196,17 +151,11 @@ class Pipeline {
     const int index = static_cast<int>(tag & 0xffffffff);
     Gpu& gpu = gpus_[g];
     switch (kind) {
-      case Kind::Load: {
+      case Kind::Load:
         ++gpu.idle_workers;
         ++gpu.items_loaded[index / items_per_batch_];
         while (gpu.batches_loaded < kSteps && gpu.items_loaded[gpu.batches_loaded] == items_per_batch_)
           ++gpu.batches_loaded;
-        break;
-      }
-      case Kind::Copy:
-        gpu.copy_busy = false;
-        ++gpu.copies_done;
-        if (!h_.pinned) gpu.gpu_busy = false;  // the stream moves on to the step itself
         break;
       case Kind::Step:
         gpu.gpu_busy = false;
@@ -214,9 +163,7 @@ class Pipeline {
         gpu.step_end.push_back(engine_.now());
         break;
     }
-    if (h_.sample_bytes <= 0) gpu.copies_done = gpu.batches_loaded;  // nothing to copy
     feed_workers(g);
-    advance_copies(g);
     advance_gpu(g);
   }
 
@@ -228,7 +175,6 @@ class Pipeline {
   sim::Engine engine_;
   sim::ResourceId cpu_ = 0;
   std::optional<sim::ResourceId> storage_;
-  double copy_Bps_ = 0;
   std::vector<Gpu> gpus_;
 };
 

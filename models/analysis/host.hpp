@@ -1,17 +1,19 @@
 // The host side of a training step: CPU data-loader workers, storage and host-to-device copies
-// feeding the GPUs, simulated on the engine for one representative node.
+// feeding the GPUs.
 //
-// Resources: the node's CPU cores (capacity = cores, in core-seconds per second), its storage read
-// bandwidth, and the PCIe links of its topology (a GPU's x16 link and the switch uplink it shares
-// with its neighbours and NICs). Activities, per GPU of the node:
+// The loaders are simulated on the engine for one representative node. Resources: the node's CPU
+// cores (capacity = cores, in core-seconds per second) and its storage read bandwidth. Activities,
+// per GPU of the node:
 //   load  one sample (or a chunk of samples for big batches) on one loader worker: it holds one
 //         core for cpu_seconds_per_sample and reads storage_bytes_per_sample; workers beyond the
 //         node's cores share them fairly;
-//   copy  the batch host -> device over the PCIe route from the GPU's CPU socket: pinned copies
-//         run on a copy engine (85 % of the x16 link, nvbandwidth's pinned ratio) and overlap
-//         compute; pageable ones are staged by a CPU memcpy (50 %, holding a core) and block the
-//         GPU's stream;
-//   step  the GPU's step time from the replay, a pure delay, once its batch is on the device.
+//   step  the GPU's step time from the replay, a pure delay, once its batch is loaded.
+// The batch's copy host -> device (sample_bytes per sample) is part of the step: the replay runs
+// it over the PCIe route from the GPU's CPU socket, where it shares the switch uplink with the
+// neighbour GPUs' copies and the GPU's x16 link with its NIC traffic (workload/replay.hpp,
+// StepProgram::batch_copy_bytes). Pinned copies run on a copy engine (85 % of the x16 link,
+// nvbandwidth's pinned ratio) under the step; pageable ones are staged by a CPU memcpy (50 %) and
+// block the GPU's stream before the step's first kernel.
 // Prefetch is the queue between loader and step: batch b may load once step b-prefetch-1 has
 // finished, so prefetch 0 is synchronous loading and prefetch >= 1 overlaps it with compute.
 // A few steps reach steady state (costs are deterministic); the period of the last steps is the
@@ -70,7 +72,7 @@ HostTimes host_times(const HostConfig& h, const topo::ClusterConfig& cluster, do
 
 struct HostPipelineResult {
   double step_s = 0;       // steady-state step period of the node's GPUs
-  double data_wait_s = 0;  // step_s - gpu_step_s: the GPU waits for its batch (or a pageable copy)
+  double data_wait_s = 0;  // step_s - gpu_step_s: the GPU waits for its batch
 };
 
 // Simulates the host pipeline of one node on the engine around GPU steps of `gpu_step_s`.

@@ -103,6 +103,15 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   const coll::CommTuning tuning = coll::tuning_for(cc.node, cc.nic);
   workload::StepProgram program = workload::build_step_program(setup.model, plan, gpu_model);
   program.host_launch_s = setup.host.kernel_launch_s / setup.scales.host_launch;
+  const double samples_per_gpu = static_cast<double>(plan.global_batch) / plan.dp;
+  if (setup.host.enabled && setup.host.sample_bytes > 0) {
+    // The batch's host-to-device copy runs in the step, on the PCIe links it shares with the NICs:
+    // a pinned one under the step, for the next batch (loaded ahead: prefetch >= 1); a pageable
+    // one, or any once loading is synchronous, before the step's first kernel.
+    program.batch_copy_bytes = samples_per_gpu * setup.host.sample_bytes;
+    program.batch_copy_Bps = cc.node.pcie_bandwidth_Bps * (setup.host.pinned ? kPinnedCopyEfficiency : kPageableCopyEfficiency);
+    program.batch_copy_blocking = !setup.host.pinned || setup.host.prefetch == 0;
+  }
   workload::ReplayOptions ro;
   ro.trace_path = options.trace_path;
   bool extrapolated = false;
@@ -122,8 +131,7 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   topo::ClusterConfig host_cluster = cc;
   host_cluster.node.storage_read_Bps *= setup.scales.storage;
   host_cluster.node.storage_write_Bps *= setup.scales.storage;
-  const HostPipelineResult hp = simulate_host_pipeline(host, host_cluster, static_cast<double>(plan.global_batch) / plan.dp,
-                                                        rr.step_time_s);
+  const HostPipelineResult hp = simulate_host_pipeline(host, host_cluster, samples_per_gpu, rr.step_time_s);
   std::vector<double> breakdown_s = rr.breakdown_s;
   breakdown_s[workload::kCatDataWait] += hp.data_wait_s;
   // Checkpoints stall the step (amortised over their interval); failures cost goodput.

@@ -73,6 +73,7 @@ class StepBuilder {
     // stage's first launched work by one launch: that launch stands for it (the same result, a
     // fraction of the tasks).
     launches_free_ = p_.host_launch_s > 0 && options.host_shortcut && host_stays_ahead();
+    build_batch_copy();
     build_pipeline();
     build_tail();
     sim::ExecutionResult r = sim::execute(engine_, g_);
@@ -610,6 +611,46 @@ class StepBuilder {
     return dualpipe() ? (chunk + 1) * (p_.micro_batches / 2) - 1 : p_.micro_batches - 1;
   }
 
+  // The next step's batch, copied host to device for every GPU of the nodes that hold a stage's
+  // representative rank, each over the route from its nearest CPU socket: its switch's uplink,
+  // shared with the neighbour GPUs' copies, and the GPU's own PCIe link, shared with its NIC
+  // traffic (GPUDirect RDMA) and staged transfers. The other nodes copy the same over their own
+  // PCIe trees and so load the collectives' routes there as these copies do here (symmetry). One
+  // activity over the union of the routes, as a merged collective phase.
+  void build_batch_copy() {
+    if (p_.batch_copy_bytes <= 0) return;
+    std::vector<char> copies_on_node(cluster_.num_nodes(), 0);
+    for (const StageState& st : stages_) copies_on_node[cluster_.node_of_gpu(st.rep)] = 1;
+    std::vector<std::vector<topo::DeviceId>> sockets(cluster_.num_nodes());
+    for (topo::DeviceId d = 0; d < cluster_.num_devices(); ++d) {
+      const topo::Device& dev = cluster_.device(d);
+      if (dev.kind == topo::DeviceKind::Cpu && dev.node >= 0 && copies_on_node[dev.node]) sockets[dev.node].push_back(d);
+    }
+    std::map<topo::LinkId, int> flows_on_link;
+    for (int r = 0; r < cluster_.num_gpus(); ++r) {
+      const int node = cluster_.node_of_gpu(r);
+      if (!copies_on_node[node]) continue;
+      if (sockets[node].empty()) throw std::invalid_argument("replay: a batch copy needs a CPU socket on the GPU's node");
+      topo::Route best;
+      for (topo::DeviceId socket : sockets[node]) {
+        topo::Route route = cluster_.route(socket, cluster_.gpu(r));
+        if (best.links.empty() || route.links.size() < best.links.size()) best = std::move(route);
+      }
+      for (topo::LinkId l : best.links) ++flows_on_link[l];
+    }
+    sim::TaskSpec t;
+    t.activity.work = p_.batch_copy_bytes;
+    t.activity.bound = p_.batch_copy_Bps;
+    for (const auto& [l, n] : flows_on_link) t.activity.usages.push_back({link_res_[l], static_cast<double>(n)});
+    t.category = kCatDataWait;
+    t.track = g_.add_track("host", p_.batch_copy_blocking ? "batch copy (pageable, before the step)"
+                                                          : "batch copy (pinned, next step's batch)");
+    t.name = g_.intern("host-to-device batch copy");
+    batch_copy_ = g_.add(t);
+    if (p_.batch_copy_blocking)
+      for (StageState& st : stages_) g_.add_dependency(batch_copy_, st.cursor);
+  }
+
   void build_pipeline() {
     const bool zero12_overlapped_gather = p_.zero >= 1 && p_.zero <= 2 && p_.overlap_param_gather && p_.dp > 1;
     for (int s = 0; s < p_.pp; ++s) {
@@ -780,7 +821,9 @@ class StepBuilder {
         if (e != sim::kNoTask) st.cursor = add_join({st.cursor, e});
       }
       ends.push_back(st.cursor);
+      stage_end_.push_back(st.cursor);
     }
+    if (batch_copy_ != sim::kNoTask) ends.push_back(batch_copy_);
     add_join(ends);
   }
 
@@ -833,14 +876,24 @@ class StepBuilder {
       edges.push_back({begin, +1, sp.category, false});
       edges.push_back({r.end[sp.exit].ps(), -1, sp.category, false});
     }
+    // The batch copy: a pageable one holds the stage from its start; a pinned one only where it
+    // outlasts the stage's own work.
+    if (batch_copy_ != sim::kNoTask) {
+      const int64_t begin = p_.batch_copy_blocking ? r.start[batch_copy_].ps()
+                                                   : std::max(r.start[batch_copy_].ps(), r.end[stage_end_[s]].ps());
+      if (r.end[batch_copy_].ps() > begin) {
+        edges.push_back({begin, +1, kCatDataWait, false});
+        edges.push_back({r.end[batch_copy_].ps(), -1, kCatDataWait, false});
+      }
+    }
     std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
       if (a.t != b.t) return a.t < b.t;
       return a.delta < b.delta;  // ends before starts at the same instant
     });
     std::array<int, kNumCategories> compute_active{}, comm_active{};
     int running = 0;  // compute parts active now (the sum of compute_active)
-    static constexpr std::array<uint16_t, 6> kCommPriority = {kCatTpComm, kCatEpComm, kCatCpComm,
-                                                              kCatPpComm, kCatDpComm, kCatHostLaunch};
+    static constexpr std::array<uint16_t, 7> kCommPriority = {kCatTpComm, kCatEpComm, kCatCpComm, kCatPpComm,
+                                                              kCatDpComm, kCatHostLaunch, kCatDataWait};
     int64_t prev = 0;
     const int64_t end = r.makespan.ps();
     size_t i = 0;
@@ -892,6 +945,8 @@ class StepBuilder {
   };
   std::vector<LaunchWait> launch_waits_;
   bool launches_free_ = false;  // host_stays_ahead: only each stage's first launch is charged
+  sim::TaskId batch_copy_ = sim::kNoTask;  // build_batch_copy
+  std::vector<sim::TaskId> stage_end_;     // per stage: its last task before the step's end
   std::map<uint64_t, sim::TaskId> item_entry_, item_exit_;
   std::map<uint64_t, std::vector<uint64_t>> next_items_;  // item -> the item(s) after it on its stage
   std::map<const std::vector<CostedOp>*, std::pair<std::vector<CostedOp>, std::vector<CostedOp>>> split_cache_;

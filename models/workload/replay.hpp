@@ -18,6 +18,8 @@
 //    on the compute stream) hold the GPU like compute.
 //  - Communication kernels occupy SMs: a running collective takes a share of its GPUs' compute
 //    resource, slowing overlapped compute (see the collective tuning's sm_fraction).
+//  - The batch's host-to-device copy shares the PCIe tree with the GPUs' NIC traffic and their
+//    neighbours' copies (StepProgram::batch_copy_bytes).
 // Symmetry (exact, never at the cost of shared links): every data-parallel replica and every rank
 // of a tensor/context group runs the same program, so compute is simulated for one representative
 // rank per pipeline stage, while every flow of every collective the stage's ranks take part in
@@ -105,7 +107,13 @@ struct StepProgram {
   // > 0: the tp ranks send slices (p2p_bytes each) that the receiving stage all-gathers over
   // its tensor-parallel group into this many bytes (ParallelPlan::p2p_scatter_gather).
   double p2p_gather_bytes = 0.0;
-  double data_wait_s = 0.0;                  // exposed data-loader wait at the step start
+  // The next step's batch copied host to device, per GPU (0 = none): over the PCIe route from the
+  // GPU's nearest CPU socket, at most batch_copy_Bps per copy. Pinned memory: the copy engine runs
+  // it under the step, which cannot end before it does; pageable: a staged copy on the compute
+  // stream, which waits for it before its first kernel.
+  double batch_copy_bytes = 0.0;
+  double batch_copy_Bps = 0.0;
+  bool batch_copy_blocking = false;
   // Host time to launch one kernel (the framework's per-op dispatch on the rank's CPU thread);
   // 0 = launches are free (the host is never behind).
   double host_launch_s = 0.0;

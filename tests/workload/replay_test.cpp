@@ -570,3 +570,65 @@ TEST(Replay, ACollectiveWaitsForItsLaunchAndCanBeTheSync) {
   EXPECT_NEAR(synced.step_time_s - async, p.host_launch_s, 1e-12);
   EXPECT_GT(synced.breakdown_s[kCatHostLaunch], 0.0);
 }
+
+namespace {
+// Two nodes of one GPU each, every device on a PCIe switch: CPU -> switch -> GPU carries the
+// batch copy, GPU -> switch -> NIC -> network the data-parallel traffic (GPUDirect RDMA).
+topo::Cluster pcie_nodes(double pcie_Bps, double nic_Bps) {
+  topo::Cluster c;
+  const topo::DeviceId net = c.add_device({topo::DeviceKind::NetworkSwitch, "leaf", -1, 0, 1, false});
+  for (int n = 0; n < 2; ++n) {
+    const std::string node = "node" + std::to_string(n);
+    const topo::DeviceId cpu = c.add_device({topo::DeviceKind::Cpu, node + ".cpu0", n, 0, 0, false});
+    const topo::DeviceId sw = c.add_device({topo::DeviceKind::PcieSwitch, node + ".pcie0", n, 0, 0, false});
+    const topo::DeviceId g = c.add_device({topo::DeviceKind::Gpu, node + ".gpu0", n, 0, 0, false});
+    const topo::DeviceId nic = c.add_device({topo::DeviceKind::Nic, node + ".nic0", n, 0, 0, false});
+    c.add_duplex(cpu, sw, {topo::LinkKind::Pcie, pcie_Bps, 0.0});
+    c.add_duplex(g, sw, {topo::LinkKind::Pcie, pcie_Bps, 0.0});
+    c.add_duplex(nic, sw, {topo::LinkKind::Pcie, pcie_Bps, 0.0});
+    c.add_duplex(nic, net, {topo::LinkKind::Network, nic_Bps, 0.0});
+    c.set_gateway(g, nic);
+  }
+  c.set_shape(2, 1);
+  return c;
+}
+}  // namespace
+
+TEST(Replay, TheBatchCopySharesTheGpusPcieLinkWithItsNicTraffic) {
+  // dp 2 across the nodes, negligible compute, one gradient bucket of S: the ring all-reduce
+  // receives S per GPU over the switch -> GPU link (P), where a batch copy of S arrives too.
+  // Alone each takes S / P; a pinned copy under the step halves both rates: 2 S / P; a pageable
+  // one goes first, then the all-reduce: S / P + S / P, the copy's part shown as data wait.
+  const double S = 40e6, P = 10e9;
+  const topo::Cluster cluster = pcie_nodes(P, 4 * P);
+  StepProgram p;
+  p.dp = 2;
+  p.layers = {negligible_layer(S, 0)};
+  const double reduce_s = replay_step(p, cluster, coll::CommTuning{}, {}).step_time_s;
+  EXPECT_NEAR(reduce_s, S / P, 0.01 * S / P);
+  p.batch_copy_bytes = S;
+  p.batch_copy_Bps = 1e15;
+  StepProgram copy_only = p;
+  copy_only.layers = {negligible_layer(0, 0)};
+  EXPECT_NEAR(replay_step(copy_only, cluster, coll::CommTuning{}, {}).step_time_s, S / P, 1e-6 * S / P);
+
+  const ReplayResult pinned = replay_step(p, cluster, coll::CommTuning{}, {});
+  EXPECT_NEAR(pinned.step_time_s, 2 * S / P, 0.01 * S / P);
+  EXPECT_NEAR(pinned.breakdown_s[kCatDpComm], pinned.step_time_s, 0.01 * S / P);  // the copy hides under it
+
+  p.batch_copy_blocking = true;
+  const ReplayResult pageable = replay_step(p, cluster, coll::CommTuning{}, {});
+  EXPECT_NEAR(pageable.step_time_s, 2 * S / P, 0.01 * S / P);
+  EXPECT_NEAR(pageable.breakdown_s[kCatDataWait], S / P, 0.01 * S / P);
+  EXPECT_NEAR(pageable.breakdown_s[kCatDpComm], S / P, 0.01 * S / P);
+
+  // A copy held below its share of the link (by its own rate) leaves the rest to the NIC traffic:
+  // a copy of S / 4 at P / 4 lasts S / P, the all-reduce moves 3 S / 4 meanwhile at 3 P / 4 and
+  // the last S / 4 at P: 1.25 S / P.
+  p.batch_copy_blocking = false;
+  p.batch_copy_Bps = 0.25 * P;
+  p.batch_copy_bytes = 0.25 * S;
+  EXPECT_NEAR(replay_step(p, cluster, coll::CommTuning{}, {}).step_time_s, 1.25 * S / P, 0.01 * S / P);
+  p.batch_copy_bytes = 0.5 * S;  // outlasts the all-reduce (S / (0.75 P)): the step ends with the copy
+  EXPECT_NEAR(replay_step(p, cluster, coll::CommTuning{}, {}).step_time_s, 2 * S / P, 0.01 * S / P);
+}
