@@ -38,6 +38,12 @@ HostConfig parse_host(const config::Node& n) {
     h.storage_read_Bps = n.positive("storage_read_bandwidth",
                                     n.required_quantity("storage_read_bandwidth", sim::Dimension::Bandwidth));
   h.sample_bytes = n.non_negative("sample_bytes", n.optional_quantity("sample_bytes", sim::Dimension::Bytes, 1.0).value_or(0));
+  // A terabyte per sample is past any dataset's sample; beyond it the step outruns the engine's horizon.
+  constexpr double kMaxSampleBytes = 1e12;
+  if (h.storage_bytes_per_sample > kMaxSampleBytes)
+    n.fail("storage_bytes_per_sample", "is more than a terabyte per sample", "use the bytes one sample reads, e.g. 1 MB");
+  if (h.sample_bytes > kMaxSampleBytes)
+    n.fail("sample_bytes", "is more than a terabyte per sample", "use the bytes one sample copies to the GPU, e.g. 64 KB");
   h.pinned = n.bool_or("pinned", true);
   return h;
 }

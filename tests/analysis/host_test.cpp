@@ -86,6 +86,8 @@ TEST(Host, BadHostInputIsAnInputError) {
   EXPECT_THROW(load_scenario(kStory, {"host.storage_read_bandwidth=0 GB/s"}), stacksim::config::InputError);
   EXPECT_THROW(load_scenario(kStory, {"host.kernel_launch=-1 us"}), stacksim::config::InputError);
   EXPECT_THROW(load_scenario(kStory, {"host.kernel_launch=5"}), stacksim::config::InputError);  // no unit
+  EXPECT_THROW(load_scenario(kStory, {"host.sample_bytes=2 TB"}), stacksim::config::InputError);
+  EXPECT_THROW(load_scenario(kStory, {"host.storage_bytes_per_sample=-1 MB"}), stacksim::config::InputError);
 }
 
 TEST(Host, KernelLaunchAloneIsNoDataPipelineAndAFasterHostHelpsALaunchBoundStep) {

@@ -143,8 +143,8 @@ TEST(Replay, DualPipeMatchesItsScheduleEvaluatedDirectly) {
   // Chunk times F (forward), B (input gradients), W (weight gradients) on a compute-only
   // cluster. (The DeepSeek-V3 report's Table 2 gives the bubble as (pp/2 - 1)(F&B + B - 3W); the
   // dualpipe.py order run with F&B = F + B leaves more: 2 ms instead of 0 at pp 4, F = B = W = 1 ms.)
-  for (const auto [F, B, W] : {std::tuple{1e-3, 1e-3, 1e-3}, std::tuple{1e-3, 1.5e-3, 0.5e-3}})
-    for (const auto [pp, m] : {std::pair{4, 8}, std::pair{4, 16}, std::pair{8, 20}}) {
+  for (const auto& [F, B, W] : {std::tuple{1e-3, 1e-3, 1e-3}, std::tuple{1e-3, 1.5e-3, 0.5e-3}})
+    for (const auto& [pp, m] : {std::pair{4, 8}, std::pair{4, 16}, std::pair{8, 20}}) {
       StepProgram p = pipeline(pp, 1, m, F, ScheduleKind::DualPipe);
       for (LayerProgram& l : p.layers) {
         l.forward = {compute(F, kCatAttention)};  // a category of its own, to follow it in the breakdown
@@ -463,7 +463,7 @@ TEST(Replay, LongStepsExtendTheSteadyStateExactly) {
   // 1F1B, interleaved and DualPipe pipelines with activations on finite links and blocking sends:
   // past the fill, every round of pp micro-batches takes the same time, so replaying 16 and 32
   // micro-batches (8 rounds of pp at least) and extending the line gives the full replay of 40.
-  for (const auto [vp, schedule] : {std::pair{1, ScheduleKind::OneFOneB}, std::pair{2, ScheduleKind::OneFOneB}, std::pair{1, ScheduleKind::DualPipe}}) {
+  for (const auto& [vp, schedule] : {std::pair{1, ScheduleKind::OneFOneB}, std::pair{2, ScheduleKind::OneFOneB}, std::pair{1, ScheduleKind::DualPipe}}) {
     StepProgram p = pipeline(4, vp, 40, 1e-3, schedule);
     p.p2p_bytes = 20e6;
     p.blocking_p2p = true;
