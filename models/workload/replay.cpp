@@ -643,8 +643,8 @@ class StepBuilder {
     t.activity.bound = p_.batch_copy_Bps;
     for (const auto& [l, n] : flows_on_link) t.activity.usages.push_back({link_res_[l], static_cast<double>(n)});
     t.category = kCatDataWait;
-    t.track = g_.add_track("host", p_.batch_copy_blocking ? "batch copy (pageable, before the step)"
-                                                          : "batch copy (pinned, next step's batch)");
+    t.track = g_.add_track("host", p_.batch_copy_blocking ? "batch copy (before the step's first kernel)"
+                                                          : "batch copy (the next step's, under this one)");
     t.name = g_.intern("host-to-device batch copy");
     batch_copy_ = g_.add(t);
     if (p_.batch_copy_blocking)
