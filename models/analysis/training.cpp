@@ -167,6 +167,9 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
     if (breakdown_s[c] > worst) {
       worst = breakdown_s[c];
       r.bottleneck = category_label(name);
+      // The wait is mostly the batch's copy (the replay's share of it), not the loader.
+      if (c == workload::kCatDataWait && rr.breakdown_s[c] > hp.data_wait_s)
+        r.bottleneck = "waiting for the batch's host-to-device copy";
     }
   }
   if (setup.prices.given) {

@@ -74,6 +74,7 @@ TEST(Host, PinnedCopiesHideUnderTheStepPageableOnesBlockAndGpusShareTheSwitchUpl
   const TrainingResult big = run("2 GB", true);
   EXPECT_NEAR(big.step_time_s, 32 * 2e9 / (63e9 / 2), 1e-6);
   EXPECT_NEAR(category(big, "data_wait"), big.step_time_s - gpu_s, 1e-6);
+  EXPECT_EQ(big.bottleneck, "waiting for the batch's host-to-device copy");
   // Pageable: staged at 50 % of the link (the uplink's half share), before the step's first kernel.
   const TrainingResult pageable = run("100 MB", false);
   EXPECT_NEAR(pageable.step_time_s, gpu_s + 32 * 100e6 / (63e9 * kPageableCopyEfficiency), 1e-6);
