@@ -41,9 +41,10 @@ bool is_compute(const std::string& category) {
 
 // "GEMM compute got 2.21x faster (gemm 0.612 s -> 0.277 s)", "waiting for the data loader grew
 // 1.52x (data_wait 1.01 s -> 1.53 s)"
-std::string describe_move(const std::string& k, double base_s, double var_s) {
+std::string describe_move(const TrainingResult& base, const TrainingResult& var, const std::string& k, double base_s,
+                          double var_s) {
   char buf[240];
-  const std::string what = category_label(k);
+  const std::string what = category_label(var_s >= base_s ? var : base, k);
   if (var_s <= 0) {
     std::snprintf(buf, sizeof buf, "%s disappeared (%s %.3g s -> 0)", what.c_str(), k.c_str(), base_s);
   } else if (base_s <= 0) {
@@ -80,21 +81,21 @@ std::string explain(const TrainingResult& base, const TrainingResult& var, doubl
   for (const auto& [k, s] : var.breakdown)
     if (bound.empty() || s > v.at(bound)) bound = k;
   const double share_pct = 100 * v.at(bound) / var.step_time_s;
-  if (!faster.empty()) out += " " + capitalised(describe_move(faster, b.at(faster), v.at(faster)));
+  if (!faster.empty()) out += " " + capitalised(describe_move(base, var, faster, b.at(faster), v.at(faster)));
   if (!slower.empty())
-    out += faster.empty() ? " " + capitalised(describe_move(slower, b.at(slower), v.at(slower)))
-                          : "; " + describe_move(slower, b.at(slower), v.at(slower));
+    out += faster.empty() ? " " + capitalised(describe_move(base, var, slower, b.at(slower), v.at(slower)))
+                          : "; " + describe_move(base, var, slower, b.at(slower), v.at(slower));
   const bool untouched = std::abs(b.at(bound) - v.at(bound)) < 0.05 * b.at(bound);
   if (bound == faster) {
     std::snprintf(buf, sizeof buf, "%s still takes %.0f%% of the step.",
-                  slower.empty() ? ", and it" : ("; " + category_label(bound)).c_str(), share_pct);
+                  slower.empty() ? ", and it" : ("; " + category_label(var, bound)).c_str(), share_pct);
   } else if (untouched) {
     std::snprintf(buf, sizeof buf, "%s %.0f%% of the step is %s (%s %.3g s), which the change does not touch.",
-                  faster.empty() && slower.empty() ? "" : ", but", share_pct, category_label(bound).c_str(),
+                  faster.empty() && slower.empty() ? "" : ", but", share_pct, category_label(var, bound).c_str(),
                   bound.c_str(), v.at(bound));
   } else {
     std::snprintf(buf, sizeof buf, "%s %.0f%% of the step is now %s (%s %.3g s).",
-                  faster.empty() && slower.empty() ? "" : ";", share_pct, category_label(bound).c_str(), bound.c_str(),
+                  faster.empty() && slower.empty() ? "" : ";", share_pct, category_label(var, bound).c_str(), bound.c_str(),
                   v.at(bound));
   }
   out += buf;

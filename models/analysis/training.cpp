@@ -31,6 +31,14 @@ std::string category_label(const std::string& category) {
   return "idle";
 }
 
+std::string category_label(const TrainingResult& r, const std::string& category) {
+  if (category == "data_wait") {
+    for (const auto& [k, s] : r.breakdown)
+      if (k == category && r.copy_wait_s > s - r.copy_wait_s) return "waiting for the batch's host-to-device copy";
+  }
+  return category_label(category);
+}
+
 namespace {
 
 // Weights (2 B) and optimizer state (12 B, 8 with bf16 moments) per parameter, each unique shard
@@ -166,12 +174,11 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
     r.breakdown.emplace_back(name, breakdown_s[c]);
     if (breakdown_s[c] > worst) {
       worst = breakdown_s[c];
-      r.bottleneck = category_label(name);
-      // The wait is mostly the batch's copy (the replay's share of it), not the loader.
-      if (c == workload::kCatDataWait && rr.breakdown_s[c] > hp.data_wait_s)
-        r.bottleneck = "waiting for the batch's host-to-device copy";
+      r.bottleneck = name;
     }
   }
+  r.copy_wait_s = rr.breakdown_s[workload::kCatDataWait];  // the replay's data wait is the copy's
+  r.bottleneck = category_label(r, r.bottleneck);
   if (setup.prices.given) {
     r.usd_per_hour = cluster_usd_per_hour(setup.prices, setup.cluster);
     r.usd_per_million_tokens = usd_per_million_tokens(r.usd_per_hour, r.goodput_tokens_per_s);

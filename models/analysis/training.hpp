@@ -59,6 +59,7 @@ struct TrainingResult {
   workload::LayerTiming layer;         // one middle layer, one micro-batch, alone on its ranks
   bool has_layer_timing = false;       // RunOptions::layer_timing
   double checkpoint_s = 0;             // amortised checkpoint stall per step (in step_time_s)
+  double copy_wait_s = 0;              // the part of data_wait spent on the batch's H2D copy
   double failure_loss_fraction = 0;    // wall time lost to restarts and recomputed work
   double goodput_tokens_per_s = 0;     // tokens_per_s after failures (data waits and checkpoints
                                        // are already in the step)
@@ -72,6 +73,8 @@ struct TrainingResult {
 
 // Plain words for a breakdown category ("gemm" -> "GEMM compute"), as in the bottleneck verdict.
 std::string category_label(const std::string& category);
+// The same for a result's category: its data wait names the batch's copy where that is most of it.
+std::string category_label(const TrainingResult& r, const std::string& category);
 
 TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& options);
 

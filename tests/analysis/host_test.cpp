@@ -215,3 +215,20 @@ TEST(GpuDirectRdma, StagingThroughHostMemorySlowsInterNodeCollectives) {
   // Two GPUs and two NICs share each PCIe switch's x16 uplink, which staged traffic crosses.
   EXPECT_LT(staged.back().busbw_GBps, 0.5 * gdr.back().busbw_GBps);
 }
+
+TEST(Host, ACopyBoundJobSaysSoAndRanksPcieFirst) {
+  // The story on two nodes with 3 GB samples and a fast loader: 48 GB per GPU over a switch
+  // uplink shared by two GPUs (1.52 s) outlasts the ~0.53 s of compute, so a B200 buys nothing,
+  // a 2x PCIe tree 2x (0.76 s, still above the compute), and the reason names the copy.
+  const Comparison c = compare(kStory,
+                               {"host.cpu_seconds_per_sample=0.01 s", "host.sample_bytes=3 GB", "cluster.nodes=2",
+                                "parallelism.dp=16"},
+                               {{"hardware.gpu=B200"}}, true);
+  EXPECT_EQ(c.baseline.bottleneck, "waiting for the batch's host-to-device copy");
+  EXPECT_LT(c.variants[0].speedup, 1.01);
+  EXPECT_NE(c.variants[0].reason.find("waiting for the batch's host-to-device copy"), std::string::npos)
+      << c.variants[0].reason;
+  ASSERT_FALSE(c.elasticity.empty());
+  EXPECT_EQ(c.elasticity.front().label, "pcie");
+  EXPECT_NEAR(c.elasticity.front().speedup, 2.0, 0.02);
+}
