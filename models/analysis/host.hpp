@@ -4,29 +4,42 @@
 // The loaders are simulated on the engine for one representative node. Resources: the node's CPU
 // cores (capacity = cores, in core-seconds per second) and its storage read bandwidth. Activities,
 // per GPU of the node:
-//   load  one sample (or a chunk of samples for big batches) on one loader worker: it holds one
-//         core for cpu_seconds_per_sample and reads storage_bytes_per_sample; workers beyond the
-//         node's cores share them fairly;
-//   step  the GPU's step time from the replay, a pure delay, once its batch is loaded.
+//   load  a batch on one loader worker (workers_build: batches, PyTorch's DataLoader: batch i on
+//         worker i mod W, batches delivered in order), or a sample, or a chunk of samples for big
+//         batches, on whichever worker is free (samples: a parallel map such as tf.data or DALI,
+//         the workers sharing each batch); it holds one core for cpu_seconds_per_sample per sample
+//         and reads storage_bytes_per_sample; workers beyond the node's cores share them fairly;
+//   step  the GPU's step time from the replay, a pure delay, once every GPU of the node has its
+//         batch loaded (data-parallel ranks step together: each step's collectives wait for all).
+// Prefetch is the queue between loader and step. batches: prefetch batches per worker are handed
+// out ahead of the step that takes them (PyTorch's prefetch_factor), and prefetch 0 is PyTorch's
+// num_workers=0, the training process building each batch itself after the previous step;
+// samples: batch b may load once step b-prefetch-1 has finished (0: synchronous loading).
+// A sample's cost may vary (sample_cost_cv: standard deviation over mean of its CPU time and
+// bytes read, lognormal, drawn per sample from a fixed hash so runs repeat bit for bit; a batch or
+// chunk varies as the sum of its samples): a loader fast enough on average then still stalls a
+// step now and then, the more GPUs wait for each other and the fewer batches are prefetched. Only
+// the node's own GPUs are simulated: ranks on other nodes add stragglers of their own that the
+// period here does not include.
 // The batch's copy host -> device (sample_bytes per sample) is part of the step: the replay runs
 // it over the PCIe route from the GPU's CPU socket, where it shares the switch uplink with the
 // neighbour GPUs' copies and the GPU's x16 link with its NIC traffic (workload/replay.hpp,
 // StepProgram::batch_copy_bytes). Pinned copies run on a copy engine (85 % of the x16 link,
 // nvbandwidth's pinned ratio) under the step; pageable ones are staged by a CPU memcpy (50 %) and
 // block the GPU's stream before the step's first kernel.
-// Prefetch is the queue between loader and step: batch b may load once step b-prefetch-1 has
-// finished, so prefetch 0 is synchronous loading and prefetch >= 1 overlaps it with compute.
-// A few steps reach steady state (costs are deterministic); the period of the last steps is the
-// step time, and its excess over the GPU step is the data wait.
+// A few steps reach steady state (hundreds with varying costs); the mean period of the measured
+// steps is the step time, and its excess over the GPU step is the data wait.
 //
 //   host:
 //     cpu_seconds_per_sample: 0.02   # read + decode + augment + tokenise, one core
 //     loader_workers: 8              # per GPU
-//     prefetch: 2                    # batches ready ahead (0 = synchronous loading)
+//     workers_build: batches         # batches (PyTorch DataLoader, default) or samples (tf.data, DALI)
+//     prefetch: 2                    # batches per worker ahead (samples: batches ahead; 0 = synchronous)
 //     storage_bytes_per_sample: 1 MB # read from the node's storage
 //     storage_read_bandwidth: 5 GB/s # optional: overrides the node's storage (e.g. a network FS)
 //     sample_bytes: 64 KB            # copied host -> device per sample
 //     pinned: true
+//     sample_cost_cv: 0.5            # a sample's cost varies: std / mean (default 0, fixed)
 //     kernel_launch: 4.7 us          # host time per kernel launch of the training process
 //
 // kernel_launch is the other half of the host: each rank's training process launches its kernels
@@ -53,6 +66,8 @@ struct HostConfig {
   double storage_read_Bps = 0;  // 0 = the node's
   double sample_bytes = 0;
   bool pinned = true;
+  bool workers_build_batches = true;  // PyTorch's DataLoader; false: a parallel map of samples
+  double sample_cost_cv = 0;  // a sample's loading cost: standard deviation over mean (0 = fixed)
   double kernel_launch_s = 4.7e-6;  // host time per kernel launch (above); not a data-loader key
 };
 
