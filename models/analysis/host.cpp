@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <optional>
 
 #include "sim/engine.hpp"
 
@@ -87,6 +86,7 @@ constexpr int kMaxItemsPerBatch = 64;  // bigger batches load in chunks of sampl
 constexpr int kWarmSteps = 5, kMeasuredSteps = 5;
 constexpr int kWarmStepsVarying = 20, kMeasuredStepsVarying = 400;
 constexpr int kMaxMeasuredSteps = 20000;  // whole-batch workers with deep prefetch (keeps it fast)
+constexpr int kMaxNodesVarying = 32;      // nodes whose loaders a varying-cost step waits for
 
 enum class Kind : uint64_t { Load, Step };
 uint64_t make_tag(Kind k, int gpu, int index) {
@@ -166,10 +166,16 @@ class Pipeline {
       warm_ = warm;
       steps_ = warm_ + measured_ + (varying ? warm : 0);
     }
-    cpu_ = engine_.add_resource({"cpu cores", static_cast<double>(c.node.cpu_sockets) * c.node.cores_per_socket});
+    // Fixed costs: every node runs the same pipeline, one stands for all. Varying ones: each node
+    // draws its own, and a step waits for the latest batch of every GPU simulated.
+    const int nodes = varying ? std::max(1, std::min(c.nodes, kMaxNodesVarying)) : 1;
+    gpus_per_node_ = c.node.gpus_per_node;
     const double storage_Bps = h.storage_read_Bps > 0 ? h.storage_read_Bps : c.node.storage_read_Bps;
-    if (storage_Bps > 0) storage_ = engine_.add_resource({"storage read", storage_Bps});
-    gpus_.resize(c.node.gpus_per_node);
+    for (int n = 0; n < nodes; ++n) {
+      cpu_.push_back(engine_.add_resource({"cpu cores", static_cast<double>(c.node.cpu_sockets) * c.node.cores_per_socket}));
+      if (storage_Bps > 0) storage_.push_back(engine_.add_resource({"storage read", storage_Bps}));
+    }
+    gpus_.resize(static_cast<size_t>(nodes) * gpus_per_node_);
     for (Gpu& gpu : gpus_) {
       gpu.idle_workers = workers_;
       gpu.items_loaded.assign(steps_, 0);
@@ -180,6 +186,8 @@ class Pipeline {
     }
     engine_.on_completion([this](sim::ActivityId, uint64_t tag) { done(tag); });
   }
+
+  int nodes() const { return static_cast<int>(cpu_.size()); }
 
   // The steady-state step period; exactly the GPU step when the GPUs never wait.
   double run(double gpu_step_s) {
@@ -208,11 +216,12 @@ class Pipeline {
     sim::ActivitySpec a;
     // A sample's CPU time and the bytes it reads vary together (a bigger image costs both).
     a.work = samples_in_item(item) * cost_multiplier(item_cv_, g, item);
+    const int node = g / gpus_per_node_;
     if (h_.cpu_seconds_per_sample > 0) {
-      a.usages.push_back({cpu_, h_.cpu_seconds_per_sample});
+      a.usages.push_back({cpu_[node], h_.cpu_seconds_per_sample});
       a.bound = 1.0 / h_.cpu_seconds_per_sample;  // one worker runs on one core
     }
-    if (storage_ && h_.storage_bytes_per_sample > 0) a.usages.push_back({*storage_, h_.storage_bytes_per_sample});
+    if (!storage_.empty() && h_.storage_bytes_per_sample > 0) a.usages.push_back({storage_[node], h_.storage_bytes_per_sample});
     if (a.usages.empty()) a.work = 0;  // nothing to do: ready at once
     engine_.start(a, make_tag(Kind::Load, g, item));
   }
@@ -294,9 +303,10 @@ class Pipeline {
   double item_cv_ = 0;
   int warm_ = 0, measured_ = 0, steps_ = 0;  // steps: warm-up, measured, then a tail
   sim::Engine engine_;
-  sim::ResourceId cpu_ = 0;
-  std::optional<sim::ResourceId> storage_;
-  std::vector<Gpu> gpus_;
+  int gpus_per_node_ = 1;
+  std::vector<sim::ResourceId> cpu_;      // per simulated node
+  std::vector<sim::ResourceId> storage_;  // per simulated node, when it has a read bandwidth
+  std::vector<Gpu> gpus_;                 // node-major
   bool step_busy_ = false;
   int steps_started_ = 0, steps_done_ = 0;
   std::vector<sim::Time> step_end_;
@@ -312,6 +322,7 @@ HostPipelineResult simulate_host_pipeline(const HostConfig& h, const topo::Clust
   Pipeline p(h, c, samples, gpu_step_s);
   r.step_s = p.run(gpu_step_s);
   r.data_wait_s = std::max(0.0, r.step_s - gpu_step_s);
+  r.nodes_simulated = p.nodes();
   return r;
 }
 

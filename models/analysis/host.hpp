@@ -18,9 +18,9 @@
 // A sample's cost may vary (sample_cost_cv: standard deviation over mean of its CPU time and
 // bytes read, lognormal, drawn per sample from a fixed hash so runs repeat bit for bit; a batch or
 // chunk varies as the sum of its samples): a loader fast enough on average then still stalls a
-// step now and then, the more GPUs wait for each other and the fewer batches are prefetched. Only
-// the node's own GPUs are simulated: ranks on other nodes add stragglers of their own that the
-// period here does not include.
+// step now and then, the more GPUs wait for each other and the fewer batches are prefetched. Each
+// node then draws its own costs and the step waits for every GPU's batch, over up to 32 nodes (256
+// GPUs with 8 per node); more nodes add stragglers of their own that the period does not include.
 // The batch's copy host -> device (sample_bytes per sample) is part of the step: the replay runs
 // it over the PCIe route from the GPU's CPU socket, where it shares the switch uplink with the
 // neighbour GPUs' copies and the GPU's x16 link with its NIC traffic (workload/replay.hpp,
@@ -88,6 +88,7 @@ HostTimes host_times(const HostConfig& h, const topo::ClusterConfig& cluster, do
 struct HostPipelineResult {
   double step_s = 0;       // steady-state step period of the node's GPUs
   double data_wait_s = 0;  // step_s - gpu_step_s: the GPU waits for its batch
+  int nodes_simulated = 1; // nodes whose loaders were simulated (all of them, or the first 32)
 };
 
 // Simulates the host pipeline of one node on the engine around GPU steps of `gpu_step_s`.

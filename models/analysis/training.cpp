@@ -140,6 +140,10 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   host_cluster.node.storage_read_Bps *= setup.scales.storage;
   host_cluster.node.storage_write_Bps *= setup.scales.storage;
   const HostPipelineResult hp = simulate_host_pipeline(host, host_cluster, samples_per_gpu, rr.step_time_s);
+  if (host.sample_cost_cv > 0 && hp.nodes_simulated < cc.nodes)
+    r.notes.push_back("varying sample costs: the loaders of " + std::to_string(hp.nodes_simulated) + " of " +
+                      std::to_string(cc.nodes) + " nodes were simulated; the other nodes' late batches would add to " +
+                      "the data wait");
   std::vector<double> breakdown_s = rr.breakdown_s;
   breakdown_s[workload::kCatDataWait] += hp.data_wait_s;
   // Checkpoints stall the step (amortised over their interval); failures cost goodput.

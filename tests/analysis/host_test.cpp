@@ -256,6 +256,9 @@ TEST(HostPipeline, VaryingSampleCostsStallALoaderThatIsFastEnoughOnAverage) {
   EXPECT_GT(late, 1.05);
   EXPECT_EQ(late, simulate_host_pipeline(h, c, 32, 1.0).step_s);  // the same draws every run
   EXPECT_LT(simulate_host_pipeline(h, one_gpu, 32, 1.0).step_s, late);  // no one else to wait for
+  auto four_nodes = c;
+  four_nodes.nodes = 4;  // each node's loaders draw their own costs: more batches to wait for
+  EXPECT_GT(simulate_host_pipeline(h, four_nodes, 32, 1.0).step_s, late);
   // More batches handed out per worker absorb the variation.
   h.prefetch = 8;
   const double deep = simulate_host_pipeline(h, c, 32, 1.0).step_s;
