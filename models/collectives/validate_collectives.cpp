@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "config/yaml.hpp"
 #include "models/collectives/collective.hpp"
@@ -41,17 +42,26 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
     r.error = "no node type for GPU '" + gpu + "'";
     return r;
   }
-  const std::string name = has(op, "name") ? op["name"].as<std::string>() : "";
-  CollectiveOp kind;
-  if (name == "all_reduce") kind = CollectiveOp::AllReduce;
-  else if (name == "all_to_all") kind = CollectiveOp::AllToAll;
-  else if (name == "all_gather") kind = CollectiveOp::AllGather;
-  else if (name == "reduce_scatter") kind = CollectiveOp::ReduceScatter;
-  else if (name == "broadcast") kind = CollectiveOp::Broadcast;
-  else {
-    r.error = name.empty() ? std::string("op.name is null") : "unsupported collective '" + name + "'";
+  const std::string name = has(op, "name") ? config::lowercase(op["name"].as<std::string>()) : "";
+  // nccl-tests' operations (all_reduce_perf, ...), underscored or run together.
+  static const std::map<std::string, CollectiveOp> kOps = {
+      {"all_reduce", CollectiveOp::AllReduce},         {"allreduce", CollectiveOp::AllReduce},
+      {"all_gather", CollectiveOp::AllGather},         {"allgather", CollectiveOp::AllGather},
+      {"reduce_scatter", CollectiveOp::ReduceScatter}, {"reducescatter", CollectiveOp::ReduceScatter},
+      {"all_to_all", CollectiveOp::AllToAll},          {"alltoall", CollectiveOp::AllToAll},
+      {"broadcast", CollectiveOp::Broadcast},          {"reduce", CollectiveOp::Broadcast},
+      {"sendrecv", CollectiveOp::SendRecv},            {"send_recv", CollectiveOp::SendRecv}};
+  const auto known = kOps.find(name);
+  if (known == kOps.end()) {
+    r.error = name.empty() ? std::string("op.name is null")
+                           : "unsupported collective '" + name +
+                                 "' (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or sendrecv)";
     return r;
   }
+  const CollectiveOp kind = known->second;
+  // NCCL's ring reduce pipelines the same chunks over the same ring as its broadcast, the other
+  // way round (and both count bus bandwidth as the algorithm bandwidth).
+  if (name == "reduce") r.defaults.push_back("reduce: timed as its mirror, a ring broadcast");
 
   const int node_gpus = nodes().node(node).gpus_per_node;
   int per_node = has(hw, "gpus_per_node") ? hw["gpus_per_node"].as<int>() : node_gpus;
@@ -158,6 +168,30 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
                                                       : "op.algorithm: Ring (multi-node network measurement)");
   } else if (has(op, "algorithm")) {
     r.defaults.push_back("op.algorithm '" + op["algorithm"].as<std::string>() + "': NCCL's default (Auto)");
+  }
+  if (kind == CollectiveOp::SendRecv) {
+    // sendrecv_perf: every rank sends the buffer to the next rank and receives from the previous
+    // one, all at once. On a switched node and a rail fabric the pairs share no link, so the
+    // slowest pair sets the time: a pair inside a node, and one across nodes.
+    if (gpus < 2) {
+      r.error = "sendrecv needs at least 2 GPUs";
+      return r;
+    }
+    const auto pair_s = [&](int from, int to) {
+      Collective pair;
+      pair.op = CollectiveOp::SendRecv;
+      pair.ranks = {from, to};
+      pair.peer = to;
+      pair.bytes = bytes;
+      return time_collective(cluster, tuning, pair).seconds;
+    };
+    const int g = cfg.node.gpus_per_node;
+    double seconds = 0;
+    if (std::min(g, gpus) >= 2) seconds = pair_s(0, 1);
+    if (cfg.nodes > 1) seconds = std::max(seconds, pair_s(g - 1, g));
+    r.defaults.push_back("sendrecv: a ring of simultaneous pairs, timed by its slowest pair");
+    r.predicted = bytes / seconds / 1e9;
+    return r;
   }
   const CollectiveTiming t = time_collective(cluster, tuning, col);
   if (per_nic) {

@@ -77,3 +77,37 @@ measured: {busbw_GBps: 192.0}
   c["op"]["algorithm"] = "Ring";  // named: as measured
   EXPECT_NEAR(predict_collective_case(c).predicted, peak.predicted, 1e-9 * peak.predicted);
 }
+
+TEST(CollectiveValidation, NcclTestsOperationsByEitherSpellingReduceAndSendrecv) {
+  // Two DGX H100: 8 NDR NICs each, 450 GB/s of NVLink per GPU.
+  YAML::Node c = YAML::Load(R"(
+id: t
+kind: collective
+source: {key: test}
+hardware: {gpu: H100-SXM5-80GB, num_gpus: 16, gpus_per_node: 8, intra_node: nvswitch,
+           inter_node: {fabric: infiniband, nics_per_node: 8, nic_gbps: 400}}
+op: {name: all_to_all, dtype: fp32, bytes: 8589934592, gpus: 16, algorithm: null}
+measured: {busbw_GBps: 100.0}
+)");
+  const auto predicted = [&](const std::string& name) {
+    c["op"]["name"] = name;
+    const CollectiveCaseResult r = predict_collective_case(c);
+    EXPECT_TRUE(r.error.empty()) << name << ": " << r.error;
+    return r.predicted;
+  };
+  EXPECT_EQ(predicted("alltoall"), predicted("all_to_all"));  // nccl-tests' alltoall_perf
+  EXPECT_EQ(predicted("AllGather"), predicted("all_gather"));
+  EXPECT_EQ(predicted("reduce"), predicted("broadcast"));     // the same ring, the other way round
+  // sendrecv_perf: each rank to the next; the pair that crosses nodes goes over one NIC (50 GB/s),
+  // the pairs inside a node over NVLink; the slowest sets the bus bandwidth.
+  const double across = predicted("sendrecv");
+  EXPECT_GT(across, 0.8 * 50.0);
+  EXPECT_LT(across, 50.0);
+  c["op"]["gpus"] = c["hardware"]["num_gpus"] = 8;
+  const double inside = predicted("send_recv");
+  EXPECT_GT(inside, 0.7 * 450.0);
+  EXPECT_LT(inside, 450.0);
+  c["op"]["name"] = "hypercube";
+  const CollectiveCaseResult unknown = predict_collective_case(c);
+  EXPECT_NE(unknown.error.find("unsupported collective 'hypercube'"), std::string::npos) << unknown.error;
+}
