@@ -55,14 +55,23 @@ int peer_copy_directions(const YAML::Node& c) {
 // A GPU-to-GPU copy by SM loads over the node's GPU links: each direction at the per-GPU link rate
 // times the fraction SM-driven NVLink traffic reaches (NCCL's Simple protocol efficiency of that
 // link generation, models/collectives/tuning/intra_node.yaml), times the directions counted.
+// Without NVLink (PCIe servers), over the PCIe route at the pinned copy ratio.
 void predict_peer_copy(const YAML::Node& c, const std::string& op, CaseOutcome& out) {
   const int directions = peer_copy_directions(c);
   if (directions == 0)
     throw std::runtime_error("peer copy (" + op + "): the published figure's direction count (one way or both) is not "
                              "stated, and the two differ by 2x over NVLink");
   const topo::ClusterConfig cc = one_node(c, 0);
-  if (cc.node.intra_bandwidth_Bps <= 0)
-    throw std::runtime_error("peer copy (" + op + ") on " + cc.node.name + ": its GPUs have no NVLink between them");
+  if (cc.node.intra_bandwidth_Bps <= 0) {
+    // No NVLink: the copy engine's peer copy over the PCIe route between the first two GPUs (their
+    // switch, or the CPUs between two switches), at the pinned copy ratio.
+    const topo::Cluster cluster = topo::build_cluster(cc);
+    const double route_Bps = cluster.gpu_route(0, 1).bottleneck_Bps;
+    out.defaults.push_back(std::string(directions == 2 ? "both directions at once" : "one direction") +
+                           " over PCIe (no NVLink) at the pinned copy ratio");
+    out.predicted = directions * route_Bps * kPinnedCopyEfficiency / 1e9;
+    return;
+  }
   const coll::CommTuning tuning = coll::tuning_for(cc.node, cc.nic);
   double efficiency = 0;
   for (const coll::Protocol& p : tuning.protocols)
@@ -70,7 +79,11 @@ void predict_peer_copy(const YAML::Node& c, const std::string& op, CaseOutcome& 
   if (efficiency <= 0) throw std::runtime_error("no Simple protocol tuning for " + cc.node.intra_generation);
   out.defaults.push_back(std::string(directions == 2 ? "both directions at once" : "one direction") +
                          " at the NVLink rate x NCCL Simple's efficiency of " + cc.node.intra_generation);
-  out.predicted = directions * cc.node.intra_bandwidth_Bps * efficiency / 1e9;
+  // Direct links (a mesh, bridged pairs) give a pair of GPUs only the link between them.
+  const double pair_Bps = cc.node.direct_links() ? cc.node.intra_bandwidth_Bps / (cc.node.nvlink_group_size - 1)
+                                                 : cc.node.intra_bandwidth_Bps;
+  if (cc.node.direct_links()) out.defaults.push_back("the one direct link between the pair of GPUs");
+  out.predicted = directions * pair_Bps * efficiency / 1e9;
 }
 
 // Loader workers per GPU when a case states none: StreamPETR's published training configs

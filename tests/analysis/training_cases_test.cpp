@@ -325,8 +325,15 @@ notes: nvbandwidth one way copy
   c["source"]["url"] = "https://github.com/Azure/AI-benchmarking-guide/blob/x/Azure_Results/ND_H100_v5_results.md";
   predict_host_copy_case(c, o);
   EXPECT_NEAR(o.predicted, 2 * one_way, 1e-9);
-  c["hardware"]["gpu"] = "L40S";  // PCIe-only GPUs: no NVLink to copy over
-  EXPECT_THROW(predict_host_copy_case(c, o), std::runtime_error);
+  // PCIe-only GPUs: the copy engines' peer copy over their shared PCIe switch (Gen4 x16, 31.5 GB/s
+  // per direction) at the pinned ratio.
+  c["hardware"]["gpu"] = "L40S";
+  predict_host_copy_case(c, o);
+  EXPECT_NEAR(o.predicted, 2 * 31.5 * 0.85, 1e-9);
+  // A full mesh of eight (MI300X, 448 GB/s per GPU over 7 Infinity Fabric links): a pair has one.
+  c["hardware"]["gpu"] = "MI300X";
+  predict_host_copy_case(c, o);
+  EXPECT_NEAR(o.predicted, 2 * 448.0 / 7 * 0.80, 1e-9);
 }
 
 TEST(TrainingCasePolicy, AStatedDualPipeScheduleIsReplayedWithoutInterleaving) {
