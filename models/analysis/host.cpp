@@ -94,8 +94,8 @@ uint64_t make_tag(Kind k, int gpu, int index) {
 }
 
 // A sample cost multiplier of mean 1 and coefficient of variation cv, the same for the same
-// (gpu, item) on every run and platform: lognormal, from two uniforms of a counter-based hash
-// (SplitMix64) through Box-Muller.
+// (gpu, item) on every run, whatever the thread count: lognormal, from two uniforms of a
+// counter-based hash (SplitMix64) through Box-Muller.
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
