@@ -9,8 +9,29 @@
 namespace stacksim::analysis {
 namespace {
 
-const std::vector<std::string> kTopKeys = {"name", "description", "hardware", "cluster", "model",
-                                           "parallelism", "collective", "host", "checkpoint", "failures", "prices"};
+const std::vector<std::string> kTopKeys = {"name",       "description", "hardware", "cluster",    "model",
+                                           "parallelism", "collective", "host",     "storage",    "checkpoint",
+                                           "failures",    "prices"};
+
+// storage: the job's storage target per node, read by the data loaders and written by checkpoints
+// (`--set storage.read_GBps=20` asks what faster storage buys). A bare number is GB/s, as the key
+// says. It replaces the node type's local NVMe figures, and a host or checkpoint bandwidth given
+// as well (the run says so in a note).
+struct StorageTarget {
+  double read_Bps = 0, write_Bps = 0;  // 0 = not given
+};
+
+StorageTarget parse_storage(const config::Node& n) {
+  StorageTarget st;
+  if (n.is_null()) return st;
+  n.require_map();
+  n.check_keys({"read_GBps", "write_GBps"});
+  if (n.has("read_GBps"))
+    st.read_Bps = n.positive("read_GBps", n.required_quantity("read_GBps", sim::Dimension::Bandwidth, 1e9));
+  if (n.has("write_GBps"))
+    st.write_Bps = n.positive("write_GBps", n.required_quantity("write_GBps", sim::Dimension::Bandwidth, 1e9));
+  return st;
+}
 
 coll::CollectiveOp parse_op(const config::Node& n) {
   const std::string s = n.as_string();
@@ -125,7 +146,10 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
   YAML::Node cluster_yaml = YAML::Clone(root["cluster"]);
   if (hw.has("gpu")) cluster_yaml["gpu"] = hw.required_string("gpu");
   const config::Node cluster_node(cluster_yaml, origin, "cluster");
-  const topo::ClusterConfig cc = topo::parse_cluster_config(cluster_node, cat.nodes);
+  topo::ClusterConfig cc = topo::parse_cluster_config(cluster_node, cat.nodes);
+  const StorageTarget storage = parse_storage(top["storage"]);
+  if (storage.read_Bps > 0) cc.node.storage_read_Bps = storage.read_Bps;
+  if (storage.write_Bps > 0) cc.node.storage_write_Bps = storage.write_Bps;
   const std::string gpu_name = cc.gpu;
   try {
     cat.gpus.get(gpu_name);  // unknown GPU -> InputError with the nearest name
@@ -153,6 +177,14 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
   t.model = workload::parse_model(top["model"], base_dir);
   t.host = parse_host(top["host"]);
   t.checkpoint = parse_checkpoint(top["checkpoint"], cc.node);
+  if (storage.read_Bps > 0 && t.host.storage_read_Bps > 0) {
+    t.host.storage_read_Bps = 0;  // the node's, now the storage section's
+    t.notes.push_back("storage.read_GBps replaces host.storage_read_bandwidth");
+  }
+  if (storage.write_Bps > 0 && t.checkpoint.write_Bps_per_node > 0) {
+    t.checkpoint.write_Bps_per_node = 0;
+    t.notes.push_back("storage.write_GBps replaces checkpoint.write_bandwidth");
+  }
   t.failures = parse_failures(top["failures"], t.checkpoint);
   t.prices = parse_prices(top["prices"]);
   // recompute: auto is resolved at run time (the least recomputation that fits in memory). The

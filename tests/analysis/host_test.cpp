@@ -280,3 +280,31 @@ TEST(HostPipeline, VaryingSampleCostsStallALoaderThatIsFastEnoughOnAverage) {
   h.workers_build_batches = false;
   EXPECT_GT(simulate_host_pipeline(h, c, 32, 1.0).step_s, late);
 }
+
+TEST(Host, TheStorageSectionIsTheStorageTheLoadersReadAndCheckpointsWrite) {
+  // The what-if key: storage.read_GBps (a bare number is GB/s). 10 MB per sample read by
+  // the 8 GPUs' loaders from the node's storage bounds the step; the section replaces the node
+  // type's NVMe and a host.storage_read_bandwidth given as well, and the run says so.
+  const std::vector<std::string> reads = {"host.cpu_seconds_per_sample=0 s", "host.storage_bytes_per_sample=10 MB",
+                                          "host.storage_read_bandwidth=2 GB/s"};
+  const auto with = [&](std::vector<std::string> sets, const std::string& extra) {
+    sets.push_back(extra);
+    return simulate_training(load_scenario(kStory, sets).training, {});
+  };
+  const TrainingResult slow = simulate_training(load_scenario(kStory, reads).training, {});
+  EXPECT_NEAR(slow.step_time_s, 8 * 32 * 10e6 / 2e9, 1e-9);  // 2.56 GB over 2 GB/s
+  const TrainingResult fast = with(reads, "storage.read_GBps=20");
+  EXPECT_EQ(fast.step_time_s, with(reads, "host.storage_read_bandwidth=20 GB/s").step_time_s);
+  EXPECT_LT(fast.step_time_s, 0.9 * slow.step_time_s);  // 0.128 s of reads: the GPUs' ~1.06 s bound it
+  EXPECT_NE(std::find(fast.notes.begin(), fast.notes.end(), "storage.read_GBps replaces host.storage_read_bandwidth"),
+            fast.notes.end());
+  // Checkpoints write to it too (story e writes at 0.5 GB/s per node).
+  const std::string ckpt = std::string(STACKSIM_SOURCE_DIR) + "/scenarios/story-checkpoint-stalls.yaml";
+  const auto step = [&](const std::string& set) {
+    return simulate_training(load_scenario(ckpt, {set}).training, {}).step_time_s;
+  };
+  EXPECT_EQ(step("storage.write_GBps=20"), step("checkpoint.write_bandwidth=20 GB/s"));
+  EXPECT_LT(step("storage.write_GBps=20"), step("storage.write_GBps=0.5"));
+  EXPECT_THROW(load_scenario(kStory, {"storage.read_GBps=0"}), stacksim::config::InputError);
+  EXPECT_THROW(load_scenario(kStory, {"storage.read_GB=20"}), stacksim::config::InputError);
+}
