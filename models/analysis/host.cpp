@@ -37,9 +37,12 @@ HostConfig parse_host(const config::Node& n) {
   h.prefetch = static_cast<int>(pf);
   h.storage_bytes_per_sample = n.non_negative(
       "storage_bytes_per_sample", n.optional_quantity("storage_bytes_per_sample", sim::Dimension::Bytes, 1.0).value_or(0));
-  if (n.has("storage_read_bandwidth"))
+  if (n.has("storage_read_bandwidth")) {
     h.storage_read_Bps = n.positive("storage_read_bandwidth",
                                     n.required_quantity("storage_read_bandwidth", sim::Dimension::Bandwidth));
+    if (h.storage_read_Bps < 1e6)  // slower reads outrun the engine's horizon
+      n.fail("storage_read_bandwidth", "is below 1 MB/s", "use the storage's read bandwidth per node, e.g. 5 GB/s");
+  }
   h.sample_bytes = n.non_negative("sample_bytes", n.optional_quantity("sample_bytes", sim::Dimension::Bytes, 1.0).value_or(0));
   // A terabyte per sample is past any dataset's sample; beyond it the step outruns the engine's horizon.
   constexpr double kMaxSampleBytes = 1e12;

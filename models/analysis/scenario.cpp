@@ -17,6 +17,8 @@ const std::vector<std::string> kTopKeys = {"name",       "description", "hardwar
 // (`--set storage.read_GBps=20` asks what faster storage buys). A bare number is GB/s, as the key
 // says. It replaces the node type's local NVMe figures, and a host or checkpoint bandwidth given
 // as well (the run says so in a note).
+constexpr double kMinStorageRead_Bps = 1e6;  // slower reads outrun the engine's horizon
+
 struct StorageTarget {
   double read_Bps = 0, write_Bps = 0;  // 0 = not given
 };
@@ -26,8 +28,11 @@ StorageTarget parse_storage(const config::Node& n) {
   if (n.is_null()) return st;
   n.require_map();
   n.check_keys({"read_GBps", "write_GBps"});
-  if (n.has("read_GBps"))
+  if (n.has("read_GBps")) {
     st.read_Bps = n.positive("read_GBps", n.required_quantity("read_GBps", sim::Dimension::Bandwidth, 1e9));
+    if (st.read_Bps < kMinStorageRead_Bps)
+      n.fail("read_GBps", "is below 1 MB/s", "use the storage's read bandwidth per node in GB/s, e.g. 20");
+  }
   if (n.has("write_GBps"))
     st.write_Bps = n.positive("write_GBps", n.required_quantity("write_GBps", sim::Dimension::Bandwidth, 1e9));
   return st;
