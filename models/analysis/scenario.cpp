@@ -155,12 +155,12 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
   const StorageTarget storage = parse_storage(top["storage"]);
   if (storage.read_Bps > 0) cc.node.storage_read_Bps = storage.read_Bps;
   if (storage.write_Bps > 0) cc.node.storage_write_Bps = storage.write_Bps;
-  const std::string gpu_name = cc.gpu;
   try {
-    cat.gpus.get(gpu_name);  // unknown GPU -> InputError with the nearest name
+    cc.gpu = cat.gpus.get(cc.gpu).name;  // the profile's own name; unknown -> InputError with the nearest
   } catch (const config::InputError& e) {
     (hw.has("gpu") ? hw : cluster_node).fail("gpu", e.reason(), e.fix());  // where the name was written
   }
+  const std::string gpu_name = cc.gpu;
 
   if (top.has("collective")) {
     if (top.has("model") || top.has("parallelism"))

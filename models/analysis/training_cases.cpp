@@ -73,7 +73,7 @@ bool volta_ampere_era(const std::string& gpu) { return gpu.rfind("V100", 0) == 0
 // the 96 GB HBM2e, 500 W part of Meta's Grand Teton hosts (the SXM5 80GB is HBM3; torchtitan's
 // benchmark pages describe that part), not the 80 GB SXM5 the name alone would give.
 std::string catalogue_gpu(const YAML::Node& c, const std::string& gpu, std::vector<std::string>& defaults) {
-  const bool h100_sxm = gpu == "H100" || gpu.rfind("H100-SXM", 0) == 0;
+  const bool h100_sxm = gpu.rfind("H100-SXM", 0) == 0;
   const std::string system = has(c["hardware"], "system") ? get<std::string>(c["hardware"], "system") : "";
   const std::string text = lowercase(notes_of(c) + " " + system);
   if (h100_sxm && gpu != "H100-SXM5-96GB-HBM2e" && text.find("hbm2e") != std::string::npos) {
@@ -271,7 +271,10 @@ void pipeline_split(int layers, int pp, int stated_vp, bool hopper_era, int micr
 YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>& defaults) {
   const YAML::Node hw = c["hardware"], m = c["model"], p = c["parallelism"];
   if (!has(hw, "gpu")) throw std::runtime_error("hardware.gpu is null");
-  const std::string gpu = catalogue_gpu(c, get<std::string>(hw, "gpu"), defaults);
+  const std::string written = get<std::string>(hw, "gpu");
+  const std::string profile = hw::canonical_gpu_name(written);
+  if (profile != written) defaults.push_back("hardware.gpu: '" + written + "' is the catalogue's " + profile);
+  const std::string gpu = catalogue_gpu(c, profile, defaults);
   const bool old_gen = volta_ampere_era(gpu);
   // GPUs not stated but every parallel degree is: their product.
   int gpus = 0;

@@ -2,7 +2,9 @@
 #include "models/hardware/gpu_spec.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "config/yaml.hpp"
@@ -132,6 +134,44 @@ void GpuCatalog::add(const GpuSpec& g) {
   for (const auto& a : g.aliases) taken(a);
   gpus_[g.name] = g;
   for (const auto& a : g.aliases) alias_[a] = g.name;
+  spelled_.emplace(spelling(g.name), g.name);  // the first profile keeps a shared spelling
+  for (const auto& a : g.aliases) spelled_.emplace(spelling(a), g.name);
+}
+
+// Upper case, dashes for spaces and underscores, without a vendor prefix: "NVIDIA H100 80GB" and
+// "nvidia_h100_80gb" are both H100-80GB.
+std::string GpuCatalog::spelling(const std::string& name) {
+  std::string s;
+  for (char ch : name) {
+    const char c = (ch == ' ' || ch == '_') ? '-' : static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (c == '-' && (s.empty() || s.back() == '-')) continue;
+    s += c;
+  }
+  while (!s.empty() && s.back() == '-') s.pop_back();
+  for (bool stripped = true; stripped;) {
+    stripped = false;
+    for (const char* prefix : {"NVIDIA-", "AMD-", "INSTINCT-", "TESLA-"})
+      if (s.rfind(prefix, 0) == 0 && s.size() > std::strlen(prefix)) {
+        s.erase(0, std::strlen(prefix));
+        stripped = true;
+      }
+  }
+  return s;
+}
+
+std::string GpuCatalog::resolve(const std::string& name) const {
+  if (gpus_.count(name)) return name;
+  if (auto it = alias_.find(name); it != alias_.end()) return it->second;
+  std::string key = spelling(name);
+  if (auto it = spelled_.find(key); it != spelled_.end()) return it->second;
+  // A memory type after the part ("H100 80GB HBM3") names no other part than the rest does.
+  for (const char* suffix : {"-HBM3E", "-HBM3", "-HBM2E", "-HBM2"}) {
+    const size_t n = std::strlen(suffix);
+    if (key.size() > n && key.compare(key.size() - n, n, suffix) == 0) {
+      if (auto it = spelled_.find(key.substr(0, key.size() - n)); it != spelled_.end()) return it->second;
+    }
+  }
+  return "";
 }
 
 GpuCatalog GpuCatalog::load_dir(const std::string& dir) {
@@ -146,11 +186,10 @@ GpuCatalog GpuCatalog::load_dir(const std::string& dir) {
   return c;
 }
 
-bool GpuCatalog::has(const std::string& name) const { return gpus_.count(name) || alias_.count(name); }
+bool GpuCatalog::has(const std::string& name) const { return !resolve(name).empty(); }
 
 const GpuSpec& GpuCatalog::get(const std::string& name) const {
-  if (auto it = gpus_.find(name); it != gpus_.end()) return it->second;
-  if (auto it = alias_.find(name); it != alias_.end()) return gpus_.at(it->second);
+  if (const std::string profile = resolve(name); !profile.empty()) return gpus_.at(profile);
   std::vector<std::string> names;
   for (const auto& [k, v] : gpus_) names.push_back(k);
   for (const auto& [k, v] : alias_) names.push_back(k);

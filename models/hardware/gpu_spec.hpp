@@ -84,11 +84,17 @@ class GpuCatalog {
   void add(const GpuSpec& spec);
   const GpuSpec& get(const std::string& name) const;  // name or alias; InputError with suggestion
   bool has(const std::string& name) const;
+  // The profile a name stands for: its name or an alias, as written or spelled otherwise (any
+  // case, spaces or underscores for dashes, a vendor prefix, a memory type after the part:
+  // "NVIDIA H100 80GB HBM3" is H100-SXM5-80GB by its alias H100-80GB); empty if none.
+  std::string resolve(const std::string& name) const;
   std::vector<std::string> names() const;  // profile names, sorted (aliases excluded)
 
  private:
+  static std::string spelling(const std::string& name);
   std::map<std::string, GpuSpec> gpus_;
   std::map<std::string, std::string> alias_;
+  std::map<std::string, std::string> spelled_;  // spelling(name or alias) -> profile name
 };
 
 }  // namespace stacksim::hw

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "config/yaml.hpp"
+#include "models/hardware/gpu_spec.hpp"
 
 namespace stacksim::hw {
 namespace {
@@ -237,7 +238,14 @@ std::string default_hardware_dir() {
   return std::string(STACKSIM_SOURCE_DIR) + "/models/hardware";
 }
 
-std::string node_type_for_gpu(const std::string& gpu) {
+std::string canonical_gpu_name(const std::string& gpu) {
+  static const GpuCatalog catalog = GpuCatalog::load_dir(default_hardware_dir());
+  const std::string profile = catalog.resolve(gpu);
+  return profile.empty() ? gpu : profile;
+}
+
+std::string node_type_for_gpu(const std::string& written) {
+  const std::string gpu = canonical_gpu_name(written);
   if (gpu.rfind("V100", 0) == 0) return "dgx-2-v100";
   if (gpu == "A100-SXM4-40GB") return "dgx-a100-40gb";
   if (gpu.rfind("A100-SXM4", 0) == 0) return "dgx-a100";
@@ -253,7 +261,7 @@ std::string node_type_for_gpu(const std::string& gpu) {
   if (gpu.rfind("B300", 0) == 0) return "dgx-b200";  // same NVLink 5 baseboard; the GPU is B300's
   if (gpu.rfind("L40S", 0) == 0) return "pcie-l40s";
   if (gpu.find("MI300X") != std::string::npos) return "mi300x-8gpu";
-  throw std::runtime_error("no node type is known for GPU '" + gpu + "'");
+  throw std::runtime_error("no node type is known for GPU '" + written + "'");
 }
 
 }  // namespace stacksim::hw

@@ -111,4 +111,8 @@ std::string default_hardware_dir();  // STACKSIM_HARDWARE_DIR or the source tree
 // without one.
 std::string node_type_for_gpu(const std::string& gpu);
 
+// The catalogue profile a GPU name stands for (GpuCatalog::resolve over default_hardware_dir()'s
+// GPUs: "H100", "NVIDIA H100 80GB HBM3" -> H100-SXM5-80GB); the name as written if none.
+std::string canonical_gpu_name(const std::string& gpu);
+
 }  // namespace stacksim::hw

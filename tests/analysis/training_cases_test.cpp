@@ -794,3 +794,20 @@ TEST(TrainingCasePolicy, ModelTflopsAreCountedTheSourcesWayForCausalAttention) {
   predict_training_case(c, old);
   EXPECT_DOUBLE_EQ(old.predicted, full.predicted);
 }
+
+TEST(TrainingCasePolicy, AGpuSpelledOtherwiseIsTheSameCatalogueGpu) {
+  // A device name or a paper's spelling reaches the same profile and node type as the canonical
+  // name, and the case's defaults say which part it was read as.
+  CaseOutcome canonical, device;
+  predict_training_case(training_case("H100-SXM5-80GB", ""), canonical);
+  predict_training_case(training_case("NVIDIA H100 80GB HBM3", ""), device);
+  EXPECT_EQ(device.predicted, canonical.predicted);
+  EXPECT_NE(std::find(device.defaults.begin(), device.defaults.end(),
+                      "hardware.gpu: 'NVIDIA H100 80GB HBM3' is the catalogue's H100-SXM5-80GB"),
+            device.defaults.end());
+  std::vector<std::string> defaults;
+  EXPECT_EQ(training_case_scenario(training_case("a100 sxm4 40gb", ""), defaults)["cluster"]["node"].as<std::string>(),
+            "dgx-a100-40gb");
+  CaseOutcome unknown;
+  EXPECT_THROW(predict_training_case(training_case("NVIDIA A40", ""), unknown), std::runtime_error);
+}

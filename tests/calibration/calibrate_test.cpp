@@ -278,7 +278,11 @@ TEST_F(CalibrateTest, WithoutBaseThePeaksAreTheMeasuredRates) {
 }
 
 TEST_F(CalibrateTest, CatalogueLookupByNameAndUnknownGpu) {
-  Synthetic syn;  // gpu_name "NVIDIA H100 80GB HBM3" is not a catalogue name or alias
+  Synthetic syn;  // gpu_name "NVIDIA H100 80GB HBM3" (the SXM5's device name): the catalogue's H100-80GB
+  const CalibrationReport by_device = calibrate(write(syn.text(), "device.yaml"), catalog());
+  EXPECT_TRUE(by_device.has_base);
+  EXPECT_EQ(by_device.profile.name, "H100-SXM5-80GB-calibrated");
+  syn.machine = "machine: {gpu_name: NVIDIA A40, gpu_count: 8, sm_count: 84, l2_bytes: 6000000}\n";
   try {
     calibrate(write(syn.text(), "unknown.yaml"), catalog());
     FAIL() << "expected InputError";
@@ -286,7 +290,7 @@ TEST_F(CalibrateTest, CatalogueLookupByNameAndUnknownGpu) {
     EXPECT_EQ(e.key(), "machine.gpu_name");
     EXPECT_NE(e.fix().find("catalog_name"), std::string::npos);
   }
-  syn.machine = "machine: {gpu_name: NVIDIA H100 80GB HBM3, catalog_name: H100-SXM5-80GB, sm_count: 132, "
+  syn.machine = "machine: {gpu_name: NVIDIA A40, catalog_name: H100-SXM5-80GB, sm_count: 132, "
                 "l2_bytes: 50000000}\n";
   const CalibrationReport r = calibrate(write(syn.text(), "named.yaml"), catalog());
   EXPECT_TRUE(r.has_base);

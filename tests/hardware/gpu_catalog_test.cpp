@@ -66,6 +66,26 @@ TEST(GpuCatalog, AliasesResolveToTheirProfile) {
   EXPECT_EQ(gpus().get("AMD-MI300X").sm_count, 304);  // compute units
 }
 
+TEST(GpuCatalog, NamesResolveWhateverTheirSpelling) {
+  // Device names (nvidia-smi, the probe), papers' and tables' spellings: any case, spaces or
+  // underscores for dashes, a vendor prefix, a memory type after the part.
+  EXPECT_EQ(gpus().resolve("NVIDIA H100 80GB HBM3"), "H100-SXM5-80GB");
+  EXPECT_EQ(gpus().resolve("h100-sxm5-80gb"), "H100-SXM5-80GB");
+  EXPECT_EQ(gpus().resolve("H100 SXM"), "H100-SXM5-80GB");
+  EXPECT_EQ(gpus().resolve("NVIDIA A100-SXM4-40GB"), "A100-SXM4-40GB");
+  EXPECT_EQ(gpus().resolve("A100 80GB"), "A100-SXM4-80GB");
+  EXPECT_EQ(gpus().resolve("NVIDIA H100 PCIe"), "H100-PCIe-80GB");
+  EXPECT_EQ(gpus().resolve("H200 SXM 141GB"), "H200-SXM-141GB");
+  EXPECT_EQ(gpus().resolve("GB200 NVL72"), "GB200");
+  EXPECT_EQ(gpus().resolve("AMD Instinct MI300X"), "MI300X");
+  EXPECT_EQ(gpus().resolve("Tesla V100 32GB"), "V100-SXM3-32GB");
+  // A memory type is dropped only where the rest names a part; the HBM2e H100 is its own part.
+  EXPECT_EQ(gpus().resolve("H100-SXM5-96GB-HBM2e"), "H100-SXM5-96GB-HBM2e");
+  EXPECT_EQ(gpus().resolve("H100-SXM-80GB"), "");  // no such spelling: get() suggests the nearest
+  EXPECT_EQ(gpus().resolve("NVIDIA A40"), "");
+  EXPECT_EQ(gpus().resolve(""), "");
+}
+
 TEST(GpuCatalog, H800HasTheComputeAndMemoryOfH100Sxm) {
   const hw::GpuSpec& h800 = gpus().get("H800-SXM5-80GB");
   const hw::GpuSpec& h100 = gpus().get("H100-SXM5-80GB");
