@@ -220,13 +220,6 @@ void moe_layers_from_text(const std::string& text, int layers, YAML::Node& moe, 
 }
 
 // NIC catalogue name for a stated fabric and line rate.
-std::string nic_for(const std::string& fabric, int gbps) {
-  if (fabric == "roce" || fabric == "ethernet") return gbps >= 400 ? "roce-400" : "roce-200";
-  if (gbps >= 800) return "cx8-xdr800";
-  if (gbps >= 400) return "cx7-ndr400";
-  if (gbps >= 200) return "cx6-hdr200";
-  return "cx5-edr100";
-}
 
 // The pipeline's interleaving and layer split. A stated vp is taken as is. Unstated on a
 // Hopper-or-later stack with pp > 1: the interleaved 1F1B schedule with the finest virtual stages
@@ -331,8 +324,12 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   }
   const YAML::Node inter = hw["inter_node"];
   if (has(inter, "nic_gbps")) {
-    cl["nic"] = nic_for(has(inter, "fabric") ? get<std::string>(inter, "fabric") : "infiniband",
-                        positive<int>(inter, "nic_gbps"));
+    const int gbps = positive<int>(inter, "nic_gbps");
+    const hw::NicSpec& nic = Catalogs::bundled().nodes.nic_for(has(inter, "fabric") ? get<std::string>(inter, "fabric") : "",
+                                                               gbps);
+    if (std::abs(nic.bandwidth_Bps * 8 / 1e9 - gbps) > 0.5)
+      defaults.push_back("hardware.inter_node.nic_gbps " + std::to_string(gbps) + ": the catalogue's nearest, " + nic.name);
+    cl["nic"] = nic.name;
   } else {
     defaults.push_back("hardware.inter_node.nic_gbps: the node type's NIC");
   }

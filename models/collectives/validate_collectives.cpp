@@ -123,9 +123,10 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
   const YAML::Node inter = hw["inter_node"];
   if (has(inter, "nic_gbps")) {
     const int gbps = inter["nic_gbps"].as<int>();
-    const bool roce = has(inter, "fabric") && inter["fabric"].as<std::string>() != "infiniband";
-    cl["nic"] = roce ? (gbps >= 400 ? "roce-400" : "roce-200")
-                     : gbps >= 400 ? "cx7-ndr400" : gbps >= 200 ? "cx6-hdr200" : "cx5-edr100";
+    const hw::NicSpec& nic = nodes().nic_for(has(inter, "fabric") ? inter["fabric"].as<std::string>() : "", gbps);
+    if (std::abs(nic.bandwidth_Bps * 8 / 1e9 - gbps) > 0.5)
+      r.defaults.push_back("hardware.inter_node.nic_gbps " + std::to_string(gbps) + ": the catalogue's nearest, " + nic.name);
+    cl["nic"] = nic.name;
   } else {
     r.defaults.push_back("hardware.inter_node: the node type's NICs");
   }

@@ -3,6 +3,7 @@
 #include "models/hardware/node_spec.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -231,6 +232,24 @@ std::vector<std::string> NodeCatalog::nic_names() const {
   std::vector<std::string> v;
   for (const auto& [k, s] : nics_) v.push_back(k);
   return v;
+}
+
+const NicSpec& NodeCatalog::nic_for(const std::string& fabric, double gbps) const {
+  const std::string family = fabric == "roce" || fabric == "ethernet" ? "roce" : "infiniband";
+  const NicSpec* best = nullptr;
+  double best_distance = 0;
+  for (const auto& [name, n] : nics_) {
+    if (n.fabric != family) continue;
+    const double distance = std::abs(std::log(n.bandwidth_Bps * 8 / 1e9 / gbps));
+    // The nearest rate; of two equally near, the faster.
+    if (!best || distance < best_distance - 1e-12 ||
+        (distance < best_distance + 1e-12 && n.bandwidth_Bps > best->bandwidth_Bps)) {
+      best = &n;
+      best_distance = distance;
+    }
+  }
+  if (!best) throw std::runtime_error("no " + family + " NIC in the catalogue");
+  return *best;
 }
 
 std::string default_hardware_dir() {

@@ -98,6 +98,10 @@ class NodeCatalog {
   std::vector<std::string> names() const;       // node types, sorted
   std::vector<std::string> node_names() const;  // the same (the name the CLI listing uses)
   std::vector<std::string> nic_names() const;   // sorted
+  // The NIC a stated fabric and line rate describe: InfiniBand's (null: InfiniBand, as DGX and
+  // HGX clusters), or RoCE's for roce and ethernet (AWS's EFA only by its instance type), at that
+  // rate, else at the nearest rate of the family.
+  const NicSpec& nic_for(const std::string& fabric, double gbps) const;
 
  private:
   std::map<std::string, NodeSpec> nodes_;

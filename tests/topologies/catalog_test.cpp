@@ -102,6 +102,21 @@ TEST(Catalog, FiguresFollowSpecsYaml) {
   EXPECT_EQ(c.nic("cx7-ndr400").generation, "ib-ndr");
 }
 
+TEST(Catalog, AStatedFabricAndLineRatePickTheNic) {
+  const auto c = hw::NodeCatalog::load_dir(kHardwareDir);
+  EXPECT_EQ(c.nic_for("infiniband", 400).name, "cx7-ndr400");
+  EXPECT_EQ(c.nic_for("", 200).name, "cx6-hdr200");        // unstated: InfiniBand, as DGX clusters
+  EXPECT_EQ(c.nic_for("infiniband", 100).name, "cx5-edr100");
+  EXPECT_EQ(c.nic_for("roce", 100).name, "roce-100");       // was RoCE at 200 Gb/s
+  EXPECT_EQ(c.nic_for("ethernet", 400).name, "roce-400");   // EFA only by its instance type
+  EXPECT_EQ(c.nic_for("roce", 800).name, "roce-800");
+  EXPECT_EQ(c.nic_for("infiniband", 300).name, "cx7-ndr400");  // the nearest rate (by ratio)
+  EXPECT_EQ(c.nic_for("infiniband", 25).name, "cx5-edr100");
+  for (const char* f : {"infiniband", "roce"})
+    for (double gbps : {100.0, 200.0, 400.0, 800.0})
+      EXPECT_NEAR(c.nic_for(f, gbps).bandwidth_Bps * 8 / 1e9, gbps, 1e-6) << f << " " << gbps;
+}
+
 TEST(Catalog, UnknownNamesSuggestTheNearest) {
   const auto c = hw::NodeCatalog::load_dir(kHardwareDir);
   try {
