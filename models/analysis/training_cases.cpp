@@ -375,7 +375,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     defaults.push_back("model.vocab: " + std::to_string(vocab) + " (" + why + ")");
   }
   if (has(m, "mlp")) {
-    mo["mlp"] = get<std::string>(m, "mlp");
+    mo["mlp"] = lowercase(get<std::string>(m, "mlp"));
   } else if (has(m, "moe")) {
     mo["mlp"] = "swiglu";  // every published MoE family (Mixtral, DeepSeek, Qwen-MoE) gates its MLPs
     defaults.push_back("model.mlp: swiglu (MoE models)");
@@ -528,7 +528,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   // ran the backward TP collectives in sequence; later Megatron and Transformer Engine overlap
   // them with the dgrad/wgrad GEMMs. A Volta/Ampere-era case using neither feature is taken as
   // pre-2022 (which misreads 2022 baselines run without them; docs/validation.md).
-  const bool recompute_selective = has(p, "recompute") && get<std::string>(p, "recompute") == "selective";
+  const bool recompute_selective = has(p, "recompute") && lowercase(get<std::string>(p, "recompute")) == "selective";
   const bool sequence_parallel = pl["sequence_parallel"].as<bool>();
   if (old_gen && tp > 1 && !sequence_parallel && !recompute_selective) {
     pl["async_tp_backward"] = false;
@@ -615,7 +615,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
                          : "parallelism.zero: 0");
   }
   if (has(p, "precision")) {
-    pl["precision"] = get<std::string>(p, "precision");
+    pl["precision"] = lowercase(get<std::string>(p, "precision"));
   } else {
     const bool has_bf16 = gpu.rfind("V100", 0) != 0;
     pl["precision"] = has_bf16 ? "bf16" : "fp16";
@@ -712,7 +712,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   }
   const YAML::Node meas = c["measured"];
   if (has(p, "recompute")) {
-    pl["recompute"] = get<std::string>(p, "recompute");
+    pl["recompute"] = lowercase(get<std::string>(p, "recompute"));
     // Checkpointing of every N-th layer only (torchtitan's selective layer AC): as many layers
     // recomputed in full, the first of each model chunk (the cost is the same).
     static const std::regex every_nth("checkpointing of every ([0-9]+)(st|nd|rd|th) layer");

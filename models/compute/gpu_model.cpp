@@ -2,6 +2,7 @@
 #include "models/compute/gpu_model.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -31,13 +32,19 @@ bool aligned(int64_t elements, double elem_bytes) {
 
 }  // namespace
 
-DType parse_dtype(const std::string& s) {
-  if (s == "fp32") return DType::FP32;
-  if (s == "tf32") return DType::TF32;
-  if (s == "fp16") return DType::FP16;
-  if (s == "bf16") return DType::BF16;
-  if (s.rfind("fp8", 0) == 0) return DType::FP8;
-  throw std::invalid_argument("unknown dtype '" + s + "' (use fp32, tf32, fp16, bf16 or fp8)");
+// Any case; the framework spellings too (bfloat16, float16, half, float32, float8_e4m3fn, e5m2).
+DType parse_dtype(const std::string& written) {
+  std::string s;
+  for (char c : written)
+    if (c != ' ' && c != '-' && c != '_') s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "fp32" || s == "float32" || s == "float" || s == "single") return DType::FP32;
+  if (s == "tf32" || s == "tensorfloat32") return DType::TF32;
+  if (s == "fp16" || s == "float16" || s == "half") return DType::FP16;
+  if (s == "bf16" || s == "bfloat16") return DType::BF16;
+  if (s.rfind("fp8", 0) == 0 || s.rfind("float8", 0) == 0 || s.find("e4m3") != std::string::npos ||
+      s.find("e5m2") != std::string::npos)
+    return DType::FP8;
+  throw std::invalid_argument("unknown dtype '" + written + "' (use fp32, tf32, fp16, bf16 or fp8)");
 }
 
 const char* dtype_name(DType d) {

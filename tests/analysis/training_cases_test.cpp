@@ -811,3 +811,14 @@ TEST(TrainingCasePolicy, AGpuSpelledOtherwiseIsTheSameCatalogueGpu) {
   CaseOutcome unknown;
   EXPECT_THROW(predict_training_case(training_case("NVIDIA A40", ""), unknown), std::runtime_error);
 }
+
+TEST(TrainingCasePolicy, EnumeratedFieldsReadInAnyCase) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  CaseOutcome lower, upper;
+  predict_training_case(c, lower);
+  c["parallelism"]["precision"] = "BF16";
+  c["parallelism"]["recompute"] = "None";
+  c["model"]["mlp"] = "GeLU";
+  predict_training_case(c, upper);
+  EXPECT_EQ(upper.predicted, lower.predicted);
+}

@@ -188,6 +188,18 @@ TEST(GpuModel, UnsupportedDtypeIsRejected) {
   EXPECT_THROW(parse_dtype("int4"), std::invalid_argument);
 }
 
+TEST(GpuModel, DtypesReadInAnyCaseAndTheFrameworksSpellings) {
+  EXPECT_EQ(parse_dtype("BF16"), DType::BF16);
+  EXPECT_EQ(parse_dtype("bfloat16"), DType::BF16);
+  EXPECT_THROW(parse_dtype("torch float16"), std::invalid_argument);  // not a dtype spelling
+  EXPECT_EQ(parse_dtype("half"), DType::FP16);
+  EXPECT_EQ(parse_dtype("Float32"), DType::FP32);
+  EXPECT_EQ(parse_dtype("TF32"), DType::TF32);
+  EXPECT_EQ(parse_dtype("FP8 (E4M3)"), DType::FP8);
+  EXPECT_EQ(parse_dtype("float8_e5m2"), DType::FP8);
+  EXPECT_THROW(parse_dtype("int8"), std::invalid_argument);
+}
+
 TEST(KernelValidation, PublishedGemmAndStreamCasesWithinTargets) {
   // Targets of the kernel model (validation/README.md cases): GEMM MAPE <= 15 %, STREAM <= 10 %.
   if (!std::filesystem::exists(kCases)) GTEST_SKIP() << "no " << kCases;
