@@ -17,7 +17,7 @@ KEYS = ["cluster.nodes", "cluster.fabric.oversubscription", "cluster.fabric.rout
         "parallelism.dp_bucket_size", "parallelism.cp_comm", "parallelism.ep_dispatch", "parallelism.fsdp_impl", "parallelism.fp8_recipe", "parallelism.schedule", "parallelism.p2p_scatter_gather", "parallelism.recompute_modules", "parallelism.optimizer_moments", "parallelism.fp8_swiglu_cache", "parallelism.account_for_embedding_in_pipeline_split", "parallelism.account_for_loss_in_pipeline_split",
         "host.loader_workers", "host.cpu_seconds_per_sample", "host.kernel_launch", "host.sample_bytes", "host.pinned",
         "host.prefetch", "host.storage_bytes_per_sample", "host.workers_build", "host.sample_cost_cv", "storage.read_GBps", "storage.write_GBps",
-        "checkpoint.interval_steps"]
+        "checkpoint.every_steps", "checkpoint.bytes", "checkpoint.async"]
 VALUES = ["0", "-1", "1", "3", "7", "65536", "1000000000", "1e30", "1e-30", "0.001", "2.5", "-0.0", "nan", "inf",
           "abc", "true", "[]", "{}", "''"]
 
