@@ -76,8 +76,6 @@ HostTimes host_times(const HostConfig& h, const topo::ClusterConfig& c, double s
   const double storage_Bps = h.storage_read_Bps > 0 ? h.storage_read_Bps : c.node.storage_read_Bps;
   if (h.storage_bytes_per_sample > 0)
     t.storage_s = storage_Bps > 0 ? samples_per_gpu * gpus * h.storage_bytes_per_sample / storage_Bps : 0;
-  t.h2d_s = h.sample_bytes > 0 ? samples_per_gpu * h.sample_bytes / (c.node.pcie_bandwidth_Bps * (h.pinned ? kPinnedCopyEfficiency : kPageableCopyEfficiency)) : 0;
-  if (!h.pinned) t.blocking_s = t.h2d_s;
   return t;
 }
 

@@ -77,11 +77,10 @@ HostConfig parse_host(const config::Node& host);
 inline constexpr double kPinnedCopyEfficiency = 0.85;
 inline constexpr double kPageableCopyEfficiency = 0.5;
 
-// Closed form of the simple cases (no shared PCIe uplink, whole batches per worker round), kept
-// as the oracle the engine model is tested against.
+// Closed form of the loader's steady state (fixed costs), kept as the oracle the engine model is
+// tested against.
 struct HostTimes {
-  double loader_s = 0, storage_s = 0, h2d_s = 0;
-  double blocking_s = 0;  // added to the GPU step regardless of prefetch (pageable copies)
+  double loader_s = 0, storage_s = 0;
 };
 HostTimes host_times(const HostConfig& h, const topo::ClusterConfig& cluster, double samples_per_gpu);
 

@@ -219,8 +219,6 @@ void moe_layers_from_text(const std::string& text, int layers, YAML::Node& moe, 
                            "model's " + std::to_string(layers) + " layers with leading dense layers or one MoE layer per period");
 }
 
-// NIC catalogue name for a stated fabric and line rate.
-
 // The pipeline's interleaving and layer split. A stated vp is taken as is. Unstated on a
 // Hopper-or-later stack with pp > 1: the interleaved 1F1B schedule with the finest virtual stages
 // the layers allow (Megatron-Core/NeMo recipes run 1-4 layers per virtual stage, Meta trained
@@ -327,8 +325,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     const int gbps = positive<int>(inter, "nic_gbps");
     const hw::NicSpec& nic = Catalogs::bundled().nodes.nic_for(has(inter, "fabric") ? get<std::string>(inter, "fabric") : "",
                                                                gbps);
-    if (std::abs(nic.bandwidth_Bps * 8 / 1e9 - gbps) > 0.5)
-      defaults.push_back("hardware.inter_node.nic_gbps " + std::to_string(gbps) + ": the catalogue's nearest, " + nic.name);
+    if (const std::string note = hw::NodeCatalog::nic_for_note(nic, gbps); !note.empty()) defaults.push_back(note);
     cl["nic"] = nic.name;
   } else {
     defaults.push_back("hardware.inter_node.nic_gbps: the node type's NIC");

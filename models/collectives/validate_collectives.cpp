@@ -124,8 +124,7 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
   if (has(inter, "nic_gbps")) {
     const int gbps = inter["nic_gbps"].as<int>();
     const hw::NicSpec& nic = nodes().nic_for(has(inter, "fabric") ? inter["fabric"].as<std::string>() : "", gbps);
-    if (std::abs(nic.bandwidth_Bps * 8 / 1e9 - gbps) > 0.5)
-      r.defaults.push_back("hardware.inter_node.nic_gbps " + std::to_string(gbps) + ": the catalogue's nearest, " + nic.name);
+    if (const std::string note = hw::NodeCatalog::nic_for_note(nic, gbps); !note.empty()) r.defaults.push_back(note);
     cl["nic"] = nic.name;
   } else {
     r.defaults.push_back("hardware.inter_node: the node type's NICs");

@@ -252,6 +252,12 @@ const NicSpec& NodeCatalog::nic_for(const std::string& fabric, double gbps) cons
   return *best;
 }
 
+std::string NodeCatalog::nic_for_note(const NicSpec& nic, double gbps) {
+  if (std::abs(nic.bandwidth_Bps * 8 / 1e9 - gbps) <= 0.5) return "";
+  return "hardware.inter_node.nic_gbps " + std::to_string(static_cast<long long>(std::llround(gbps))) +
+         ": the catalogue's nearest, " + nic.name;
+}
+
 std::string default_hardware_dir() {
   if (const char* env = std::getenv("STACKSIM_HARDWARE_DIR")) return env;
   return std::string(STACKSIM_SOURCE_DIR) + "/models/hardware";
@@ -279,7 +285,7 @@ std::string node_type_for_gpu(const std::string& written) {
   if (gpu.rfind("GH200", 0) == 0) return "gh200-quad";
   if (gpu.rfind("B300", 0) == 0) return "dgx-b200";  // same NVLink 5 baseboard; the GPU is B300's
   if (gpu.rfind("L40S", 0) == 0) return "pcie-l40s";
-  if (gpu.find("MI300X") != std::string::npos) return "mi300x-8gpu";
+  if (gpu.rfind("MI300X", 0) == 0) return "mi300x-8gpu";
   throw std::runtime_error("no node type is known for GPU '" + written + "'");
 }
 

@@ -102,6 +102,8 @@ class NodeCatalog {
   // HGX clusters), or RoCE's for roce and ethernet (AWS's EFA only by its instance type), at that
   // rate, else at the nearest rate of the family.
   const NicSpec& nic_for(const std::string& fabric, double gbps) const;
+  // What a case's defaults say of nic_for's choice: "" at the stated rate, else the nearest taken.
+  static std::string nic_for_note(const NicSpec& nic, double gbps);
 
  private:
   std::map<std::string, NodeSpec> nodes_;
