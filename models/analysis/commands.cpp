@@ -1,27 +1,27 @@
 #include "models/analysis/commands.hpp"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
-#include <algorithm>
 
 #include "config/error.hpp"
-#include "models/analysis/catalogs.hpp"
 #include "models/analysis/compare.hpp"
-#include "models/analysis/sweep.hpp"
-#include "models/analysis/plan_search.hpp"
-
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include "models/calibration/calibrate.hpp"
 #include "models/analysis/output.hpp"
+#include "models/analysis/plan_search.hpp"
 #include "models/analysis/scenario.hpp"
+#include "models/analysis/sweep.hpp"
 #include "models/analysis/training.hpp"
 #include "models/analysis/validation.hpp"
+#include "models/calibration/calibrate.hpp"
+#include "models/hardware/gpu_spec.hpp"
+#include "models/hardware/node_spec.hpp"
 
 namespace stacksim::analysis {
 namespace {
@@ -163,12 +163,11 @@ int cmd_catalog(const std::vector<std::string>& raw, std::ostream& out) {
   const std::string what = a.positional.empty() ? "all" : a.positional[0];
   if (what != "all" && what != "gpus" && what != "nodes" && what != "nics")
     throw config::InputError("command line", 0, what, "unknown catalogue section", "use gpus, nodes or nics");
-  const Catalogs& c = Catalogs::bundled();
   char line[256];
   if (what == "all" || what == "gpus") {
     out << "GPUs:\n";
-    for (const auto& n : c.gpus.names()) {
-      const auto& g = c.gpus.get(n);
+    for (const auto& n : hw::bundled_gpus().names()) {
+      const auto& g = hw::bundled_gpus().get(n);
       std::snprintf(line, sizeof line, "  %-20s %-10s %4d SMs  bf16/fp16 %6.0f TFLOP/s  HBM %5.0f GB at %5.0f GB/s\n",
                     n.c_str(), g.architecture.c_str(), g.sm_count,
                     std::max(g.peak("bf16"), g.peak("fp16")) / 1e12, g.memory_bytes / 1e9, g.hbm_Bps / 1e9);
@@ -177,8 +176,8 @@ int cmd_catalog(const std::vector<std::string>& raw, std::ostream& out) {
   }
   if (what == "all" || what == "nodes") {
     out << "nodes:\n";
-    for (const auto& n : c.nodes.node_names()) {
-      const auto& s = c.nodes.node(n);
+    for (const auto& n : hw::bundled_nodes().node_names()) {
+      const auto& s = hw::bundled_nodes().node(n);
       std::snprintf(line, sizeof line, "  %-14s %2d x %-16s %-8s %5.0f GB/s/GPU  %d x %s\n", n.c_str(), s.gpus_per_node,
                     s.gpu.c_str(), s.intra_type.c_str(), s.intra_bandwidth_Bps / 1e9, s.nics, s.nic.c_str());
       out << line;
@@ -186,8 +185,8 @@ int cmd_catalog(const std::vector<std::string>& raw, std::ostream& out) {
   }
   if (what == "all" || what == "nics") {
     out << "NICs:\n";
-    for (const auto& n : c.nodes.nic_names()) {
-      const auto& s = c.nodes.nic(n);
+    for (const auto& n : hw::bundled_nodes().nic_names()) {
+      const auto& s = hw::bundled_nodes().nic(n);
       std::snprintf(line, sizeof line, "  %-12s %6.0f Gb/s  %s (%s)\n", n.c_str(), s.bandwidth_Bps * 8 / 1e9,
                     s.fabric.c_str(), s.generation.c_str());
       out << line;
@@ -305,9 +304,8 @@ int cmd_calibrate(const std::vector<std::string>& raw, std::ostream& out) {
   if (a.positional.size() != 1 || a.output.empty())
     throw config::InputError("command line", 0, "MEASUREMENTS", "calibrate takes one measurement file and -o PROFILE.yaml",
                              "write: stacksim calibrate measurements.yaml -o profile.yaml");
-  const Catalogs& c = Catalogs::bundled();
-  const calib::CalibrationReport report = a.gpu.empty() ? calib::calibrate(a.positional[0], c.gpus)
-                                                        : calib::calibrate(a.positional[0], &c.gpus.get(a.gpu));
+  const calib::CalibrationReport report = a.gpu.empty() ? calib::calibrate(a.positional[0], hw::bundled_gpus())
+                                                        : calib::calibrate(a.positional[0], &hw::bundled_gpus().get(a.gpu));
   calib::write_profile(report, a.output);
   out << calib::format_report(report);
   return 0;

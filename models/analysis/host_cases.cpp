@@ -2,7 +2,8 @@
 
 #include <stdexcept>
 
-#include "models/analysis/catalogs.hpp"
+#include "models/hardware/gpu_spec.hpp"
+#include "models/hardware/node_spec.hpp"
 #include "models/analysis/host.hpp"
 #include "models/analysis/training_cases.hpp"
 #include "models/collectives/collective.hpp"
@@ -36,7 +37,7 @@ topo::ClusterConfig one_node(const YAML::Node& c, int gpus) {
   cluster["node"] = node_type_for_gpu(get<std::string>(c["hardware"], "gpu"));
   cluster["nodes"] = 1;
   if (gpus > 0) cluster["gpus_per_node"] = gpus;
-  return topo::parse_cluster_config(config::Node(cluster, get<std::string>(c, "id"), "cluster"), Catalogs::bundled().nodes);
+  return topo::parse_cluster_config(config::Node(cluster, get<std::string>(c, "id"), "cluster"), hw::bundled_nodes());
 }
 
 // How many directions a peer copy's published figure counts: 2 when the case's text or its source's

@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "models/analysis/catalogs.hpp"
+#include "models/hardware/gpu_spec.hpp"
+#include "models/hardware/node_spec.hpp"
 #include "models/analysis/scenario.hpp"
 #include "config/yaml.hpp"
 #include "models/workload/pipeline_layout.hpp"
@@ -38,7 +39,7 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
   YAML::Node cluster_yaml = YAML::Clone(root["cluster"]);
   if (root["hardware"] && root["hardware"]["gpu"]) cluster_yaml["gpu"] = root["hardware"]["gpu"];
   const int gpus =
-      topo::parse_cluster_config(config::Node(cluster_yaml, path, "cluster"), Catalogs::bundled().nodes).num_gpus();
+      topo::parse_cluster_config(config::Node(cluster_yaml, path, "cluster"), hw::bundled_nodes()).num_gpus();
   const std::string base_dir = std::filesystem::path(path).parent_path().string();
   const workload::ModelConfig m = workload::parse_model(top_node["model"], base_dir.empty() ? "." : base_dir);
   std::vector<std::vector<std::string>> plans;

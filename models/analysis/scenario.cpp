@@ -4,7 +4,8 @@
 #include <filesystem>
 
 #include "config/yaml.hpp"
-#include "models/analysis/catalogs.hpp"
+#include "models/hardware/gpu_spec.hpp"
+#include "models/hardware/node_spec.hpp"
 
 namespace stacksim::analysis {
 namespace {
@@ -137,7 +138,6 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
   const config::Node top(root, origin, "");
   top.require_map();
   top.check_keys(kTopKeys);
-  const Catalogs& cat = Catalogs::bundled();
   Scenario s;
   s.file = origin;
   s.yaml = root;
@@ -151,12 +151,12 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
   YAML::Node cluster_yaml = YAML::Clone(root["cluster"]);
   if (hw.has("gpu")) cluster_yaml["gpu"] = hw.required_string("gpu");
   const config::Node cluster_node(cluster_yaml, origin, "cluster");
-  topo::ClusterConfig cc = topo::parse_cluster_config(cluster_node, cat.nodes);
+  topo::ClusterConfig cc = topo::parse_cluster_config(cluster_node, hw::bundled_nodes());
   const StorageTarget storage = parse_storage(top["storage"]);
   if (storage.read_Bps > 0) cc.node.storage_read_Bps = storage.read_Bps;
   if (storage.write_Bps > 0) cc.node.storage_write_Bps = storage.write_Bps;
   try {
-    cc.gpu = cat.gpus.get(cc.gpu).name;  // the profile's own name; unknown -> InputError with the nearest
+    cc.gpu = hw::bundled_gpus().get(cc.gpu).name;  // the profile's own name; unknown -> InputError with the nearest
   } catch (const config::InputError& e) {
     (hw.has("gpu") ? hw : cluster_node).fail("gpu", e.reason(), e.fix());  // where the name was written
   }
@@ -205,9 +205,9 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
   t.plan = workload::parse_plan(plan_node);
   workload::check_plan(t.model, t.plan, cc.num_gpus(), plan_node);
   if (t.plan.precision == workload::Precision::FP8 && t.plan.fp8_recipe == workload::Fp8Recipe::Mxfp8 &&
-      !cat.gpus.get(gpu_name).supports_mxfp8())
+      !hw::bundled_gpus().get(gpu_name).supports_mxfp8())
     plan_node.fail("fp8_recipe", "mxfp8 needs Blackwell tensor cores; " + gpu_name + " is " +
-                                     cat.gpus.get(gpu_name).architecture,
+                                     hw::bundled_gpus().get(gpu_name).architecture,
                    "use fp8_recipe: delayed or current on this GPU");
   return s;
 }

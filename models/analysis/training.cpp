@@ -4,9 +4,10 @@
 #include <cstdio>
 
 #include "config/error.hpp"
-#include "models/analysis/catalogs.hpp"
 #include "models/collectives/collective.hpp"
 #include "models/compute/gpu_model.hpp"
+#include "models/hardware/gpu_spec.hpp"
+#include "models/hardware/node_spec.hpp"
 #include "models/workload/ops.hpp"
 #include "models/workload/program_builder.hpp"
 #include "models/workload/replay.hpp"
@@ -56,8 +57,7 @@ double checkpoint_bytes_per_gpu(const TrainingSetup& setup, const workload::Para
 
 TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& options) {
   const auto wall0 = std::chrono::steady_clock::now();
-  const Catalogs& cat = Catalogs::bundled();
-  hw::GpuSpec gpu = cat.gpus.get(setup.gpu);
+  hw::GpuSpec gpu = hw::bundled_gpus().get(setup.gpu);
   if (setup.model.attention == workload::AttentionImpl::Flash1 && gpu.flash1_forward_efficiency <= 0)
     throw config::InputError(gpu.file, 0, "calibration.flash1_efficiency",
                              "model.attention is flash1 but " + gpu.name + " has no FlashAttention (v1) profile",

@@ -8,7 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "models/analysis/catalogs.hpp"
+#include "models/hardware/gpu_spec.hpp"
+#include "models/hardware/node_spec.hpp"
 #include "models/analysis/scenario.hpp"
 #include "models/analysis/training.hpp"
 #include "models/workload/flops.hpp"
@@ -291,13 +292,13 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     const std::string system = lowercase(get<std::string>(hw, "system"));
     const std::string instance = system.find("p4de") != std::string::npos ? "aws-p4de"
                                  : system.find("p4d") != std::string::npos ? "aws-p4d" : "";
-    if (!instance.empty() && Catalogs::bundled().nodes.node(instance).gpu == gpu) {
+    if (!instance.empty() && hw::bundled_nodes().node(instance).gpu == gpu) {
       cl["node"] = instance;
       defaults.push_back("cluster.node: " + instance + " (the system names the AWS instance)");
     }
   }
   cl["gpu"] = gpu;
-  int per_node = Catalogs::bundled().nodes.node(cl["node"].as<std::string>()).gpus_per_node;
+  int per_node = hw::bundled_nodes().node(cl["node"].as<std::string>()).gpus_per_node;
   const bool rack_scale = per_node > 16;  // an NVL72 rack modelled as one NVLink node
   if (has(hw, "gpus_per_node") && rack_scale && positive<int>(hw, "gpus_per_node") < per_node) {
     defaults.push_back("hardware.gpus_per_node: " + std::to_string(positive<int>(hw, "gpus_per_node")) +
@@ -323,7 +324,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   const YAML::Node inter = hw["inter_node"];
   if (has(inter, "nic_gbps")) {
     const int gbps = positive<int>(inter, "nic_gbps");
-    const hw::NicSpec& nic = Catalogs::bundled().nodes.nic_for(has(inter, "fabric") ? get<std::string>(inter, "fabric") : "",
+    const hw::NicSpec& nic = hw::bundled_nodes().nic_for(has(inter, "fabric") ? get<std::string>(inter, "fabric") : "",
                                                                gbps);
     if (const std::string note = hw::NodeCatalog::nic_for_note(nic, gbps); !note.empty()) defaults.push_back(note);
     cl["nic"] = nic.name;
@@ -425,7 +426,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     if (std::regex_search(low, hit, every_nth_full)) mo["full_attention_every"] = std::stoi(hit[1].str());
     else if (low.find("alternate layers") != std::string::npos) mo["full_attention_every"] = 2;
   }
-  const hw::GpuCatalog& gpu_profiles = Catalogs::bundled().gpus;
+  const hw::GpuCatalog& gpu_profiles = hw::bundled_gpus();
   const bool runs_flash1 = gpu_profiles.has(gpu) && gpu_profiles.get(gpu).flash1_forward_efficiency > 0;
   if (const std::string kernel = flash_kernel(att); !kernel.empty() && (kernel != "flash1" || runs_flash1)) {
     mo["attention"] = kernel;

@@ -16,11 +16,6 @@
 namespace stacksim::coll {
 namespace {
 
-const hw::NodeCatalog& nodes() {
-  static const hw::NodeCatalog c = hw::NodeCatalog::load_dir(hw::default_hardware_dir());
-  return c;
-}
-
 std::string node_for(const std::string& gpu) {
   try {
     return hw::node_type_for_gpu(gpu);
@@ -63,7 +58,7 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
   // way round (and both count bus bandwidth as the algorithm bandwidth).
   if (name == "reduce") r.defaults.push_back("reduce: timed as its mirror, a ring broadcast");
 
-  const int node_gpus = nodes().node(node).gpus_per_node;
+  const int node_gpus = hw::bundled_nodes().node(node).gpus_per_node;
   int per_node = has(hw, "gpus_per_node") ? hw["gpus_per_node"].as<int>() : node_gpus;
   if (!has(hw, "gpus_per_node"))
     r.defaults.push_back("hardware.gpus_per_node: the node type's " + std::to_string(node_gpus));
@@ -123,7 +118,7 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
   const YAML::Node inter = hw["inter_node"];
   if (has(inter, "nic_gbps")) {
     const int gbps = inter["nic_gbps"].as<int>();
-    const hw::NicSpec& nic = nodes().nic_for(has(inter, "fabric") ? inter["fabric"].as<std::string>() : "", gbps);
+    const hw::NicSpec& nic = hw::bundled_nodes().nic_for(has(inter, "fabric") ? inter["fabric"].as<std::string>() : "", gbps);
     if (const std::string note = hw::NodeCatalog::nic_for_note(nic, gbps); !note.empty()) r.defaults.push_back(note);
     cl["nic"] = nic.name;
   } else {
@@ -133,10 +128,10 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
     cl["nics_per_node"] = inter["nics_per_node"].as<int>();
   } else if (partitions && per_node < node_gpus) {
     // A partition keeps its GPUs' own NICs (the rack's per-GPU share), not the whole rack's.
-    const hw::NodeSpec& spec = nodes().node(node);
+    const hw::NodeSpec& spec = hw::bundled_nodes().node(node);
     cl["nics_per_node"] = std::max(1, spec.nics * per_node / node_gpus);
   }
-  const topo::ClusterConfig cfg = topo::parse_cluster_config(config::Node(cl, "case", "cluster"), nodes());
+  const topo::ClusterConfig cfg = topo::parse_cluster_config(config::Node(cl, "case", "cluster"), hw::bundled_nodes());
   const topo::Cluster cluster = topo::build_cluster(cfg);
   const CommTuning tuning = tuning_for(cfg.node, cfg.nic);
 

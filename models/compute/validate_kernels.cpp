@@ -12,16 +12,11 @@
 namespace stacksim::compute {
 namespace {
 
-const hw::GpuCatalog& default_gpus() {
-  static const hw::GpuCatalog c = hw::GpuCatalog::load_dir(hw::default_hardware_dir());
-  return c;
-}
-
 std::string text(const YAML::Node& n) { return n && n.IsScalar() ? n.as<std::string>() : ""; }
 
 }  // namespace
 
-KernelCaseResult predict_kernel_case(const YAML::Node& c) { return predict_kernel_case(c, default_gpus()); }
+KernelCaseResult predict_kernel_case(const YAML::Node& c) { return predict_kernel_case(c, hw::bundled_gpus()); }
 
 KernelCaseResult predict_kernel_case(const YAML::Node& c, const hw::GpuCatalog& gpus) {
   KernelCaseResult r;

@@ -263,9 +263,18 @@ std::string default_hardware_dir() {
   return std::string(STACKSIM_SOURCE_DIR) + "/models/hardware";
 }
 
-std::string canonical_gpu_name(const std::string& gpu) {
+const GpuCatalog& bundled_gpus() {
   static const GpuCatalog catalog = GpuCatalog::load_dir(default_hardware_dir());
-  const std::string profile = catalog.resolve(gpu);
+  return catalog;
+}
+
+const NodeCatalog& bundled_nodes() {
+  static const NodeCatalog catalog = NodeCatalog::load_dir(default_hardware_dir());
+  return catalog;
+}
+
+std::string canonical_gpu_name(const std::string& gpu) {
+  const std::string profile = bundled_gpus().resolve(gpu);
   return profile.empty() ? gpu : profile;
 }
 

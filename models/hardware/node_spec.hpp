@@ -45,6 +45,8 @@
 
 namespace stacksim::hw {
 
+class GpuCatalog;
+
 struct NicSpec {
   std::string name;
   double bandwidth_Bps = 0;  // per direction
@@ -112,13 +114,18 @@ class NodeCatalog {
 
 std::string default_hardware_dir();  // STACKSIM_HARDWARE_DIR or the source tree's models/hardware
 
+// The catalogues at default_hardware_dir(), loaded once per process (thread-safe function-local
+// statics): every command, validator and name lookup reads the same ones.
+const GpuCatalog& bundled_gpus();
+const NodeCatalog& bundled_nodes();
+
 // The node type (models/hardware/nodes) a canonical GPU name (validation README) runs in; names that
 // leave the memory size open ("A100-SXM4") get the 80 GB system. Throws std::runtime_error for a GPU
 // without one.
 std::string node_type_for_gpu(const std::string& gpu);
 
-// The catalogue profile a GPU name stands for (GpuCatalog::resolve over default_hardware_dir()'s
-// GPUs: "H100", "NVIDIA H100 80GB HBM3" -> H100-SXM5-80GB); the name as written if none.
+// The catalogue profile a GPU name stands for (GpuCatalog::resolve over bundled_gpus(): "H100",
+// "NVIDIA H100 80GB HBM3" -> H100-SXM5-80GB); the name as written if none.
 std::string canonical_gpu_name(const std::string& gpu);
 
 }  // namespace stacksim::hw

@@ -2,7 +2,8 @@
 // and rough size, computed from simulations and the kernel model, never copied from a run.
 #include <gtest/gtest.h>
 
-#include "models/analysis/catalogs.hpp"
+#include "models/hardware/gpu_spec.hpp"
+#include "models/hardware/node_spec.hpp"
 #include "models/analysis/compare.hpp"
 #include "models/compute/gpu_model.hpp"
 #include "models/workload/ops.hpp"
@@ -85,7 +86,7 @@ TEST(Stories, TensorParallelOnPcieIsExposedAndNvswitchIsMuchFaster) {
 // The GEMM time of one layer and the output head (forward and backward) on a GPU, per the kernel
 // model: the job's dominant GEMM shapes at its plan.
 double gemm_seconds(const TrainingSetup& t, const std::string& gpu) {
-  const compute::GpuModel model(Catalogs::bundled().gpus.get(gpu));
+  const compute::GpuModel model(hw::bundled_gpus().get(gpu));
   double s = 0;
   for (const auto& ops : {workload::layer_forward_ops(t.model, t.plan, 0), workload::layer_backward_ops(t.model, t.plan, 0),
                           workload::head_forward_ops(t.model, t.plan), workload::head_backward_ops(t.model, t.plan)})
