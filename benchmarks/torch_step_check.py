@@ -3,7 +3,7 @@
 
 Each measured configuration becomes a one-GPU scenario (the model torch_step.py builds: pre-norm
 LayerNorm, GELU MLP of 4x hidden, tied embeddings, SDPA causal attention, eager PyTorch modules,
-bf16, AdamW, no recomputation) and is simulated twice: with the catalogue's GPU profile and with the
+bf16 autocast over fp32 weights, AdamW, no recomputation) and is simulated twice: with the catalogue's GPU profile and with the
 calibrated profile fitted from the same machine's probe run (calibration/profiles/) and the host
 cost of an eager op measured there (probe/attention_bench.py) as host.kernel_launch. Prints step
 time predicted vs measured and the error per row, then the MAPE of each profile.
@@ -47,7 +47,7 @@ def scenario(row, gpu, kernel_launch_s=None):
                   "mlp": "gelu", "norm": "layernorm", "tied_embeddings": True, "attention": "flash"},
         "parallelism": {"tp": 1, "pp": 1, "dp": 1, "micro_batch": row["micro_batch"],
                         "global_batch": row["micro_batch"], "precision": "bf16", "recompute": "none",
-                        "kernels": "eager"},
+                        "kernels": "eager", "autocast": True},
     }
     if kernel_launch_s:
         s["host"] = {"kernel_launch": f"{kernel_launch_s * 1e6:.3f} us"}

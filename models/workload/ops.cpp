@@ -506,8 +506,27 @@ std::vector<Op> backward_of(const std::vector<Block>& blocks, const ParallelPlan
 
 }  // namespace
 
+// torch.autocast over fp32 weights (ParallelPlan::autocast): every forward casts the weights it
+// uses to 16-bit (read 4 B, write 2 B per parameter), and the backward's 16-bit weight gradients are
+// cast into the fp32 .grad (read 2, write 4), read-modify-written (+ 4 + 4) after the first of the
+// step's micro-batches. {} without autocast or weights.
+namespace {
+std::vector<Op> autocast_weight_casts(const ParallelPlan& p, double params) {
+  if (!p.autocast || params <= 0) return {};
+  return {memory("autocast: 16-bit weight copies", OpClass::Elementwise, 6.0 * params)};
+}
+std::vector<Op> autocast_grad_accumulation(const ParallelPlan& p, double params) {
+  if (!p.autocast || params <= 0) return {};
+  const double m = p.num_micro_batches();
+  return {memory("autocast: fp32 gradient accumulation", OpClass::Elementwise, (6.0 + 8.0 * (m - 1.0) / m) * params)};
+}
+}  // namespace
+
 std::vector<Op> layer_forward_ops(const ModelConfig& m, const ParallelPlan& p, int layer) {
-  return forward_of(layer_blocks(m, p, layer), p);
+  std::vector<Op> out = autocast_weight_casts(p, layer_params_per_rank(m, p, layer));
+  const std::vector<Op> fwd = forward_of(layer_blocks(m, p, layer), p);
+  out.insert(out.end(), fwd.begin(), fwd.end());
+  return out;
 }
 
 double op_checkpoint_saved_bytes(const ModelConfig& m, const ParallelPlan& p, int layer) {
@@ -530,6 +549,8 @@ std::vector<Op> layer_backward_ops(const ModelConfig& m, const ParallelPlan& p, 
   std::vector<Op> out = recomputed_ops(forward_of(blocks, p), layer_recompute(m, p, layer), p);
   const std::vector<Op> bwd = backward_of(blocks, p);
   out.insert(out.end(), bwd.begin(), bwd.end());
+  const std::vector<Op> acc = autocast_grad_accumulation(p, layer_params_per_rank(m, p, layer));
+  out.insert(out.end(), acc.begin(), acc.end());
   return out;
 }
 
@@ -549,9 +570,21 @@ std::vector<Op> embedding_backward_ops(const ModelConfig& m, const ParallelPlan&
   return out;
 }
 
-std::vector<Op> head_forward_ops(const ModelConfig& m, const ParallelPlan& p) { return forward_of({head_block(m, p)}, p); }
+// The output layer's weight (the embedding's, when tied) is cast and its gradient accumulated under
+// autocast like a layer's; the input lookup runs in fp32 (autocast leaves embedding() alone).
+std::vector<Op> head_forward_ops(const ModelConfig& m, const ParallelPlan& p) {
+  std::vector<Op> out = autocast_weight_casts(p, embedding_params_per_rank(m, p));
+  const std::vector<Op> fwd = forward_of({head_block(m, p)}, p);
+  out.insert(out.end(), fwd.begin(), fwd.end());
+  return out;
+}
 
-std::vector<Op> head_backward_ops(const ModelConfig& m, const ParallelPlan& p) { return backward_of({head_block(m, p)}, p); }
+std::vector<Op> head_backward_ops(const ModelConfig& m, const ParallelPlan& p) {
+  std::vector<Op> out = backward_of({head_block(m, p)}, p);
+  const std::vector<Op> acc = autocast_grad_accumulation(p, embedding_params_per_rank(m, p));
+  out.insert(out.end(), acc.begin(), acc.end());
+  return out;
+}
 
 namespace {
 // One multi-token-prediction depth (Megatron-Core's MultiTokenPredictionLayer): the two norms, the
@@ -744,11 +777,14 @@ std::vector<Op> optimizer_ops(const ModelConfig& m, const ParallelPlan& p) {
   // the gradients), Adam (read master weights, m, v and gradients, write master, m, v: 24 B, or
   // 16 with bf16 moments, + the gradient), the 16-bit weights from the fp32 masters (read 4, write 2; FSDP casts at the
   // gather instead); then the whole gradient buffer is zeroed for the next step (sharded only
-  // from ZeRO-2 on; FSDP frees it).
+  // from ZeRO-2 on; FSDP frees it). Under autocast Adam updates the fp32 weights themselves: the
+  // same 24 B, with no 16-bit copy to refresh.
   const double g = p.grad_bytes_per_param();
   const bool fsdp = p.zero >= 3;
-  std::vector<Op> ops{memory("gradient norm + adam step" + std::string(fsdp ? "" : " + 16-bit weights"),
-                             OpClass::Optimizer, (g + 2.0 * p.optimizer_bytes_per_param() + g + (fsdp ? 0.0 : 6.0)) * local)};
+  const bool copy16 = !fsdp && !p.autocast;
+  const double states = p.optimizer_bytes_per_param() + (p.autocast ? p.weight_bytes_per_param() : 0.0);
+  std::vector<Op> ops{memory("gradient norm + adam step" + std::string(copy16 ? " + 16-bit weights" : ""),
+                             OpClass::Optimizer, (g + 2.0 * states + g + (copy16 ? 6.0 : 0.0)) * local)};
   if (!fsdp) ops.push_back(memory("zero gradients", OpClass::Optimizer, g * most(p.zero >= 2)));
   return ops;
 }

@@ -78,7 +78,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "recompute_modules", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "kernels", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "fp8_swiglu_cache", "shard_size", "dp_bucket_size",
+                "async_tp_backward", "grad_reduce_fp32", "autocast", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "kernels", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "fp8_swiglu_cache", "shard_size", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers", "stage_layers", "account_for_embedding_in_pipeline_split",
                 "account_for_loss_in_pipeline_split"});
   ParallelPlan p;
@@ -168,6 +168,14 @@ ParallelPlan parse_plan(const config::Node& n) {
   p.overlap_param_gather = n.bool_or("overlap_param_gather", true);
   p.async_tp_backward = n.bool_or("async_tp_backward", true);
   p.grad_reduce_fp32 = n.bool_or("grad_reduce_fp32", false);
+  p.autocast = n.bool_or("autocast", false);
+  if (p.autocast && (p.precision == Precision::FP32 || p.precision == Precision::TF32))
+    n.fail("autocast", "casts an fp32 model to a 16-bit compute dtype, but precision is " +
+                           std::string(precision_name(p.precision)),
+           "set precision: bf16 (or fp16), or remove autocast");
+  if (p.autocast && p.zero >= 3)
+    n.fail("autocast", "does not combine with zero 3 / FSDP, whose mixed precision casts the fp32 shards at each gather",
+           "remove autocast: zero: 3 already models FSDP's fp32 parameters and 16-bit gathers");
   p.overlap_p2p_comm = n.bool_or("overlap_p2p_comm", p.vp > 1);
   p.p2p_scatter_gather = n.bool_or("p2p_scatter_gather", false);
   p.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);

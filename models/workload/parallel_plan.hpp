@@ -54,6 +54,13 @@
 // SP, the reduce-scatter) of the input gradient right after the dgrad GEMM and run the wgrad GEMM
 // under it; with SP the input all-gather for wgrad runs under the dgrad GEMM. false = all in
 // sequence (Megatron-LM of 2020 and early 2021).
+// autocast: PyTorch's automatic mixed precision (torch.autocast over an fp32 model; what
+// Hugging Face's Trainer does with bf16=True): the weights and their gradients stay fp32, every
+// forward casts each weight to the 16-bit compute dtype and the backward casts its 16-bit weight
+// gradients back into the fp32 gradients (element-wise passes per micro-batch, ops.cpp), and Adam
+// updates the fp32 weights in place (no master copy, no 16-bit copy to refresh). Memory: 4 + 4 + 8
+// B per parameter plus the 16-bit copies a forward holds. Not with ZeRO-3/FSDP, whose own mixed
+// precision casts at each gather (zero: 3 models that).
 // grad_reduce_fp32: gradients kept and reduced over data parallelism in fp32: 4 B per parameter
 // in memory, on the wire and in the optimizer. Megatron-LM does this with bf16
 // (--accumulate-allreduce-grads-in-fp32, Megatron-Core's grad_reduce_in_fp32), as do NeMo 2.0's
@@ -199,6 +206,7 @@ struct ParallelPlan {
   bool overlap_param_gather = true;
   bool async_tp_backward = true;
   bool grad_reduce_fp32 = false;
+  bool autocast = false;
   bool overlap_p2p_comm = false;
   bool p2p_scatter_gather = false;
   bool tp_comm_overlap = false;
@@ -224,9 +232,12 @@ struct ParallelPlan {
   }
   // The compute dtype's bytes (q in fsdp_impl above): 16-bit, or 4 for fp32/tf32 training.
   double param_bytes_per_param() const { return precision == Precision::FP32 || precision == Precision::TF32 ? 4.0 : 2.0; }
-  double grad_bytes_per_param() const { return grad_reduce_fp32 ? 4.0 : param_bytes_per_param(); }
-  // Optimizer state per parameter: fp32 master weights and Adam's two moments.
-  double optimizer_bytes_per_param() const { return 4.0 + 2.0 * (bf16_optimizer_moments ? 2.0 : 4.0); }
+  double grad_bytes_per_param() const { return grad_reduce_fp32 || autocast ? 4.0 : param_bytes_per_param(); }
+  // The weights as the model holds them: fp32 under autocast, else the compute dtype.
+  double weight_bytes_per_param() const { return autocast ? 4.0 : param_bytes_per_param(); }
+  // Optimizer state per parameter: fp32 master weights (none under autocast: the weights are
+  // fp32 themselves) and Adam's two moments.
+  double optimizer_bytes_per_param() const { return (autocast ? 0.0 : 4.0) + 2.0 * (bf16_optimizer_moments ? 2.0 : 4.0); }
   int num_micro_batches() const { return global_batch / (micro_batch * dp); }
   // Bytes per parameter FSDP's element-wise passes move: over the unsharded gradient before each
   // reduce-scatter, and over the gathered parameters after each all-gather (fsdp_impl above).

@@ -78,6 +78,24 @@ TEST(Memory, Fp32GradientsAreMegatronsEighteenBytesPerParameter) {
   EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes, (6.0 + 12.0 / 8) * P);
 }
 
+TEST(Memory, AutocastKeepsFp32WeightsAndGradients) {
+  // torch.autocast over an fp32 model: fp32 weights (4 B) with the forward's 16-bit copies (2 B),
+  // fp32 gradients (4 B) and Adam's moments (8 B, no separate master copy): 18 B per parameter.
+  ModelConfig m = gpt3();
+  m.layers = 4;
+  ParallelPlan p = plan(1, false, Recompute::None);
+  p.autocast = true;
+  const double P = m.total_params();
+  MemoryFootprint f = memory_per_gpu(m, p);
+  EXPECT_DOUBLE_EQ(f.weights_bytes, 6.0 * P);
+  EXPECT_DOUBLE_EQ(f.gradients_bytes, 4.0 * P);
+  EXPECT_DOUBLE_EQ(f.optimizer_bytes, 8.0 * P);
+  p.dp = 8;
+  p.zero = 2;  // ZeRO-2 shards the moments and the gradients, not the weights
+  f = memory_per_gpu(m, p);
+  EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes, (6.0 + 12.0 / 8) * P);
+}
+
 TEST(Memory, KorthikantiActivationsGpt3OnTp8) {
   // Korthikanti et al. 2022, Table 2, per layer (bytes), s = 2048, b = 1, h = 12288, a = 96, t = 8.
   const ModelConfig m = gpt3();

@@ -587,6 +587,30 @@ TEST(StepOps, OptimizerBytesPerParameter) {
   EXPECT_DOUBLE_EQ(params, m.total_params());
 }
 
+TEST(StepOps, AutocastCastsWeightsEachForwardAndAccumulatesFp32Gradients) {
+  // torch.autocast over fp32 weights: each layer's forward starts by casting its weights to
+  // 16-bit (read 4, write 2 B per parameter); its backward ends by casting the 16-bit weight
+  // gradients into fp32 .grad (6 B) and, after the first of m micro-batches, accumulating (+8 B);
+  // Adam updates the fp32 weights in place: 4 + 24 + 4 B, no 16-bit copy.
+  const ModelConfig m = gpt();
+  ParallelPlan p = plan();
+  const double layer = layer_params_per_rank(m, p, 0);
+  const size_t plain_forward = layer_forward_ops(m, p, 0).size(), plain_backward = layer_backward_ops(m, p, 0).size();
+  p.autocast = true;
+  p.global_batch = 4;  // four micro-batches
+  const std::vector<Op> fwd = layer_forward_ops(m, p, 0), bwd = layer_backward_ops(m, p, 0);
+  ASSERT_EQ(fwd.size(), plain_forward + 1);
+  ASSERT_EQ(bwd.size(), plain_backward + 1);
+  EXPECT_EQ(fwd.front().name, "autocast: 16-bit weight copies");
+  EXPECT_DOUBLE_EQ(fwd.front().bytes, 6.0 * layer);
+  EXPECT_EQ(bwd.back().name, "autocast: fp32 gradient accumulation");
+  EXPECT_DOUBLE_EQ(bwd.back().bytes, (6.0 + 8.0 * 3 / 4) * layer);
+  EXPECT_DOUBLE_EQ(head_forward_ops(m, p).front().bytes, 6.0 * embedding_params_per_rank(m, p));
+  const double params = stage_params_per_rank(m, p, 0);
+  EXPECT_DOUBLE_EQ(optimizer_ops(m, p).at(0).bytes, 32.0 * params);
+  EXPECT_DOUBLE_EQ(optimizer_ops(m, p).at(1).bytes, 4.0 * params);  // the fp32 gradients zeroed
+}
+
 TEST(StepOps, UnevenStageBounds) {
   ModelConfig m = gpt();
   m.layers = 126;

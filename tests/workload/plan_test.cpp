@@ -73,6 +73,16 @@ TEST(Plan, TensorParallelCommOverlapNeedsSequenceParallelism) {
   EXPECT_EQ(check(gpt(), "{tp: 8, dp: 1, global_batch: 1, sequence_parallel: true, tp_comm_overlap: true}", 8), "");
 }
 
+TEST(Plan, AutocastNeedsA16BitComputeDtypeAndNoFsdp) {
+  EXPECT_EQ(check(gpt(), "{dp: 8, global_batch: 8, autocast: true}", 8), "");
+  std::string e = check(gpt(), "{dp: 8, global_batch: 8, autocast: true, precision: fp32}", 8);
+  EXPECT_TRUE(has(e, "'parallelism.autocast'")) << e;
+  EXPECT_TRUE(has(e, "precision: bf16")) << e;
+  e = check(gpt(), "{dp: 8, global_batch: 8, autocast: true, zero: 3}", 8);
+  EXPECT_TRUE(has(e, "'parallelism.autocast'")) << e;
+  EXPECT_TRUE(has(e, "FSDP")) << e;
+}
+
 TEST(Plan, FfnWidthMustDivideByTp) {
   ModelConfig m = gpt();
   m.ffn_hidden = 1000;
