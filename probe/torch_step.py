@@ -135,7 +135,19 @@ def main():
     ap.add_argument("--quick", action="store_true", help="two small configurations, fewer steps")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--config", action="append", default=[], metavar="NAME,LAYERS,HIDDEN,HEADS,SEQ,MB[,MB...]",
+                    help="a configuration of your own instead of the built-in ones (repeatable)")
     args = ap.parse_args()
+    own = []
+    for text in args.config:
+        parts = text.split(",")
+        try:
+            if len(parts) < 6:
+                raise ValueError
+            own.append((parts[0], *(int(x) for x in parts[1:5]), [int(x) for x in parts[5:]]))
+        except ValueError:
+            sys.exit(f"torch_step.py: --config {text!r}: want NAME,LAYERS,HIDDEN,HEADS,SEQ,MB[,MB...] "
+                     "with positive integers, e.g. gpt-tiny,12,256,4,512,1,4")
 
     try:
         import torch  # imported here so --help works without PyTorch
@@ -145,7 +157,7 @@ def main():
     if not torch.cuda.is_available():
         sys.exit("torch_step.py: no CUDA GPU visible; run it on a GPU machine")
     torch.backends.cuda.matmul.allow_tf32 = True
-    configs = CONFIGS[:2] if args.quick else CONFIGS
+    configs = own or (CONFIGS[:2] if args.quick else CONFIGS)
     steps = min(args.steps, 10) if args.quick else args.steps
 
     records = []
