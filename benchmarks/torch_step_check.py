@@ -4,8 +4,8 @@
 Each measured configuration becomes a one-GPU scenario (the model torch_step.py builds: pre-norm
 LayerNorm, GELU MLP of 4x hidden, tied embeddings, SDPA causal attention, eager PyTorch modules,
 bf16 autocast over fp32 weights, AdamW, no recomputation) and is simulated twice: with the catalogue's GPU profile and with the
-calibrated profile fitted from the same machine's probe run (calibration/profiles/) and the host
-cost of an eager op measured there (probe/attention_bench.py) as host.kernel_launch. Prints step
+calibrated profile fitted from the same machine's probe run (calibration/profiles/); the host cost
+per kernel is the default, itself measured there (models/analysis/host.hpp). Prints step
 time predicted vs measured and the error per row, then the MAPE of each profile.
 
     /usr/bin/python3 benchmarks/torch_step_check.py [STEPS.yaml] [PROFILE.yaml] [--binary build/bin/stacksim]
@@ -24,22 +24,10 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_STEPS = os.path.join(ROOT, "calibration/measurements/h100-sxm5-80gb-devicevm-2026-11-24-torch-step.yaml")
 DEFAULT_PROFILE = os.path.join(ROOT, "calibration/profiles/H100-SXM5-80GB-calibrated.yaml")
-DEFAULT_HOST = os.path.join(ROOT, "calibration/measurements/h100-sxm5-80gb-devicevm-2026-11-24-attention.yaml")
 
 
-def eager_op_host_s(path):
-    """The host cost of one autograd-recorded eager op, from probe/attention_bench.py's file (the
-    longest chain measured)."""
-    with open(path) as f:
-        doc = yaml.safe_load(f)
-    rows = [r for r in doc.get("host_ops", []) if "autograd" in r["op"]]
-    if not rows:
-        sys.exit(f"torch_step_check: {path} has no autograd host_ops row (probe/attention_bench.py writes one)")
-    return max(rows, key=lambda r: r["ops"])["host_s_per_op"]
-
-
-def scenario(row, gpu, kernel_launch_s=None):
-    s = {
+def scenario(row, gpu):
+    return {
         "name": f"{row['model']}-mb{row['micro_batch']}",
         "cluster": {"node": "dgx-h100", "nodes": 1, "gpus_per_node": 1, "gpu": gpu},
         "model": {"layers": row["layers"], "hidden": row["hidden"], "heads": row["heads"],
@@ -49,12 +37,9 @@ def scenario(row, gpu, kernel_launch_s=None):
                         "global_batch": row["micro_batch"], "precision": "bf16", "recompute": "none",
                         "kernels": "eager", "autocast": True},
     }
-    if kernel_launch_s:
-        s["host"] = {"kernel_launch": f"{kernel_launch_s * 1e6:.3f} us"}
-    return s
 
 
-def predict(binary, rows, gpu, hardware_dir, workdir, kernel_launch_s=None):
+def predict(binary, rows, gpu, hardware_dir, workdir):
     env = dict(os.environ)
     if hardware_dir:
         env["STACKSIM_HARDWARE_DIR"] = hardware_dir
@@ -62,7 +47,7 @@ def predict(binary, rows, gpu, hardware_dir, workdir, kernel_launch_s=None):
     for i, row in enumerate(rows):
         path = os.path.join(workdir, f"{gpu}-{i}.yaml")
         with open(path, "w") as f:
-            yaml.safe_dump(scenario(row, gpu, kernel_launch_s), f)
+            yaml.safe_dump(scenario(row, gpu), f)
         res = subprocess.run([binary, "run", path, "--json", path + ".json"], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if res.returncode != 0:
@@ -76,7 +61,6 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("steps", nargs="?", default=DEFAULT_STEPS)
     ap.add_argument("profile", nargs="?", default=DEFAULT_PROFILE)
-    ap.add_argument("--host", default=DEFAULT_HOST, help="attention_bench.py's file: the eager op's host cost")
     ap.add_argument("--binary", default=os.path.join(ROOT, "build/bin/stacksim"))
     args = ap.parse_args()
     with open(args.steps) as f:
@@ -92,11 +76,9 @@ def main():
         shutil.copytree(os.path.join(ROOT, "models/hardware"), hw)
         shutil.copy(args.profile, os.path.join(hw, "gpus", os.path.basename(args.profile)))
         catalogue = predict(args.binary, rows, "H100-SXM5-80GB", None, tmp)
-        launch_s = eager_op_host_s(args.host)
-        fitted = predict(args.binary, rows, calibrated, hw, tmp, launch_s)
+        fitted = predict(args.binary, rows, calibrated, hw, tmp)
     print(f"measured: {doc['machine']['gpu_name']}, torch {doc['machine'].get('torch', '?')} "
           f"({os.path.relpath(args.steps, ROOT)})")
-    print(f"calibrated: {calibrated} with host.kernel_launch {launch_s * 1e6:.1f} us (an eager op, measured)")
     print(f"{'model':10s} {'mb':>3s} {'measured s':>11s} {'catalogue s':>12s} {'err%':>6s} {'calibrated s':>13s} {'err%':>6s}")
     errs = {"catalogue": [], "calibrated": []}
     for row, a, b in zip(rows, catalogue, fitted):

@@ -40,17 +40,20 @@
 //     sample_bytes: 64 KB            # copied host -> device per sample
 //     pinned: true
 //     sample_cost_cv: 0.5            # a sample's cost varies: std / mean (default 0, fixed)
-//     kernel_launch: 4.7 us          # host time per kernel launch of the training process
+//     kernel_launch: 35 us           # host time per kernel the training process launches
 //
 // kernel_launch is the other half of the host: each rank's training process launches its kernels
 // from one CPU thread (the framework's per-op dispatch), ahead of the GPU unless the GPU finishes
 // kernels faster than they are launched or the process waits for the GPU (a dropless MoE layer
 // reads its token counts back; workload/ops.hpp, Op::host_sync). The replay (workload/replay.hpp)
-// charges what the GPU then waits as host_launch. The default is the host cost of launching one
-// kernel from Python, measured on a GB200 host: Triton's launcher, 4.7 us per kernel (meta-pytorch/
-// tritonbench PR #1017; the raw cuLaunchKernel under it is 3.0 us, specs.yaml kernel_launch);
-// eager PyTorch ops with autograd and framework modules around them cost more per kernel, CUDA
-// graphs less (set it to what a profile of the job shows).
+// charges what the GPU then waits as host_launch. The cost is per kernel the replay counts, with
+// the framework ops around it (views, autocast casts, autograd nodes, gradient accumulation: ~3
+// eager ops per kernel at 15.9 us each). The default is measured on an H100 host with PyTorch
+// 2.11 (calibration/measurements/*-torch-step-small.yaml): two host-bound eager GPT models, 12 and
+// 4 layers, step in 20.56 and 9.43 ms, the replay counting 492 and 172 kernels: (20.56 - 9.43) ms
+// / 320 = 34.8 us per kernel. Lower with CUDA graphs (a graph replays at 1.42 us per kernel,
+// measured there), higher on a slower host CPU; set it to what a profile of the job shows. The
+// step-fixed host work of those steps (~3.4 ms: loss, optimizer bookkeeping) is not charged.
 #pragma once
 #include "config/yaml.hpp"
 #include "topologies/builders.hpp"
@@ -68,7 +71,7 @@ struct HostConfig {
   bool pinned = true;
   bool workers_build_batches = true;  // PyTorch's DataLoader; false: a parallel map of samples
   double sample_cost_cv = 0;  // a sample's loading cost: standard deviation over mean (0 = fixed)
-  double kernel_launch_s = 4.7e-6;  // host time per kernel launch (above); not a data-loader key
+  double kernel_launch_s = 35e-6;  // host time per kernel (above, measured); not a data-loader key
 };
 
 HostConfig parse_host(const config::Node& host);
