@@ -144,7 +144,10 @@ def main():
         try:
             if len(parts) < 6:
                 raise ValueError
-            own.append((parts[0], *(int(x) for x in parts[1:5]), [int(x) for x in parts[5:]]))
+            numbers = [int(x) for x in parts[1:]]
+            if min(numbers) <= 0:
+                raise ValueError
+            own.append((parts[0], *numbers[:4], numbers[4:]))
         except ValueError:
             sys.exit(f"torch_step.py: --config {text!r}: want NAME,LAYERS,HIDDEN,HEADS,SEQ,MB[,MB...] "
                      "with positive integers, e.g. gpt-tiny,12,256,4,512,1,4")

@@ -2,11 +2,11 @@
 
 #include <stdexcept>
 
-#include "models/hardware/gpu_spec.hpp"
-#include "models/hardware/node_spec.hpp"
 #include "models/analysis/host.hpp"
 #include "models/analysis/training_cases.hpp"
 #include "models/collectives/collective.hpp"
+#include "models/hardware/gpu_spec.hpp"
+#include "models/hardware/node_spec.hpp"
 
 namespace stacksim::analysis {
 

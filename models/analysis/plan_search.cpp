@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "config/yaml.hpp"
+#include "models/analysis/scenario.hpp"
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
-#include "models/analysis/scenario.hpp"
-#include "config/yaml.hpp"
 #include "models/workload/pipeline_layout.hpp"
 
 #include <filesystem>

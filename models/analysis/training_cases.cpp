@@ -8,10 +8,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "models/hardware/gpu_spec.hpp"
-#include "models/hardware/node_spec.hpp"
 #include "models/analysis/scenario.hpp"
 #include "models/analysis/training.hpp"
+#include "models/hardware/gpu_spec.hpp"
+#include "models/hardware/node_spec.hpp"
 #include "models/workload/flops.hpp"
 #include "models/workload/pipeline_layout.hpp"
 
