@@ -26,10 +26,14 @@ DEFAULT_STEPS = os.path.join(ROOT, "calibration/measurements/h100-sxm5-80gb-devi
 DEFAULT_PROFILE = os.path.join(ROOT, "calibration/profiles/H100-SXM5-80GB-calibrated.yaml")
 
 
-def scenario(row, gpu):
+# The catalogue node of each GPU a measurement file may come from (one GPU of it is used).
+NODES = {"H100-SXM5-80GB": "dgx-h100", "H200-SXM-141GB": "dgx-h200"}
+
+
+def scenario(row, gpu, node):
     return {
         "name": f"{row['model']}-mb{row['micro_batch']}",
-        "cluster": {"node": "dgx-h100", "nodes": 1, "gpus_per_node": 1, "gpu": gpu},
+        "cluster": {"node": node, "nodes": 1, "gpus_per_node": 1, "gpu": gpu},
         "model": {"layers": row["layers"], "hidden": row["hidden"], "heads": row["heads"],
                   "ffn_hidden": row["ffn_hidden"], "vocab": row["vocab"], "seq_len": row["seq_len"],
                   "mlp": "gelu", "norm": "layernorm", "tied_embeddings": True, "attention": "flash"},
@@ -39,7 +43,7 @@ def scenario(row, gpu):
     }
 
 
-def predict(binary, rows, gpu, hardware_dir, workdir):
+def predict(binary, rows, gpu, node, hardware_dir, workdir):
     env = dict(os.environ)
     if hardware_dir:
         env["STACKSIM_HARDWARE_DIR"] = hardware_dir
@@ -47,7 +51,7 @@ def predict(binary, rows, gpu, hardware_dir, workdir):
     for i, row in enumerate(rows):
         path = os.path.join(workdir, f"{gpu}-{i}.yaml")
         with open(path, "w") as f:
-            yaml.safe_dump(scenario(row, gpu), f)
+            yaml.safe_dump(scenario(row, gpu, node), f)
         res = subprocess.run([binary, "run", path, "--json", path + ".json"], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if res.returncode != 0:
@@ -70,13 +74,16 @@ def main():
     rows = doc["steps"]
     with open(args.profile) as f:
         calibrated = yaml.safe_load(f)["name"]
+    base = calibrated.removesuffix("-calibrated")
+    if base not in NODES:
+        sys.exit(f"torch_step_check: no node for {base} (the profile's catalogue GPU); known: {', '.join(NODES)}")
     with tempfile.TemporaryDirectory() as tmp:
         # The bundled catalogue with the calibrated profile beside the sourced one.
         hw = os.path.join(tmp, "hardware")
         shutil.copytree(os.path.join(ROOT, "models/hardware"), hw)
         shutil.copy(args.profile, os.path.join(hw, "gpus", os.path.basename(args.profile)))
-        catalogue = predict(args.binary, rows, "H100-SXM5-80GB", None, tmp)
-        fitted = predict(args.binary, rows, calibrated, hw, tmp)
+        catalogue = predict(args.binary, rows, base, NODES[base], None, tmp)
+        fitted = predict(args.binary, rows, calibrated, NODES[base], hw, tmp)
     print(f"measured: {doc['machine']['gpu_name']}, torch {doc['machine'].get('torch', '?')} "
           f"({os.path.relpath(args.steps, ROOT)})")
     print(f"{'model':10s} {'mb':>3s} {'measured s':>11s} {'catalogue s':>12s} {'err%':>6s} {'calibrated s':>13s} {'err%':>6s}")

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "config/error.hpp"
 #include "models/calibration/calibrate.hpp"
@@ -366,30 +367,33 @@ TEST_F(CalibrateTest, SameInputSameOutput) {
   EXPECT_EQ(ra.find_gemm("bf16")->k_half, rb.find_gemm("bf16")->k_half);
 }
 
-// The real measurements of one H100 SXM5 (calibration/measurements/, probe run of 2026-11-24):
-// the fits land where an H100 is (the catalogue's sourced fractions are 0.763 bf16, 0.701 fp8,
-// 0.89 HBM), and the committed profile is what calibrating that file gives today.
-TEST_F(CalibrateTest, RealH100MeasurementsGiveAnH100AndTheCommittedProfile) {
+// The real measurements (calibration/measurements/, probe runs of 2026-11-24 on one H100 SXM5 and
+// one H200): the fits land where such a GPU is (the catalogue's sourced fractions are 0.763 bf16,
+// 0.70 fp8, 0.87-0.89 HBM), and each committed profile is what calibrating its file gives today.
+TEST_F(CalibrateTest, RealMeasurementsGiveTheirGpuAndTheCommittedProfiles) {
   const std::string root = STACKSIM_SOURCE_DIR;
-  const CalibrationReport r =
-      calibrate(root + "/calibration/measurements/h100-sxm5-80gb-devicevm-2026-11-24.yaml", catalog());
-  ASSERT_TRUE(r.has_base);
-  EXPECT_EQ(r.profile.name, "H100-SXM5-80GB-calibrated");
-  EXPECT_GT(r.profile.max_efficiency("bf16"), 0.70);
-  EXPECT_LT(r.profile.max_efficiency("bf16"), 0.85);
-  EXPECT_GT(r.profile.max_efficiency("fp8"), 0.65);
-  EXPECT_LT(r.profile.max_efficiency("fp8"), 0.85);
-  EXPECT_GT(r.profile.hbm_efficiency, 0.80);
-  EXPECT_LT(r.profile.hbm_efficiency, 0.95);
-  EXPECT_GT(r.profile.kernel_overhead_s, 1e-6);
-  EXPECT_LT(r.profile.kernel_overhead_s, 10e-6);
-  EXPECT_TRUE(r.warnings.empty()) << (r.warnings.empty() ? "" : r.warnings.front());
-  const hw::GpuSpec committed =
-      hw::GpuCatalog::parse_file(root + "/calibration/profiles/H100-SXM5-80GB-calibrated.yaml");
-  for (const char* dtype : {"bf16", "fp16", "fp8", "tf32"})
-    EXPECT_NEAR(committed.max_efficiency(dtype), r.profile.max_efficiency(dtype), 1e-5) << dtype;
-  EXPECT_NEAR(committed.hbm_efficiency, r.profile.hbm_efficiency, 1e-5);
-  EXPECT_NEAR(committed.kernel_overhead_s, r.profile.kernel_overhead_s, 1e-11);
+  for (const auto& [file, profile] : {std::pair{"h100-sxm5-80gb-devicevm-2026-11-24", "H100-SXM5-80GB-calibrated"},
+                                      std::pair{"h200-sxm-141gb-devicevm-2026-11-24", "H200-SXM-141GB-calibrated"}}) {
+    SCOPED_TRACE(file);
+    const CalibrationReport r = calibrate(root + "/calibration/measurements/" + file + ".yaml", catalog());
+    ASSERT_TRUE(r.has_base);
+    EXPECT_EQ(r.profile.name, profile);
+    EXPECT_GT(r.profile.max_efficiency("bf16"), 0.70);
+    EXPECT_LT(r.profile.max_efficiency("bf16"), 0.85);
+    EXPECT_GT(r.profile.max_efficiency("fp8"), 0.65);
+    EXPECT_LT(r.profile.max_efficiency("fp8"), 0.85);
+    EXPECT_GT(r.profile.hbm_efficiency, 0.80);
+    EXPECT_LT(r.profile.hbm_efficiency, 0.95);
+    EXPECT_GT(r.profile.kernel_overhead_s, 1e-6);
+    EXPECT_LT(r.profile.kernel_overhead_s, 10e-6);
+    EXPECT_TRUE(r.warnings.empty()) << (r.warnings.empty() ? "" : r.warnings.front());
+    const hw::GpuSpec committed =
+        hw::GpuCatalog::parse_file(root + "/calibration/profiles/" + std::string(profile) + ".yaml");
+    for (const char* dtype : {"bf16", "fp16", "fp8", "tf32"})
+      EXPECT_NEAR(committed.max_efficiency(dtype), r.profile.max_efficiency(dtype), 1e-5) << dtype;
+    EXPECT_NEAR(committed.hbm_efficiency, r.profile.hbm_efficiency, 1e-5);
+    EXPECT_NEAR(committed.kernel_overhead_s, r.profile.kernel_overhead_s, 1e-11);
+  }
 }
 
 }  // namespace
