@@ -424,7 +424,15 @@ Block head_block(const ModelConfig& m, const ParallelPlan& p) {
   Op logits = gemm("logits", d.T, (m.vocab + d.t - 1) / d.t, d.h);  // Megatron pads the vocabulary
   logits.fp8_eligible = false;
   b.inner.push_back(logits);
-  b.inner.push_back(memory("cross-entropy", OpClass::Loss, 12.0 * d.T * m.vocab / d.t));
+  // Fused (Megatron's vocab-parallel cross-entropy): ~12 B per logit forward, twice that backward.
+  // Eager PyTorch (torchtitan, HF) upcasts the 16-bit logits (read 2, write 4) and runs
+  // log_softmax's three passes over fp32 (3 reads + 1 write: 16 B), then backward the softmax
+  // gradient (16 B), the nll gradient (4 B) and the cast back (6 B): 22 + 26 B, as the kernels
+  // timed on an H100 show (calibration/measurements/*-step-profile.txt: cunn_SoftMaxForward and
+  // cunn_SoftMaxBackward each ~2.2 ms over 412M logits).
+  Op ce = memory("cross-entropy", OpClass::Loss, (p.kernels == Kernels::Eager ? 22.0 : 12.0) * d.T * m.vocab / d.t);
+  if (p.kernels == Kernels::Eager) ce.backward_bytes_factor = 26.0 / 22.0;
+  b.inner.push_back(ce);
   if (p.tp > 1)
     for (const char* stat : {"max", "target logit", "sum-exp"}) {
       Op reduce = comm(std::string("tp all-reduce (cross-entropy ") + stat + ")", CommKind::AllReduce, CommGroup::TP,

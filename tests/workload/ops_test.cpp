@@ -611,6 +611,25 @@ TEST(StepOps, AutocastCastsWeightsEachForwardAndAccumulatesFp32Gradients) {
   EXPECT_DOUBLE_EQ(optimizer_ops(m, p).at(1).bytes, 4.0 * params);  // the fp32 gradients zeroed
 }
 
+TEST(StepOps, EagerCrossEntropyIsPyTorchsFp32LogSoftmax) {
+  // Fused: 12 B per logit forward, 24 backward. Eager PyTorch: the fp32 upcast (6) and
+  // log_softmax's three reads and one write of fp32 (16) forward; softmax gradient (16), nll
+  // gradient (4) and the cast back (6) backward.
+  const ModelConfig m = gpt();
+  ParallelPlan p = plan();
+  auto loss = [&](const std::vector<Op>& ops) {
+    for (const Op& o : ops)
+      if (o.name.rfind("cross-entropy", 0) == 0) return o.bytes;
+    return 0.0;
+  };
+  const double logits = static_cast<double>(m.seq_len) * m.vocab;
+  EXPECT_DOUBLE_EQ(loss(head_forward_ops(m, p)), 12.0 * logits);
+  EXPECT_DOUBLE_EQ(loss(head_backward_ops(m, p)), 24.0 * logits);
+  p.kernels = Kernels::Eager;
+  EXPECT_DOUBLE_EQ(loss(head_forward_ops(m, p)), 22.0 * logits);
+  EXPECT_DOUBLE_EQ(loss(head_backward_ops(m, p)), 26.0 * logits);
+}
+
 TEST(StepOps, UnevenStageBounds) {
   ModelConfig m = gpt();
   m.layers = 126;
