@@ -180,6 +180,23 @@ double GpuModel::attention_efficiency(AttentionKernel k, bool backward) const {
   return backward ? spec_.attention_backward_efficiency : spec_.attention_forward_efficiency;
 }
 
+namespace {
+// A flash-attention kernel's softmax work per score (max, exp, rescale) does not grow with the head
+// dim d while its tensor-core work does, so its time per score goes as d + c and its rate as
+// d / (d + c). The profiles' fractions are for d = 128; c is fitted to cuDNN's fused attention
+// measured through SDPA on an H100 at >= 8k tokens (calibration/measurements/*-attention.yaml:
+// d = 64 runs at 0.755x forward, 0.816x backward of d = 128's rate): c = 61 forward, 37 backward.
+// FlashAttention-2 there: 0.896x / 0.917x, c = 17 / 13. Applied below d = 128 only (no head dim
+// above 128 was measured) and to the kernels measured: the original FlashAttention's published runs
+// at d = 64 (MPT's 125M/350M rows) show no such loss against the profiles' fractions.
+double head_dim_factor(AttentionKernel k, bool backward, int64_t d) {
+  if (k == AttentionKernel::Flash1 || d >= 128) return 1.0;
+  const double c = k == AttentionKernel::Fused ? (backward ? 37.0 : 61.0) : (backward ? 13.0 : 17.0);
+  const double dd = static_cast<double>(d);
+  return dd / (dd + c) / (128.0 / (128.0 + c));
+}
+}  // namespace
+
 KernelCost GpuModel::attention_forward(int64_t b, int64_t h, int64_t kvh, int64_t sq, int64_t skv, int64_t d,
                                        bool causal, DType dtype, AttentionKernel kernel, int64_t window) const {
   if (b <= 0 || h <= 0 || kvh <= 0 || sq <= 0 || skv <= 0 || d <= 0)
@@ -191,7 +208,8 @@ KernelCost GpuModel::attention_forward(int64_t b, int64_t h, int64_t kvh, int64_
   const double bytes = (2.0 * bd * hd * sqd * dd + 2.0 * bd * kvd * skvd * dd) * bytes_per_element(run);
   const int64_t blocks = b * h * ((sq + kAttentionBlockQ - 1) / kAttentionBlockQ);
   return attention(flops, bytes, blocks, key_blocks_per_query_block(skv, causal, window),
-                   useful_key_blocks_per_query_block(skv, causal, window), attention_efficiency(kernel, false), run);
+                   useful_key_blocks_per_query_block(skv, causal, window),
+                   attention_efficiency(kernel, false) * head_dim_factor(kernel, false, d), run);
 }
 
 KernelCost GpuModel::attention_backward(int64_t b, int64_t h, int64_t kvh, int64_t sq, int64_t skv, int64_t d,
@@ -206,7 +224,8 @@ KernelCost GpuModel::attention_backward(int64_t b, int64_t h, int64_t kvh, int64
   const double bytes = (4.0 * bd * hd * sqd * dd + 4.0 * bd * kvd * skvd * dd) * bytes_per_element(run);
   const int64_t blocks = b * h * ((skv + kAttentionBlockQ - 1) / kAttentionBlockQ);
   return attention(flops, bytes, blocks, key_blocks_per_query_block(skv, causal, window),
-                   useful_key_blocks_per_query_block(skv, causal, window), attention_efficiency(kernel, true), run);
+                   useful_key_blocks_per_query_block(skv, causal, window),
+                   attention_efficiency(kernel, true) * head_dim_factor(kernel, true, d), run);
 }
 
 KernelCost GpuModel::memory_bound(double bytes, double flops) const {

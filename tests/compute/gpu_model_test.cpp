@@ -124,6 +124,28 @@ TEST(GpuModel, AttentionRunsAtTheCalibratedRateWhenTheWavesAreFull) {
   EXPECT_NEAR(c.seconds - m.kernel_overhead_s(), compute_s, 0.005 * compute_s);
 }
 
+TEST(GpuModel, NarrowHeadsRunFusedAttentionSlowerPerFlop) {
+  // Head dim 64 against 128 at the same FLOPs (twice the heads): cuDNN's fused kernel at
+  // (64/125)/(128/189) = 0.756 of the rate forward, (64/101)/(128/165) = 0.817 backward (the H100
+  // sweep: 0.755 / 0.816); FlashAttention-2 at 0.896 / 0.916; the original FlashAttention unchanged;
+  // head dims above 128 not sped up (none measured).
+  const GpuModel m(gpus().get("H100-SXM5-80GB"));
+  auto ratio = [&](AttentionKernel k, bool backward, int64_t d) {
+    // 33 sequences: every head count fills whole waves of the 132 SMs, so only the head dim differs.
+    auto run = [&](int64_t heads, int64_t dim) {
+      return backward ? m.attention_backward(33, heads, heads, 8192, 8192, dim, true, DType::BF16, k).seconds
+                      : m.attention_forward(33, heads, heads, 8192, 8192, dim, true, DType::BF16, k).seconds;
+    };
+    return run(8, 128) / run(8 * 128 / d, d);  // rate at d over rate at 128, same FLOPs
+  };
+  EXPECT_NEAR(ratio(AttentionKernel::Fused, false, 64), 0.756, 0.005);
+  EXPECT_NEAR(ratio(AttentionKernel::Fused, true, 64), 0.817, 0.005);
+  EXPECT_NEAR(ratio(AttentionKernel::Flash2, false, 64), 0.896, 0.005);
+  EXPECT_NEAR(ratio(AttentionKernel::Flash2, true, 64), 0.916, 0.005);
+  EXPECT_NEAR(ratio(AttentionKernel::Flash1, false, 64), 1.0, 0.005);
+  EXPECT_NEAR(ratio(AttentionKernel::Fused, false, 256), 1.0, 0.005);
+}
+
 TEST(GpuModel, ShortSequencesRunAttentionBelowThePlateau) {
   // Same tokens (16k) and heads (33: 4224 blocks = 32 full waves either way), sequence 512 vs
   // 16k. Non-causal: the rate ratio is (4/5.3) / (128/129.3) = 0.762, between the FlashAttention-2
