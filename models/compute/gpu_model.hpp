@@ -31,7 +31,9 @@
 // head, K, V (and dK, dV) per KV head. A sliding window of w keys (w < skv; FlashAttention-2's
 // window_size, cuDNN's sliding window) leaves each causal query min(position + 1, w) keys: the
 // FLOPs shrink by that average over skv, and each query block visits ceil(w/128) + 1 key blocks
-// (ceil((2w + 1)/128) + 1 without the causal mask).
+// (ceil((2w + 1)/128) + 1 without the causal mask). The efficiencies are for head dim 128; the fused
+// and FlashAttention-2 kernels lose (d / (d + c)) / (128 / (128 + c)) of them below it (softmax
+// work per score is fixed while tensor-core work grows with d; c measured on an H100, gpu_model.cpp).
 //
 // Memory-bound kernels (element-wise, norms, softmax, optimizer): bytes over the achievable HBM
 // rate, combined with any FLOPs at the fp32 vector rate the same way as above.
