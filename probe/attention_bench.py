@@ -41,7 +41,7 @@ def time_cuda(torch, fn, calls):
 
 def attention_rows(torch, backends):
     F = torch.nn.functional
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import sdpa_kernel
 
     rows = []
     for name, backend in backends:

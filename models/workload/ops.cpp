@@ -790,9 +790,9 @@ std::vector<Op> optimizer_ops(const ModelConfig& m, const ParallelPlan& p) {
   const double g = p.grad_bytes_per_param();
   const bool fsdp = p.zero >= 3;
   const bool copy16 = !fsdp && !p.autocast;
-  const double states = p.optimizer_bytes_per_param() + (p.autocast ? p.weight_bytes_per_param() : 0.0);
   std::vector<Op> ops{memory("gradient norm + adam step" + std::string(copy16 ? " + 16-bit weights" : ""),
-                             OpClass::Optimizer, (g + 2.0 * states + g + (copy16 ? 6.0 : 0.0)) * local)};
+                             OpClass::Optimizer,
+                             (g + 2.0 * p.adam_state_bytes_per_param() + g + (copy16 ? 6.0 : 0.0)) * local)};
   if (!fsdp) ops.push_back(memory("zero gradients", OpClass::Optimizer, g * most(p.zero >= 2)));
   return ops;
 }

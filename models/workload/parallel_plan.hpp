@@ -235,9 +235,11 @@ struct ParallelPlan {
   double grad_bytes_per_param() const { return grad_reduce_fp32 || autocast ? 4.0 : param_bytes_per_param(); }
   // The weights as the model holds them: fp32 under autocast, else the compute dtype.
   double weight_bytes_per_param() const { return autocast ? 4.0 : param_bytes_per_param(); }
-  // Optimizer state per parameter: fp32 master weights (none under autocast: the weights are
-  // fp32 themselves) and Adam's two moments.
-  double optimizer_bytes_per_param() const { return (autocast ? 0.0 : 4.0) + 2.0 * (bf16_optimizer_moments ? 2.0 : 4.0); }
+  // What Adam reads and writes per parameter: the fp32 weights (the master copy, or under autocast
+  // the model's own) and its two moments.
+  double adam_state_bytes_per_param() const { return 4.0 + 2.0 * (bf16_optimizer_moments ? 2.0 : 4.0); }
+  // Optimizer state held per parameter: Adam's, less the weights under autocast (counted as weights).
+  double optimizer_bytes_per_param() const { return adam_state_bytes_per_param() - (autocast ? 4.0 : 0.0); }
   int num_micro_batches() const { return global_batch / (micro_batch * dp); }
   // Bytes per parameter FSDP's element-wise passes move: over the unsharded gradient before each
   // reduce-scatter, and over the gathered parameters after each all-gather (fsdp_impl above).
