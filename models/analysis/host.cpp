@@ -14,14 +14,20 @@ HostConfig parse_host(const config::Node& n) {
   n.require_map();
   n.check_keys({"cpu_seconds_per_sample", "loader_workers", "prefetch", "storage_bytes_per_sample",
                 "storage_read_bandwidth", "sample_bytes", "pinned", "workers_build", "sample_cost_cv",
-                "kernel_launch"});
+                "kernel_launch", "step_overhead"});
   if (n.has("kernel_launch")) {
     h.kernel_launch_s = n.non_negative("kernel_launch", n.required_quantity("kernel_launch", sim::Dimension::Time));
     if (h.kernel_launch_s > 0.1)
       n.fail("kernel_launch", "is more than 100 ms per kernel launch", "use the host time of one launch, e.g. 5 us");
   }
-  // The data pipeline is simulated when any of its keys is given (kernel_launch alone is not one).
-  h.enabled = n.size() > (n.has("kernel_launch") ? 1u : 0u);
+  if (n.has("step_overhead")) {
+    h.step_overhead_s = n.non_negative("step_overhead", n.required_quantity("step_overhead", sim::Dimension::Time));
+    if (h.step_overhead_s > 60)
+      n.fail("step_overhead", "is more than a minute of host work per step",
+             "use the host time of one step besides its kernel launches, e.g. 3.5 ms");
+  }
+  // The data pipeline is simulated when any of its keys is given (the launch costs are not ones).
+  h.enabled = n.size() > static_cast<size_t>(n.has("kernel_launch")) + static_cast<size_t>(n.has("step_overhead"));
   if (!h.enabled) return h;
   h.cpu_seconds_per_sample = n.non_negative(
       "cpu_seconds_per_sample", n.optional_quantity("cpu_seconds_per_sample", sim::Dimension::Time, 1.0).value_or(0));

@@ -28,7 +28,7 @@ std::string category_label(const std::string& category) {
   if (category == "pipeline_bubble") return "pipeline bubble";
   if (category == "data_wait") return "waiting for the data loader";
   if (category == "checkpoint") return "checkpoint stalls";
-  if (category == "host_launch") return "waiting for the host to launch kernels";
+  if (category == "host_launch") return "waiting for the host (kernel launches and step work)";
   return "idle";
 }
 
@@ -111,6 +111,7 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   const coll::CommTuning tuning = coll::tuning_for(cc.node, cc.nic);
   workload::StepProgram program = workload::build_step_program(setup.model, plan, gpu_model);
   program.host_launch_s = setup.host.kernel_launch_s / setup.scales.host_launch;
+  program.host_step_s = setup.host.step_overhead_s / setup.scales.host_launch;
   const double samples_per_gpu = static_cast<double>(plan.global_batch) / plan.dp;
   if (setup.host.enabled && setup.host.sample_bytes > 0) {
     // The batch's host-to-device copy runs in the step, on the PCIe links it shares with the NICs:

@@ -59,7 +59,7 @@ class StepBuilder {
         stages_[s].paired_comm_track = g_.add_track(proc, "tp/cp/ep comm (paired backward)");
       }
       stages_[s].dp_track = g_.add_track(proc, "dp comm");
-      if (p.host_launch_s > 0) {
+      if (host_modelled()) {
         stages_[s].host_track = g_.add_track(proc, "host launches");
         if (p.schedule == ScheduleKind::DualPipe)
           stages_[s].paired_host_track = g_.add_track(proc, "host launches (paired backward)");
@@ -72,7 +72,7 @@ class StepBuilder {
     // Where no op list can put the host behind its GPU, the host chain would only delay each
     // stage's first launched work by one launch: that launch stands for it (the same result, a
     // fraction of the tasks).
-    launches_free_ = p_.host_launch_s > 0 && options.host_shortcut && host_stays_ahead();
+    launches_free_ = host_modelled() && options.host_shortcut && host_stays_ahead();
     build_batch_copy();
     build_pipeline();
     build_tail();
@@ -167,27 +167,37 @@ class StepBuilder {
   };
   Launches host_launch(int s, int launches, bool sync) {
     Launches out;
-    if (p_.host_launch_s <= 0 || launches <= 0) return out;
+    if (!host_modelled() || launches <= 0) return out;
     StageState& st = stages_[s];
     if (launches_free_ && st.host_now() != sim::kNoTask) return out;  // only the first launch counts
     if (launches_free_) launches = 1;
     auto add = [&](int n, const char* name) {
       sim::TaskSpec t;
-      t.activity.latency = sim::Time::from_seconds(n * p_.host_launch_s);
+      // The stage's first launch comes after the step's fixed host work (StepProgram::host_step_s).
+      const bool step_start = !st.on_paired_tracks && st.host == sim::kNoTask;
+      t.activity.latency = sim::Time::from_seconds(n * p_.host_launch_s + (step_start ? p_.host_step_s : 0.0));
       t.category = kCatHostLaunch;
       t.track = st.on_paired_tracks ? st.paired_host_track : st.host_track;
       t.name = g_.intern(name);
       const sim::TaskId id = g_.add(t);
       sim::TaskId& chain = st.host_now();
       if (chain != sim::kNoTask) g_.add_dependency(chain, id);
+      // A blocking batch copy (pageable, or a batch the process loads itself) is the host thread's
+      // too: its step work and launches follow it.
+      if (step_start && p_.batch_copy_blocking && batch_copy_ != sim::kNoTask) g_.add_dependency(batch_copy_, id);
       chain = id;
       return id;
     };
-    out.first = add(1, sync ? "kernel launch (after a host sync)" : "kernel launches");
+    out.first = add(1, sync ? "kernel launch (after a host sync)"
+                       : st.host_now() == sim::kNoTask && !st.on_paired_tracks && p_.host_step_s > 0
+                           ? "step host work + kernel launch"
+                           : "kernel launches");
     if (sync) g_.add_dependency(st.cursor, out.first);
     if (launches > 1) out.rest = add(launches - 1, "kernel launches");
     return out;
   }
+
+  bool host_modelled() const { return p_.host_launch_s > 0 || p_.host_step_s > 0; }
 
   // True when the host provably never falls behind the GPU after the step's first launch. Along an
   // op list in issue order, the host's lead changes by each op's GPU seconds less its launches

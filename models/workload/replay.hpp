@@ -117,6 +117,10 @@ struct StepProgram {
   // Host time to launch one kernel (the framework's per-op dispatch on the rank's CPU thread);
   // 0 = launches are free (the host is never behind).
   double host_launch_s = 0.0;
+  // Host time per step outside kernel launches (the training loop's own Python, the optimizer's
+  // bookkeeping, zero_grad), before each stage's first launch: a loop that synchronises once per
+  // step (the loss read back) starts it with the GPU idle. 0 = none.
+  double host_step_s = 0.0;
 };
 
 struct ReplayResult {

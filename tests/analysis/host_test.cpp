@@ -90,6 +90,24 @@ TEST(Host, BadHostInputIsAnInputError) {
   EXPECT_THROW(load_scenario(kStory, {"host.kernel_launch=5"}), stacksim::config::InputError);  // no unit
   EXPECT_THROW(load_scenario(kStory, {"host.sample_bytes=2 TB"}), stacksim::config::InputError);
   EXPECT_THROW(load_scenario(kStory, {"host.storage_bytes_per_sample=-1 MB"}), stacksim::config::InputError);
+  EXPECT_THROW(load_scenario(kStory, {"host.step_overhead=-1 ms"}), stacksim::config::InputError);
+  EXPECT_THROW(load_scenario(kStory, {"host.step_overhead=3"}), stacksim::config::InputError);  // no unit
+  EXPECT_THROW(load_scenario(kStory, {"host.step_overhead=2 min"}), stacksim::config::InputError);
+}
+
+TEST(Host, TheStepOverheadIsHostTimeOnceAStepBeforeItsFirstLaunch) {
+  // A GPU-bound step (the default launch cost stays ahead of the GPU): 10 ms of step-fixed host
+  // work delays the step by exactly its excess over the default 3.5 ms, whatever the batch; it
+  // is no data-loader key, and it is counted as time waiting for the host.
+  const std::string fsdp = std::string(STACKSIM_SOURCE_DIR) + "/scenarios/fsdp-7b-8xh100.yaml";
+  const Scenario base = load_scenario(fsdp, {});
+  EXPECT_DOUBLE_EQ(base.training.host.step_overhead_s, 3.5e-3);
+  const Scenario slow = load_scenario(fsdp, {"host.step_overhead=10 ms"});
+  EXPECT_FALSE(slow.training.host.enabled);
+  const TrainingResult a = simulate_training(base.training, RunOptions{});
+  const TrainingResult b = simulate_training(slow.training, RunOptions{});
+  EXPECT_NEAR(b.step_time_s - a.step_time_s, 6.5e-3, 1e-9);
+  EXPECT_NEAR(category(b, "host_launch") - category(a, "host_launch"), 6.5e-3, 1e-9);
 }
 
 TEST(Host, KernelLaunchAloneIsNoDataPipelineAndAFasterHostHelpsALaunchBoundStep) {
@@ -107,7 +125,7 @@ TEST(Host, KernelLaunchAloneIsNoDataPipelineAndAFasterHostHelpsALaunchBoundStep)
   const TrainingResult r = simulate_training(s.training, RunOptions{});
   EXPECT_GT(category(r, "host_launch"), 0.3 * r.step_time_s);
   EXPECT_EQ(category(r, "data_wait"), 0.0);
-  EXPECT_EQ(r.bottleneck, "waiting for the host to launch kernels");
+  EXPECT_EQ(r.bottleneck, "waiting for the host (kernel launches and step work)");
   const Comparison c = compare(fsdp, slow, {}, true);
   double host = 0, flops = 0;
   for (const auto& e : c.elasticity) {
@@ -116,9 +134,10 @@ TEST(Host, KernelLaunchAloneIsNoDataPipelineAndAFasterHostHelpsALaunchBoundStep)
   }
   EXPECT_GT(host, 1.3);
   EXPECT_GT(host, flops);
-  // Free launches: the same step without the wait.
+  // Free launches and no step-fixed host work: the same step without the wait.
   std::vector<std::string> free_launch = small;
   free_launch.push_back("host.kernel_launch=0 us");
+  free_launch.push_back("host.step_overhead=0 ms");
   const TrainingResult f = simulate_training(load_scenario(fsdp, free_launch).training, RunOptions{});
   EXPECT_EQ(category(f, "host_launch"), 0.0);
   EXPECT_LT(f.step_time_s, r.step_time_s);

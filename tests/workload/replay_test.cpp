@@ -526,6 +526,35 @@ TEST(Replay, TheHostAheadOfTheGpuCostsOnlyTheFirstLaunch) {
   EXPECT_NEAR(forward_step_s({compute(1e-3), compute(1e-3), compute(1e-3)}, 0.0), 3e-3, 1e-12);
 }
 
+TEST(Replay, TheStepsFixedHostWorkPrecedesEachStagesFirstLaunch) {
+  // 2 ms of step-fixed host work before three 1 ms kernels launched at 1 us: the GPU idles 2 ms
+  // plus the first launch, then never waits (host_step_s alone, with free launches, the same).
+  StepProgram p;
+  LayerProgram l;
+  l.forward = {compute(1e-3), compute(1e-3), compute(1e-3)};
+  p.layers = {l};
+  p.host_launch_s = 1e-6;
+  p.host_step_s = 2e-3;
+  ReplayResult r = replay_step(p, ideal_cluster(1), coll::CommTuning{}, {});
+  EXPECT_NEAR(r.step_time_s, 2e-3 + 1e-6 + 3e-3, 1e-12);
+  EXPECT_NEAR(r.breakdown_s[kCatHostLaunch], 2e-3 + 1e-6, 1e-12);
+  p.host_launch_s = 0;
+  EXPECT_NEAR(replay_step(p, ideal_cluster(1), coll::CommTuning{}, {}).step_time_s, 2e-3 + 3e-3, 1e-12);
+  // Two pipeline stages: each rank's host does the work at the step's start, so the second
+  // stage's is hidden under the first stage's forward (1 ms > 0.5 ms) and the step grows by one.
+  StepProgram q;
+  q.pp = 2;
+  q.micro_batches = 2;
+  LayerProgram f;
+  f.forward = {compute(1e-3)};
+  f.backward = {compute(2e-3)};
+  q.layers = {f, f};
+  const topo::Cluster two = ideal_cluster(2);
+  const double without = replay_step(q, two, coll::CommTuning{}, {}).step_time_s;
+  q.host_step_s = 0.5e-3;
+  EXPECT_NEAR(replay_step(q, two, coll::CommTuning{}, {}).step_time_s - without, 0.5e-3, 1e-12);
+}
+
 TEST(Replay, KernelsShorterThanTheirLaunchRunAtTheLaunchRate) {
   // 100 kernels of 1 us launched at 10 us each: the step is the host's 1 ms (the last kernel's
   // 1 us aside), and the breakdown says the GPU waited for launches all but its 100 us of work.
