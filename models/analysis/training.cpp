@@ -217,6 +217,7 @@ nlohmann::json training_json(const Scenario& s, const TrainingResult& r) {
       {"mfu", r.mfu},
       {"hfu", r.hfu},
       {"recompute", r.recompute},
+      {"cuda_graphs", workload::cuda_graphs_name(s.training.plan.cuda_graphs)},
       {"memory_per_gpu_bytes", r.memory_per_gpu_bytes},
       {"memory", {{"weights_bytes", m.weights_bytes}, {"gradients_bytes", m.gradients_bytes},
                   {"optimizer_bytes", m.optimizer_bytes}, {"activations_bytes", m.activations_bytes},
@@ -248,9 +249,10 @@ void print_training(const Scenario& s, const TrainingResult& r, bool verbose, st
   if (p.experts_folded()) etp.append(" etp ").append(std::to_string(p.expert_tp()));
   if (p.pp > 1 && p.schedule != workload::Schedule::OneFOneB)
     schedule = p.dualpipe() ? " (dualpipe)" : " (gpipe)";
-  std::snprintf(line, sizeof line, "plan: tp %d pp %d%s dp %d cp %d ep %d%s vp %d, micro-batch %d, global batch %d, %s, recompute %s, zero %d\n",
+  const std::string graphs = p.cuda_graphs ? ", cuda graphs " + workload::cuda_graphs_name(p.cuda_graphs) : "";
+  std::snprintf(line, sizeof line, "plan: tp %d pp %d%s dp %d cp %d ep %d%s vp %d, micro-batch %d, global batch %d, %s, recompute %s, zero %d%s\n",
                 p.tp, p.pp, schedule.c_str(), p.dp, p.cp, p.ep, etp.c_str(), p.vp, p.micro_batch, p.global_batch,
-                workload::precision_name(p.precision), r.recompute.c_str(), p.zero);
+                workload::precision_name(p.precision), r.recompute.c_str(), p.zero, graphs.c_str());
   out << line;
   std::snprintf(line, sizeof line, "step time        %s\n", sim::format_seconds(r.step_time_s).c_str()); out << line;
   std::snprintf(line, sizeof line, "tokens/s         %.4g (%.4g per GPU)\n", r.tokens_per_s, r.tokens_per_s_per_gpu); out << line;

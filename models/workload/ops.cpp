@@ -93,7 +93,15 @@ struct Block {
   // again for the weight gradient; the MoE dispatcher keeps its gathered tokens instead.
   bool regather_for_wgrad = true;
   unsigned modules = 0;  // recompute modules covering every op the block emits (with its collectives)
+  unsigned graph = 0;    // the CUDA graph scope of its TP entry/exit collectives (capture() below)
 };
+
+// Puts every op of `b` and its TP collectives in CUDA graph scope `scope`.
+void capture(Block& b, unsigned scope) {
+  b.graph = scope;
+  for (auto* ops : {&b.pre, &b.inner, &b.post})
+    for (Op& o : *ops) o.graph_scope = scope;
+}
 
 // With tp_comm_overlap (userbuffers), a sequence-parallel collective runs pipelined with the GEMM
 // that consumes (all-gather) or produces (reduce-scatter) it: modelled as the collective running
@@ -107,6 +115,7 @@ void emit_block_forward(std::vector<Op>& out, const Block& b, const ParallelPlan
   if (p.sp() && b.entry) {
     Op gather = comm("tp all-gather " + b.what, CommKind::AllGather, CommGroup::TP, b.entry_bytes);
     gather.overlaps_next = pipelined_with_gemm(p, b.inner, true);
+    gather.graph_scope = b.graph;
     out.push_back(gather);
   }
   const bool exit_pipelined = p.tp > 1 && b.exit && pipelined_with_gemm(p, b.inner, false);
@@ -115,6 +124,7 @@ void emit_block_forward(std::vector<Op>& out, const Block& b, const ParallelPlan
     Op reduce = p.sp() ? comm("tp reduce-scatter " + b.what, CommKind::ReduceScatter, CommGroup::TP, b.exit_bytes)
                        : comm("tp all-reduce " + b.what, CommKind::AllReduce, CommGroup::TP, b.exit_bytes);
     reduce.overlaps_next = exit_pipelined;
+    reduce.graph_scope = b.graph;
     out.push_back(reduce);
     if (exit_pipelined) out.push_back(b.inner.back());
   }
@@ -140,6 +150,7 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
         dgrad.cls = wgrad.cls = f.cls;
         dgrad.fp8_eligible = wgrad.fp8_eligible = f.fp8_eligible;
         dgrad.grouped = wgrad.grouped = f.grouped;
+        dgrad.graph_scope = wgrad.graph_scope = f.graph_scope;
         wgrad.weight_grad = true;
         out.push_back(dgrad);
         out.push_back(wgrad);
@@ -206,6 +217,7 @@ void emit_backward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) 
   if (p.sp() && b.exit) {
     Op gather = comm("tp all-gather " + b.what + " (output grad)", CommKind::AllGather, CommGroup::TP, b.exit_bytes);
     gather.overlaps_next = pipelined_with_gemm(p, b.inner, false);  // under the exit GEMM's dgrad
+    gather.graph_scope = b.graph;
     out.push_back(gather);
   }
   std::vector<Op> inner;
@@ -216,6 +228,7 @@ void emit_backward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) 
                                   CommGroup::TP, b.entry_bytes)
                            : comm("tp all-reduce " + b.what + " (input grad)", CommKind::AllReduce, CommGroup::TP,
                                   b.entry_bytes);
+    regather.graph_scope = input_grad.graph_scope = b.graph;
     const bool regathers = p.sp() && b.regather_for_wgrad;
     // The entry GEMM's dgrad and wgrad close the block's backward (emit_backward_ops reverses).
     const size_t n = inner.size();
@@ -299,6 +312,7 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
   }
   b.inner.push_back(gemm("attention output projection", d.T, d.h, heads * m.v_head_dim()));
   b.post.push_back(dropout_residual(d));
+  capture(b, kGraphAttn);
   return b;
 }
 
@@ -338,8 +352,11 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
   b.modules = kRecomputeMoe;
   b.pre.push_back(norm_op("post-attention norm", m, p, static_cast<double>(d.Tn) * d.h));
   b.pre.back().modules = kRecomputeLayernorm;
+  b.pre.back().graph_scope = kGraphMoeRouter;
   b.pre.push_back(gemm("router", d.Tn, e.experts, d.h));
+  b.pre.back().graph_scope = kGraphMoeRouter;
   b.pre.push_back(memory("top-k routing + permute", OpClass::Elementwise, 4.0 * d.Tn * d.h * e.top_k));
+  b.pre.back().graph_scope = kGraphMoePreprocess;
   const double dispatch_bytes = kAct * d.Tn * d.h * e.top_k;
   auto ep_all_to_all = [&](const std::string& name) {
     Op a2a = comm(name, CommKind::AllToAll, CommGroup::EP, dispatch_bytes);
@@ -383,9 +400,12 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
   if (p.ep > 1) b.post.push_back(ep_all_to_all("ep all-to-all combine"));
   b.post.push_back(memory("unpermute + weighted sum", OpClass::Elementwise, (2.0 * e.top_k + 2.0) * d.Tn * d.h));
   std::vector<Block> blocks{b};
-  if (e.shared_experts > 0)
+  if (e.shared_experts > 0) {
+    // Megatron-Core's moe_router graph takes the shared experts when they are not overlapped.
     blocks.push_back(dense_mlp_block(m, p, d, false, "(shared experts)", e.expert_ffn_hidden * e.shared_experts));
-  blocks.back().post.push_back(dropout_residual(d));
+    capture(blocks.back(), kGraphMoeRouter);
+  }
+  blocks.back().post.push_back(dropout_residual(d));  // eager: after the dispatch's host read-back
   return blocks;
 }
 
@@ -398,6 +418,7 @@ std::vector<Block> layer_blocks(const ModelConfig& m, const ParallelPlan& p, int
   } else {
     blocks.push_back(dense_mlp_block(m, p, d, true, "(mlp)", m.ffn_hidden));
     blocks.back().post.push_back(dropout_residual(d));
+    capture(blocks.back(), kGraphMlp);
   }
   return blocks;
 }

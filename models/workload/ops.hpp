@@ -95,6 +95,9 @@ struct Op {
   // The recompute modules (ParallelPlan::recompute_modules bits) whose selective recomputation
   // re-runs this forward op; the attention core is recognised by its class.
   unsigned modules = 0;
+  // The CUDA graph scope (ParallelPlan::cuda_graphs, GraphScope bits) that captures this op when
+  // the plan captures it; 0 = launched by the host in every plan short of cuda_graphs: full.
+  unsigned graph_scope = 0;
   // GEMM, as PyTorch's per-linear models issue it (for recompute: op, torchtitan's op-level
   // checkpointing): the widths n of the separate matmuls this fused op stands for (wq, wk, wv; the
   // gate and up projections), one matmul of width n when empty; `grouped`: the experts' grouped

@@ -74,11 +74,25 @@ std::string recompute_modules_name(unsigned modules) {
   return out;
 }
 
+namespace {
+const std::pair<const char*, unsigned> kGraphScopeNames[] = {
+    {"attn", kGraphAttn}, {"mlp", kGraphMlp}, {"moe_router", kGraphMoeRouter}, {"moe_preprocess", kGraphMoePreprocess}};
+}  // namespace
+
+std::string cuda_graphs_name(unsigned scopes) {
+  if (scopes == 0) return "none";
+  if (scopes & kGraphFull) return "full";
+  std::string out;
+  for (const auto& [name, bit] : kGraphScopeNames)
+    if (scopes & bit) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
 ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "recompute_modules", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "autocast", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "kernels", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "fp8_swiglu_cache", "shard_size", "dp_bucket_size",
+                "async_tp_backward", "grad_reduce_fp32", "autocast", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "kernels", "cuda_graphs", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "fp8_swiglu_cache", "shard_size", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers", "stage_layers", "account_for_embedding_in_pipeline_split",
                 "account_for_loss_in_pipeline_split"});
   ParallelPlan p;
@@ -123,6 +137,30 @@ ParallelPlan parse_plan(const config::Node& n) {
       const unsigned bit = recompute_module_bit(name);
       if (!bit) n.fail("recompute_modules", "unknown module '" + name + "'", fix);
       p.recompute_modules |= bit;
+    }
+  }
+  if (n.has("cuda_graphs")) {
+    const config::Node g = n["cuda_graphs"];
+    const char* fix = "write cuda_graphs: none, cuda_graphs: full, or a list of scopes, e.g. [attn, moe_router, "
+                      "moe_preprocess] (attn, mlp, moe_router, moe_preprocess)";
+    if (g.is_sequence()) {
+      if (g.size() == 0) n.fail("cuda_graphs", "is an empty list", fix);
+      for (size_t i = 0; i < g.size(); ++i) {
+        const std::string name = g.at(i).as_string();
+        unsigned bit = 0;
+        for (const auto& [nm, b] : kGraphScopeNames)
+          if (name == nm) bit = b;
+        if (!bit) n.fail("cuda_graphs", "unknown scope '" + name + "'", fix);
+        p.cuda_graphs |= bit;
+      }
+    } else {
+      const std::string v = n.required_string("cuda_graphs");
+      if (v == "full") p.cuda_graphs = kGraphFull;
+      else if (v != "none") {
+        for (const auto& [nm, b] : kGraphScopeNames)
+          if (v == nm) p.cuda_graphs = b;
+        if (p.cuda_graphs == 0) n.fail("cuda_graphs", "unknown value '" + v + "'", fix);
+      }
     }
   }
   if (n.has("recompute_layers")) {
@@ -246,6 +284,14 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
     if ((p.recompute_modules & kRecomputeSharedExperts) && m.moe.shared_experts <= 0)
       n.fail("recompute_modules", "shared_experts needs shared experts (model.moe.shared_experts)", "remove shared_experts");
   }
+  if ((p.cuda_graphs & (kGraphMoeRouter | kGraphMoePreprocess)) && !m.is_moe())
+    n.fail("cuda_graphs", "moe_router and moe_preprocess need an MoE model (model.moe)", "remove them, or use attn and mlp");
+  if ((p.cuda_graphs & kGraphFull) && m.is_moe() && m.moe.capacity_factor <= 0)
+    n.fail("cuda_graphs",
+           "full cannot capture a dropless MoE layer: its dispatch reads the routed token counts back to the host "
+           "(data-dependent shapes)",
+           "set model.moe.capacity_factor (drop and pad to a static size), or capture scopes: [attn, moe_router, "
+           "moe_preprocess]");
   if (p.fp8_swiglu_cache && !(m.is_moe() && m.mlp == Mlp::SwiGlu))
     n.fail("fp8_swiglu_cache", "needs an MoE model with a SwiGLU MLP (the routed experts' SwiGLU inputs)",
            "remove fp8_swiglu_cache");

@@ -67,7 +67,7 @@ compute::AttentionKernel attention_kernel(AttentionImpl a) {
 class Coster {
  public:
   Coster(const ModelConfig& model, const ParallelPlan& plan, const compute::GpuModel& gpu)
-      : gpu_(gpu), gemm_(gemm_dtype(plan.precision)), other_(other_dtype(plan.precision)),
+      : cuda_graphs_(plan.cuda_graphs), gpu_(gpu), gemm_(gemm_dtype(plan.precision)), other_(other_dtype(plan.precision)),
         kernel_(attention_kernel(model.attention)),
         quantize_bytes_per_element_(plan.fp8_quantize_bytes_per_element(gpu.spec().fp8_gemm_needs_transpose())) {}
 
@@ -116,11 +116,15 @@ class Coster {
     return c;
   }
 
-  std::vector<CostedOp> cost_all(const std::vector<Op>& ops) const {
+  // `model_ops`: the list is the model's (layers, embedding, head), which cuda_graphs: full
+  // captures whole; the optimizer's is not.
+  std::vector<CostedOp> cost_all(const std::vector<Op>& ops, bool model_ops = true) const {
     std::vector<CostedOp> out;
     out.reserve(ops.size());
+    std::vector<unsigned> graph;  // the CUDA graph of each costed op (0 = launched by the host)
     for (const Op& op : ops) {
       if (op.kind == OpKind::Comm && op.group == CommGroup::PP) continue;  // the replay sends activations
+      const unsigned g = (cuda_graphs_ & kGraphFull) ? (model_ops ? kGraphFull : 0u) : (op.graph_scope & cuda_graphs_);
       if (op.kind == OpKind::Gemm && op.cls == OpClass::Gemm && op.fp8_eligible && !op.weight_grad &&
           gemm_ == compute::DType::FP8) {
         // FP8 GEMMs read FP8 operands: the 16-bit input activation (or output gradient) is
@@ -131,13 +135,19 @@ class Coster {
         cast.category = kCatElementwise;
         cast.seconds = gpu_.memory_bound(quantize_bytes_per_element_ * static_cast<double>(op.m) * op.k * op.batch).seconds;
         out.push_back(cast);
+        graph.push_back(g);
       }
       out.push_back(cost(op));
+      graph.push_back(g);
     }
+    // A run of ops captured in one graph is one launch (the graph's), its first op's.
+    for (size_t i = 0; i < out.size(); ++i)
+      if (graph[i] != 0) out[i].launches = i > 0 && graph[i - 1] == graph[i] ? 0 : 1;
     return out;
   }
 
  private:
+  unsigned cuda_graphs_;
   const compute::GpuModel& gpu_;
   compute::DType gemm_, other_;
   compute::AttentionKernel kernel_;
@@ -211,7 +221,7 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
   p.head_grad_bytes = plan.grad_bytes_per_param() * head_params;
   p.embedding_fsdp_grad_prep_s = fsdp_pass_s(plan.fsdp_grad_prep_bytes_per_param(), embedding_params);
   p.head_fsdp_grad_prep_s = fsdp_pass_s(plan.fsdp_grad_prep_bytes_per_param(), head_params);
-  p.optimizer = coster.cost_all(optimizer_ops(model, plan));
+  p.optimizer = coster.cost_all(optimizer_ops(model, plan), false);
   p.p2p_bytes = pipeline_p2p_bytes(model, plan);
   if (plan.p2p_scatter_gather && plan.tp > 1 && !plan.sp()) {
     p.p2p_gather_bytes = p.p2p_bytes;

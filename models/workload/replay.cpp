@@ -419,7 +419,7 @@ class StepBuilder {
     std::vector<sim::TaskId> deps{stages_[s].cursor};
     // Its one launch (a collective of a single rank is none; host_launch says when it is free).
     sim::TaskId host = sim::kNoTask;
-    if (op.bytes > 0 && group_size(op.group) >= 2) host = host_launch(s, 1, op.host_sync).first;
+    if (op.bytes > 0 && group_size(op.group) >= 2) host = host_launch(s, op.launches, op.host_sync).first;
     // A join gates the collective on its launch (the breakdown's wait ends where the join does).
     if (host != sim::kNoTask) {
       const sim::TaskId gate = add_join({});

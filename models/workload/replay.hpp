@@ -62,7 +62,8 @@ struct CostedOp {
   bool overlaps_next = false;     // collective runs concurrently with the next compute op (CP)
   coll::MoeDispatch dispatch;      // all-to-all: MoE dispatch once per destination node (coll::Collective)
   bool weight_grad = false;       // compute: a wgrad GEMM (zero-bubble schedules defer these)
-  int launches = 1;               // kernels the host launches for the op
+  int launches = 1;               // kernels the host launches for the op (a CUDA graph: one for its
+                                  // first op, none for the rest; program_builder.cpp)
   bool host_sync = false;         // the host waits for the GPU before launching it (Op::host_sync)
 };
 

@@ -95,6 +95,29 @@ TEST(Host, BadHostInputIsAnInputError) {
   EXPECT_THROW(load_scenario(kStory, {"host.step_overhead=2 min"}), stacksim::config::InputError);
 }
 
+TEST(Host, CudaGraphsTakeTheLaunchesOffAHostBoundStep) {
+  // The small model of the test above at 50 us per launch: graphs of the attention and MLP blocks
+  // cut the time waiting for the host, full graphs leave the step's fixed host work and a launch
+  // per layer graph.
+  const std::string fsdp = std::string(STACKSIM_SOURCE_DIR) + "/scenarios/fsdp-7b-8xh100.yaml";
+  const std::vector<std::string> small = {"model.layers=4", "model.hidden=1024", "model.heads=8", "model.kv_heads=8",
+                                          "model.ffn_hidden=4096", "model.seq_len=512", "parallelism.micro_batch=1",
+                                          "parallelism.global_batch=8", "host.kernel_launch=50 us"};
+  const auto run = [&](const std::string& graphs) {
+    std::vector<std::string> o = small;
+    o.push_back("parallelism.cuda_graphs=" + graphs);
+    return simulate_training(load_scenario(fsdp, o).training, RunOptions{});
+  };
+  const TrainingResult eager = run("none"), attn = run("[attn]"), full = run("full");
+  EXPECT_LT(attn.step_time_s, eager.step_time_s);
+  EXPECT_LT(full.step_time_s, attn.step_time_s);
+  EXPECT_LT(category(full, "host_launch"), 0.5 * category(eager, "host_launch"));
+  // Left: at most the 3.5 ms step work (the first FSDP gather runs under part of it) plus about
+  // one graph launch per op list (4 layers forward and backward, the embedding and the head).
+  EXPECT_GT(category(full, "host_launch") + category(full, "dp_comm"), 3.5e-3);
+  EXPECT_LT(category(full, "host_launch"), 3.5e-3 + 14 * 50e-6);
+}
+
 TEST(Host, TheStepOverheadIsHostTimeOnceAStepBeforeItsFirstLaunch) {
   // A GPU-bound step (the default launch cost stays ahead of the GPU): 10 ms of step-fixed host
   // work delays the step by exactly its excess over the default 3.5 ms, whatever the batch; it

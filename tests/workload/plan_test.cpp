@@ -83,6 +83,33 @@ TEST(Plan, AutocastNeedsA16BitComputeDtypeAndNoFsdp) {
   EXPECT_TRUE(has(e, "FSDP")) << e;
 }
 
+TEST(Plan, CudaGraphScopesParseAndNeedWhatTheyCapture) {
+  const auto scopes = [](const std::string& v) {
+    const config::Node root = config::Node::load_string("parallelism: {global_batch: 1, cuda_graphs: " + v + "}\n", "plan.yaml");
+    return parse_plan(root["parallelism"]).cuda_graphs;
+  };
+  EXPECT_EQ(scopes("none"), 0u);
+  EXPECT_EQ(scopes("full"), unsigned{kGraphFull});
+  EXPECT_EQ(scopes("attn"), unsigned{kGraphAttn});
+  EXPECT_EQ(scopes("[attn, moe_router, moe_preprocess]"), unsigned{kGraphAttn | kGraphMoeRouter | kGraphMoePreprocess});
+  EXPECT_EQ(cuda_graphs_name(kGraphAttn | kGraphMlp), "attn, mlp");
+  EXPECT_TRUE(has(check(gpt(), "{dp: 8, global_batch: 8, cuda_graphs: [attn, bogus]}", 8), "unknown scope 'bogus'"));
+  EXPECT_TRUE(has(check(gpt(), "{dp: 8, global_batch: 8, cuda_graphs: []}", 8), "'parallelism.cuda_graphs'"));
+  EXPECT_TRUE(has(check(gpt(), "{dp: 8, global_batch: 8, cuda_graphs: sometimes}", 8), "unknown value"));
+  // MoE scopes need an MoE model; a whole-step graph cannot hold a dropless dispatch's read-back.
+  EXPECT_TRUE(has(check(gpt(), "{dp: 8, global_batch: 8, cuda_graphs: [moe_router]}", 8), "need an MoE model"));
+  ModelConfig moe = gpt();
+  moe.moe.experts = 8;
+  moe.moe.top_k = 2;
+  moe.moe.expert_ffn_hidden = 4096;
+  EXPECT_EQ(check(moe, "{dp: 8, ep: 8, global_batch: 8, cuda_graphs: [attn, moe_router, moe_preprocess]}", 8), "");
+  const std::string full = check(moe, "{dp: 8, ep: 8, global_batch: 8, cuda_graphs: full}", 8);
+  EXPECT_TRUE(has(full, "dropless")) << full;
+  EXPECT_TRUE(has(full, "capacity_factor")) << full;
+  moe.moe.capacity_factor = 1.25;
+  EXPECT_EQ(check(moe, "{dp: 8, ep: 8, global_batch: 8, cuda_graphs: full}", 8), "");
+}
+
 TEST(Plan, FfnWidthMustDivideByTp) {
   ModelConfig m = gpt();
   m.ffn_hidden = 1000;

@@ -154,6 +154,66 @@ TEST(StepProgram, LaunchesCountTheKernelsTheHostIssues) {
 }
 
 
+TEST(StepProgram, ACudaGraphIsOneLaunchForTheOpsItCaptures) {
+  // tp 2 with an MoE layer (experts over ep 2): the attention block, collectives included, is one
+  // launch forward and one backward under attn; the router and routing under moe_router and
+  // moe_preprocess; the dispatch (the host read-back), the experts and the combine stay eager;
+  // full captures each dense layer's list whole. The compute is the same either way.
+  ModelConfig m = gpt_model(2, 1024, 16, 1024);
+  m.mlp = Mlp::SwiGlu;
+  m.moe.experts = 8;
+  m.moe.top_k = 2;
+  m.moe.expert_ffn_hidden = 512;
+  m.moe.imbalance = 1.0;
+  ParallelPlan p;
+  p.tp = 2;
+  p.dp = p.ep = 2;
+  p.global_batch = 2;
+  const auto launches = [](const std::vector<CostedOp>& ops, const std::string& prefix) {
+    int n = 0;
+    for (const CostedOp& o : ops)
+      if (o.name.rfind(prefix, 0) == 0) n += o.launches;
+    return n;
+  };
+  const auto total = [](const std::vector<CostedOp>& ops) {
+    int n = 0;
+    double s = 0;
+    for (const CostedOp& o : ops) {
+      n += o.launches;
+      s += o.seconds;
+    }
+    return std::pair<int, double>{n, s};
+  };
+  const StepProgram eager = build_step_program(m, p, gpu());
+  p.cuda_graphs = kGraphAttn | kGraphMoeRouter | kGraphMoePreprocess;
+  const StepProgram graphed = build_step_program(m, p, gpu());
+  const LayerProgram &e = eager.layers[0], &g = graphed.layers[0];
+  EXPECT_EQ(launches(g.forward, "input norm"), 1);  // the attention graph's launch
+  EXPECT_EQ(launches(g.forward, "qkv projection") + launches(g.forward, "attention") +
+                launches(g.forward, "tp all-reduce (attention)") + launches(g.forward, "dropout + residual"),
+            1);  // the second residual (after the MoE combine) is eager: its launch
+  EXPECT_EQ(launches(g.forward, "post-attention norm"), 1);  // the router graph
+  EXPECT_EQ(launches(g.forward, "router"), 0);
+  EXPECT_EQ(launches(g.forward, "top-k routing + permute"), 1);  // the preprocess graph
+  EXPECT_EQ(launches(g.forward, "ep all-to-all dispatch"), 1);
+  EXPECT_EQ(launches(g.forward, "expert fc1"), launches(e.forward, "expert fc1"));
+  EXPECT_EQ(launches(g.backward, "attention backward"), 0);  // inside the backward graph
+  EXPECT_LT(total(g.forward).first, total(e.forward).first);
+  EXPECT_LT(total(g.backward).first, total(e.backward).first);
+  EXPECT_DOUBLE_EQ(total(g.forward).second, total(e.forward).second);
+  // full: a dense model's layer is one launch forward and one backward; the optimizer stays eager.
+  ModelConfig dense = gpt_model(2, 1024, 16, 1024);
+  ParallelPlan d;
+  d.tp = 2;
+  d.dp = 2;
+  d.global_batch = 2;
+  d.cuda_graphs = kGraphFull;
+  const StepProgram whole = build_step_program(dense, d, gpu());
+  EXPECT_EQ(total(whole.layers[1].forward).first, 1);
+  EXPECT_EQ(total(whole.layers[1].backward).first, 1);
+  EXPECT_EQ(total(whole.optimizer).first, static_cast<int>(whole.optimizer.size()));
+}
+
 namespace {
 // GPUs on one 100 GB/s switch.
 topo::Cluster switched_cluster(int gpus) {
