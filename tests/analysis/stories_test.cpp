@@ -109,3 +109,23 @@ TEST(Stories, ComputeBoundJobGainsAboutTheGemmRateRatio) {
                                     false);
   EXPECT_NEAR(cost_change_pct(priced.baseline, priced.variants[0].result), 100 * (2 / priced.variants[0].speedup - 1), 1e-9);
 }
+
+TEST(Stories, AHostBoundJobGainsNothingFromFasterGpusAndMuchFromCudaGraphs) {
+  // Story (f): GPT-2 small in eager PyTorch at micro-batch 1 (the configuration timed on a real
+  // H100, calibration/measurements/*-torch-step-small.yaml): the GPU waits for the host's
+  // launches, so a B200 or an H200 gains < 10 %, capturing the model in CUDA graphs more than
+  // 1.8x, and the host's launch rate ranks first in the elasticity.
+  const Comparison c = compare(story("host-bound"), {},
+                               {{"hardware.gpu=B200"}, {"hardware.gpu=H200-SXM-141GB"}, {"parallelism.cuda_graphs=full"}}, true);
+  EXPECT_GT(category(c.baseline, "host_launch"), 0.5 * c.baseline.step_time_s);
+  EXPECT_EQ(c.baseline.bottleneck, "waiting for the host (kernel launches and step work)");
+  EXPECT_LT(c.variants[0].speedup, 1.10);
+  EXPECT_LT(c.variants[1].speedup, 1.10);
+  EXPECT_GT(c.variants[2].speedup, 1.8);
+  ASSERT_FALSE(c.elasticity.empty());
+  const VariantOutcome* best = &c.elasticity[0];
+  for (const VariantOutcome& e : c.elasticity)
+    if (e.speedup > best->speedup) best = &e;
+  EXPECT_EQ(best->label, "host_launch");
+  EXPECT_GT(best->speedup, 1.5);
+}
