@@ -14,7 +14,7 @@ KEYS = ["cluster.nodes", "cluster.fabric.oversubscription", "cluster.fabric.rout
         "parallelism.tp", "parallelism.pp", "parallelism.cp", "parallelism.dp", "parallelism.vp", "parallelism.ep", "parallelism.etp",
         "parallelism.micro_batch", "parallelism.global_batch", "parallelism.zero", "parallelism.shard_size",
         "parallelism.first_stage_layers", "parallelism.last_stage_layers", "parallelism.stage_layers", "parallelism.recompute_layers",
-        "parallelism.dp_bucket_size", "parallelism.cp_comm", "parallelism.ep_dispatch", "parallelism.fsdp_impl", "parallelism.fp8_recipe", "parallelism.schedule", "parallelism.p2p_scatter_gather", "parallelism.recompute_modules", "parallelism.optimizer_moments", "parallelism.fp8_swiglu_cache", "parallelism.autocast", "parallelism.kernels", "parallelism.account_for_embedding_in_pipeline_split", "parallelism.account_for_loss_in_pipeline_split",
+        "parallelism.dp_bucket_size", "parallelism.cp_comm", "parallelism.ep_dispatch", "parallelism.fsdp_impl", "parallelism.fp8_recipe", "parallelism.schedule", "parallelism.p2p_scatter_gather", "parallelism.recompute_modules", "parallelism.optimizer_moments", "parallelism.fp8_swiglu_cache", "parallelism.autocast", "parallelism.kernels", "parallelism.cuda_graphs", "parallelism.account_for_embedding_in_pipeline_split", "parallelism.account_for_loss_in_pipeline_split",
         "host.loader_workers", "host.cpu_seconds_per_sample", "host.kernel_launch", "host.step_overhead", "host.sample_bytes", "host.pinned",
         "host.prefetch", "host.storage_bytes_per_sample", "host.workers_build", "host.sample_cost_cv", "storage.read_GBps", "storage.write_GBps",
         "checkpoint.every_steps", "checkpoint.bytes", "checkpoint.async"]
