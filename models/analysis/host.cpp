@@ -24,7 +24,7 @@ HostConfig parse_host(const config::Node& n) {
     h.step_overhead_s = n.non_negative("step_overhead", n.required_quantity("step_overhead", sim::Dimension::Time));
     if (h.step_overhead_s > 60)
       n.fail("step_overhead", "is more than a minute of host work per step",
-             "use the host time of one step besides its kernel launches, e.g. 3.5 ms");
+             "use the host time of one step besides its kernel launches, e.g. 2.3 ms");
   }
   // The data pipeline is simulated when any of its keys is given (the launch costs are not ones).
   h.enabled = n.size() > static_cast<size_t>(n.has("kernel_launch")) + static_cast<size_t>(n.has("step_overhead"));

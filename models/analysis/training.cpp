@@ -112,6 +112,7 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   workload::StepProgram program = workload::build_step_program(setup.model, plan, gpu_model);
   program.host_launch_s = setup.host.kernel_launch_s / setup.scales.host_launch;
   program.host_step_s = setup.host.step_overhead_s / setup.scales.host_launch;
+  r.host_launches_per_step = workload::host_launches_per_rank(program);
   const double samples_per_gpu = static_cast<double>(plan.global_batch) / plan.dp;
   if (setup.host.enabled && setup.host.sample_bytes > 0) {
     // The batch's host-to-device copy runs in the step, on the PCIe links it shares with the NICs:
@@ -230,6 +231,7 @@ nlohmann::json training_json(const Scenario& s, const TrainingResult& r) {
                                           : nlohmann::json()},
       {"bottleneck", r.bottleneck},
       {"critical_stage", r.critical_stage},
+      {"host_launches_per_step", r.host_launches_per_step},
       {"notes", r.notes},
       {"engine", {{"tasks", r.tasks}, {"events", r.engine.events}, {"solves", r.engine.solves},
                   {"wall_s", r.wall_s}}}};

@@ -65,6 +65,7 @@ struct TrainingResult {
                                        // are already in the step)
   std::string bottleneck;
   int critical_stage = 0;
+  double host_launches_per_step = 0;   // kernels one rank's host launches per step (pipeline mean)
   size_t tasks = 0;
   sim::EngineStats engine;
   double wall_s = 0;

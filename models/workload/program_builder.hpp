@@ -12,4 +12,9 @@ namespace stacksim::workload {
 StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& plan,
                                const compute::GpuModel& gpu);
 
+// The kernel launches the host issues per step, per pipeline rank on average: every op list's
+// CostedOp::launches (collectives of a single rank launch nothing) over the step's micro-batches,
+// plus the optimizer's; what host.kernel_launch is charged for (the replay's host chain).
+double host_launches_per_rank(const StepProgram& program);
+
 }  // namespace stacksim::workload

@@ -112,25 +112,27 @@ TEST(Host, CudaGraphsTakeTheLaunchesOffAHostBoundStep) {
   EXPECT_LT(attn.step_time_s, eager.step_time_s);
   EXPECT_LT(full.step_time_s, attn.step_time_s);
   EXPECT_LT(category(full, "host_launch"), 0.5 * category(eager, "host_launch"));
-  // Left: at most the 3.5 ms step work (the first FSDP gather runs under part of it) plus about
+  // Left: at most the step's fixed work (the first FSDP gather runs under part of it) plus about
   // one graph launch per op list (4 layers forward and backward, the embedding and the head).
-  EXPECT_GT(category(full, "host_launch") + category(full, "dp_comm"), 3.5e-3);
-  EXPECT_LT(category(full, "host_launch"), 3.5e-3 + 14 * 50e-6);
+  const double step_work_s = HostConfig{}.step_overhead_s;
+  EXPECT_GT(category(full, "host_launch") + category(full, "dp_comm"), step_work_s);
+  EXPECT_LT(category(full, "host_launch"), step_work_s + 14 * 50e-6);
 }
 
 TEST(Host, TheStepOverheadIsHostTimeOnceAStepBeforeItsFirstLaunch) {
   // A GPU-bound step (the default launch cost stays ahead of the GPU): 10 ms of step-fixed host
-  // work delays the step by exactly its excess over the default 3.5 ms, whatever the batch; it
-  // is no data-loader key, and it is counted as time waiting for the host.
+  // work delays the step by exactly its excess over the default, whatever the batch; it is no
+  // data-loader key, and it is counted as time waiting for the host.
   const std::string fsdp = std::string(STACKSIM_SOURCE_DIR) + "/scenarios/fsdp-7b-8xh100.yaml";
   const Scenario base = load_scenario(fsdp, {});
-  EXPECT_DOUBLE_EQ(base.training.host.step_overhead_s, 3.5e-3);
+  const double excess_s = 10e-3 - HostConfig{}.step_overhead_s;
+  EXPECT_DOUBLE_EQ(base.training.host.step_overhead_s, HostConfig{}.step_overhead_s);
   const Scenario slow = load_scenario(fsdp, {"host.step_overhead=10 ms"});
   EXPECT_FALSE(slow.training.host.enabled);
   const TrainingResult a = simulate_training(base.training, RunOptions{});
   const TrainingResult b = simulate_training(slow.training, RunOptions{});
-  EXPECT_NEAR(b.step_time_s - a.step_time_s, 6.5e-3, 1e-9);
-  EXPECT_NEAR(category(b, "host_launch") - category(a, "host_launch"), 6.5e-3, 1e-9);
+  EXPECT_NEAR(b.step_time_s - a.step_time_s, excess_s, 1e-9);
+  EXPECT_NEAR(category(b, "host_launch") - category(a, "host_launch"), excess_s, 1e-9);
 }
 
 TEST(Host, KernelLaunchAloneIsNoDataPipelineAndAFasterHostHelpsALaunchBoundStep) {
