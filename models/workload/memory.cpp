@@ -88,10 +88,9 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
   // FSDP under a pipeline keeps the stage's parameters gathered and accumulates unsharded
   // gradients until the last micro-batch (replay.cpp): 16-bit weights and gradients in full.
   const bool keep_gathered = p.zero >= 3 && p.pp > 1;
-  f.weights_bytes = 2.0 * sharded(p.zero >= 3 && !keep_gathered);
-  // Under autocast the model's weights are fp32, and a forward holds its 16-bit copies (saved for
-  // the backward's GEMMs) besides.
-  if (p.autocast) f.weights_bytes = (p.weight_bytes_per_param() + 2.0) * all;
+  // Under autocast (never with zero 3) the model's weights are fp32, and a forward holds its 16-bit
+  // copies (saved for the backward's GEMMs) besides.
+  f.weights_bytes = p.autocast ? (p.weight_bytes_per_param() + 2.0) * all : 2.0 * sharded(p.zero >= 3 && !keep_gathered);
   // PyTorch's FSDP keeps no 16-bit copy of its shard: the sharded fp32 parameters (the optimizer's
   // master weights) are cast at each gather, so only the gathered layers (below) are 16-bit.
   if (p.zero >= 3 && !keep_gathered && p.fsdp_impl != FsdpImpl::Megatron) f.weights_bytes = 0;

@@ -231,13 +231,10 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
 }
 
 double host_launches_per_rank(const StepProgram& p) {
-  const auto group_size = [&](Group g) {
-    return g == Group::TP ? p.tp : g == Group::CP ? p.cp : g == Group::EP ? p.ep : p.dp * p.cp;
-  };
   const auto count = [&](const std::vector<CostedOp>& ops) {
     double n = 0;
     for (const CostedOp& o : ops)
-      if (o.kind == CostedOp::Kind::Compute || (o.bytes > 0 && group_size(o.group) >= 2)) n += o.launches;
+      if (o.kind == CostedOp::Kind::Compute || (o.bytes > 0 && group_size(p, o.group) >= 2)) n += o.launches;
     return n;
   };
   double per_micro_batch = count(p.pre_forward) + count(p.post_forward) + count(p.pre_backward) + count(p.post_backward);

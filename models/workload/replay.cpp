@@ -171,29 +171,28 @@ class StepBuilder {
     StageState& st = stages_[s];
     if (launches_free_ && st.host_now() != sim::kNoTask) return out;  // only the first launch counts
     if (launches_free_) launches = 1;
-    auto add = [&](int n, const char* name) {
+    // The stage's first launch comes after the step's fixed host work (StepProgram::host_step_s)
+    // and, the host thread's too, a blocking batch copy (pageable, or loaded by the process itself).
+    const bool step_start = !st.on_paired_tracks && st.host == sim::kNoTask;
+    auto add = [&](int n, const char* name, bool after_step_work) {
       sim::TaskSpec t;
-      // The stage's first launch comes after the step's fixed host work (StepProgram::host_step_s).
-      const bool step_start = !st.on_paired_tracks && st.host == sim::kNoTask;
-      t.activity.latency = sim::Time::from_seconds(n * p_.host_launch_s + (step_start ? p_.host_step_s : 0.0));
+      t.activity.latency = sim::Time::from_seconds(n * p_.host_launch_s + (after_step_work ? p_.host_step_s : 0.0));
       t.category = kCatHostLaunch;
       t.track = st.on_paired_tracks ? st.paired_host_track : st.host_track;
       t.name = g_.intern(name);
       const sim::TaskId id = g_.add(t);
       sim::TaskId& chain = st.host_now();
       if (chain != sim::kNoTask) g_.add_dependency(chain, id);
-      // A blocking batch copy (pageable, or a batch the process loads itself) is the host thread's
-      // too: its step work and launches follow it.
-      if (step_start && p_.batch_copy_blocking && batch_copy_ != sim::kNoTask) g_.add_dependency(batch_copy_, id);
+      if (after_step_work && p_.batch_copy_blocking && batch_copy_ != sim::kNoTask) g_.add_dependency(batch_copy_, id);
       chain = id;
       return id;
     };
-    out.first = add(1, sync ? "kernel launch (after a host sync)"
-                       : st.host_now() == sim::kNoTask && !st.on_paired_tracks && p_.host_step_s > 0
-                           ? "step host work + kernel launch"
-                           : "kernel launches");
+    const char* first = sync                               ? "kernel launch (after a host sync)"
+                        : step_start && p_.host_step_s > 0 ? "step host work + kernel launch"
+                                                           : "kernel launches";
+    out.first = add(1, first, step_start);
     if (sync) g_.add_dependency(st.cursor, out.first);
-    if (launches > 1) out.rest = add(launches - 1, "kernel launches");
+    if (launches > 1) out.rest = add(launches - 1, "kernel launches", false);
     return out;
   }
 
@@ -293,10 +292,7 @@ class StepBuilder {
     return id;
   }
 
-  // Ranks in one group of a layer collective's kind (TP, CP or EP; data parallelism otherwise).
-  int group_size(Group g) const {
-    return g == Group::TP ? p_.tp : g == Group::CP ? p_.cp : g == Group::EP ? p_.ep : p_.dp * p_.cp;
-  }
+  int group_size(Group g) const { return workload::group_size(p_, g); }
 
   // Ranks of every group of kind `g` that the ranks of stage s (data-parallel replica 0 for
   // TP/CP; all replicas for DP/EP) belong to.
@@ -970,6 +966,10 @@ const char* category_name(uint16_t c) {
   return c < kCategoryNames.size() ? kCategoryNames[c].c_str() : "unknown";
 }
 const std::vector<std::string>& category_names() { return kCategoryNames; }
+
+int group_size(const StepProgram& p, Group g) {
+  return g == Group::TP ? p.tp : g == Group::CP ? p.cp : g == Group::EP ? p.ep : p.dp * p.cp;
+}
 
 int global_rank(const StepProgram& p, int tp_i, int cp_i, int dp_i, int pp_i) {
   return tp_i + p.tp * (cp_i + p.cp * (dp_i + p.dp * pp_i));

@@ -141,6 +141,8 @@ struct ReplayOptions {
 
 // Global rank of (tp, cp, dp, pp) coordinates: Megatron's default order tp-cp-dp-pp.
 int global_rank(const StepProgram& p, int tp_i, int cp_i, int dp_i, int pp_i);
+// Ranks in one group of a layer collective's kind (TP, CP or EP; data parallelism otherwise).
+int group_size(const StepProgram& p, Group g);
 
 // Expert groups are ep consecutive ranks along the combined cp x dp index (cp fastest: Megatron-
 // Core's expert rank layout since MoE parallel folding, v0.10, with expert TP = tp; before it EP
