@@ -55,6 +55,32 @@ double checkpoint_bytes_per_gpu(const TrainingSetup& setup, const workload::Para
 
 }  // namespace
 
+workload::ParallelPlan plan_as_run(const TrainingSetup& setup, double gpu_memory_bytes) {
+  workload::ParallelPlan plan = setup.plan;
+  if (!setup.recompute_auto) return plan;
+  // recompute: auto = the least recomputation that fits in memory: none, selective, then full
+  // recomputation of the first 1, 2, ... layers of each model chunk (Megatron's block method),
+  // then of every layer.
+  const auto fits = [&] { return !workload::out_of_memory(workload::memory_per_gpu(setup.model, plan), gpu_memory_bytes); };
+  for (auto rc : {workload::Recompute::None, workload::Recompute::Selective}) {
+    plan.recompute = rc;
+    if (fits()) return plan;
+  }
+  plan.recompute = workload::Recompute::Full;
+  const int per_chunk = workload::max_layers_per_chunk(setup.model, plan);
+  for (int k = 1; k < per_chunk; ++k) {
+    plan.recompute_layers = k;
+    if (fits()) return plan;
+  }
+  plan.recompute_layers = 0;
+  return plan;
+}
+
+bool fits_in_memory(const TrainingSetup& setup) {
+  const double capacity = hw::bundled_gpus().get(setup.gpu).memory_bytes;
+  return !workload::out_of_memory(workload::memory_per_gpu(setup.model, plan_as_run(setup, capacity)), capacity);
+}
+
 TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& options) {
   const auto wall0 = std::chrono::steady_clock::now();
   hw::GpuSpec gpu = hw::bundled_gpus().get(setup.gpu);
@@ -68,27 +94,7 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   const compute::GpuModel gpu_model(gpu);
   TrainingResult r;
   r.notes = setup.notes;
-  workload::ParallelPlan plan = setup.plan;
-  // recompute: auto = the least recomputation that fits in memory: none, selective, then full
-  // recomputation of the first 1, 2, ... layers of each model chunk (Megatron's block method),
-  // then of every layer.
-  if (setup.recompute_auto) {
-    const auto fits = [&] { return !workload::out_of_memory(workload::memory_per_gpu(setup.model, plan), gpu.memory_bytes); };
-    const int per_chunk = workload::max_layers_per_chunk(setup.model, plan);
-    bool found = false;
-    for (auto rc : {workload::Recompute::None, workload::Recompute::Selective}) {
-      plan.recompute = rc;
-      if ((found = fits())) break;
-    }
-    if (!found) {
-      plan.recompute = workload::Recompute::Full;
-      for (int k = 1; !found && k < per_chunk; ++k) {
-        plan.recompute_layers = k;
-        found = fits();
-      }
-      if (!found) plan.recompute_layers = 0;
-    }
-  }
+  const workload::ParallelPlan plan = plan_as_run(setup, gpu.memory_bytes);
   r.recompute = workload::recompute_name(plan.recompute);
   if (plan.recompute == workload::Recompute::Selective && plan.recompute_modules != workload::kRecomputeCoreAttn)
     r.recompute += " (" + workload::recompute_modules_name(plan.recompute_modules) + ")";

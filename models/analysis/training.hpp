@@ -79,6 +79,12 @@ std::string category_label(const TrainingResult& r, const std::string& category)
 
 TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& options);
 
+// The plan as simulated: `recompute: auto` resolved to the least recomputation that fits in
+// `gpu_memory_bytes` (none, selective, the first layers of each chunk, every layer).
+workload::ParallelPlan plan_as_run(const TrainingSetup& setup, double gpu_memory_bytes);
+// Whether the plan as run fits in its GPU's memory (no simulation).
+bool fits_in_memory(const TrainingSetup& setup);
+
 nlohmann::json training_json(const Scenario& s, const TrainingResult& r);
 void print_training(const Scenario& s, const TrainingResult& r, bool verbose, std::ostream& out);
 

@@ -19,8 +19,8 @@ namespace stacksim::analysis {
 namespace {
 
 // The FlashAttention version a case names: "FlashAttention-2"/"FA2" -> flash2, "FlashAttention-3"/
-// "FA3" -> flash (the best fused kernels), an unversioned "FlashAttention" -> the original kernels
-// of that name (flash1); "" when the text names no FlashAttention.
+// "FA3" -> flash (the best fused kernels), an unversioned "FlashAttention" (or xformers) -> the
+// original kernels of that name (flash1); "" when the text names no FlashAttention.
 std::string flash_kernel(const std::string& text) {
   const std::string t = lowercase(text);
   const auto names = [&](std::initializer_list<const char*> keys) {
@@ -31,7 +31,9 @@ std::string flash_kernel(const std::string& text) {
   if (names({"flashattention-3", "flashattention 3", "flashattention3", "fa3", "flash-attn 3"})) return "flash";
   if (names({"flashattention-2", "flashattention 2", "flashattention2", "fa2", "flash-attn 2", "flash_attn_2"}))
     return "flash2";
-  if (names({"flashattention", "flash attention", "attn_impl: flash"})) return "flash1";
+  // xformers' memory-efficient attention ran the original FlashAttention kernels where they apply
+  // (its flshatt operators, from xformers 0.0.16, January 2023).
+  if (names({"flashattention", "flash attention", "attn_impl: flash", "xformers"})) return "flash1";
   return "";
 }
 
@@ -260,8 +262,74 @@ void pipeline_split(int layers, int pp, int stated_vp, bool hopper_era, int micr
 
 }  // namespace
 
+namespace {
+
+// A case that states neither dp nor both of tp and pp: the smallest model-parallel size (keeping a
+// stated tp or pp) whose plan fits in the GPU's memory, tensor parallelism inside a node first (up to 8, and only where the heads
+// divide), then pipeline stages; data parallelism takes the rest. That is how the frameworks'
+// users size a plan (the least model parallelism that fits); which split runs fastest is not
+// assumed known.
+YAML::Node smallest_fitting_plan(const YAML::Node& c, std::vector<std::string>& defaults) {
+  const YAML::Node hw = c["hardware"], p = c["parallelism"];
+  if (!has(hw, "num_gpus")) throw std::runtime_error("hardware.num_gpus and parallelism.dp are null");
+  const int gpus = positive<int>(hw, "num_gpus"), cp = has(p, "cp") ? positive<int>(p, "cp") : 1;
+  const int layers = positive<int>(c["model"], "layers");
+  if (gpus % cp != 0) throw std::runtime_error("hardware.num_gpus is not a multiple of parallelism.cp");
+  const int node_gpus = has(hw, "gpus_per_node") ? positive<int>(hw, "gpus_per_node") : 8;
+  struct Split { int tp, pp; };
+  std::vector<Split> splits;
+  const int stated_tp = has(p, "tp") ? positive<int>(p, "tp") : 0, stated_pp = has(p, "pp") ? positive<int>(p, "pp") : 0;
+  for (int tp = 1; tp <= std::max(stated_tp, std::min(8, node_gpus)); tp *= 2) {
+    const int t = stated_tp ? stated_tp : tp;
+    if ((stated_tp && tp > 1) || (gpus / cp) % t != 0) break;
+    for (int pp = 1; pp <= std::min(layers, gpus / (cp * t)); ++pp)
+      if ((gpus / (cp * t)) % pp == 0 && (!stated_pp || pp == stated_pp)) splits.push_back({t, pp});
+  }
+  std::stable_sort(splits.begin(), splits.end(), [](const Split& a, const Split& b) {
+    return a.tp * a.pp != b.tp * b.pp ? a.tp * a.pp < b.tp * b.pp : a.tp > b.tp;
+  });
+  YAML::Node chosen, largest;
+  std::vector<std::string> chosen_defaults, largest_defaults;
+  std::string why_none = "no split of the GPUs gives a valid plan";
+  for (const Split& sp : splits) {
+    const int dp = gpus / (cp * sp.tp * sp.pp);
+    if (has(p, "global_batch") && positive<int>(p, "global_batch") % dp != 0) continue;
+    YAML::Node trial = YAML::Clone(c);
+    trial["parallelism"]["tp"] = sp.tp;
+    trial["parallelism"]["pp"] = sp.pp;
+    trial["parallelism"]["dp"] = dp;
+    std::vector<std::string> trial_defaults;
+    try {
+      const YAML::Node s = training_case_scenario(trial, trial_defaults);
+      const bool fits = fits_in_memory(scenario_from_yaml(s, "case").training);
+      largest.reset(s);  // reset rebinds; operator= would write through to the node bound before
+      largest_defaults = trial_defaults;
+      if (fits) {
+        chosen.reset(s);
+        chosen_defaults = trial_defaults;
+        break;
+      }
+    } catch (const std::exception& e) {
+      why_none = e.what();  // heads not divisible by tp, too few layers per stage, ...
+    }
+  }
+  const bool fits = chosen.IsDefined() && !chosen.IsNull();
+  if (!fits) chosen.reset(largest), chosen_defaults = largest_defaults;
+  if (!chosen.IsDefined() || chosen.IsNull()) throw std::runtime_error("parallelism.dp is null and " + why_none);
+  const YAML::Node pl = chosen["parallelism"];
+  defaults.push_back("parallelism.tp/pp/dp: " + pl["tp"].as<std::string>() + "/" + pl["pp"].as<std::string>() + "/" +
+                     pl["dp"].as<std::string>() +
+                     (fits ? " (the smallest model-parallel size that fits in memory, tensor parallel inside a node first)"
+                           : " (no split fits in memory: the largest model-parallel size)"));
+  defaults.insert(defaults.end(), chosen_defaults.begin(), chosen_defaults.end());
+  return chosen;
+}
+
+}  // namespace
+
 YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>& defaults) {
   const YAML::Node hw = c["hardware"], m = c["model"], p = c["parallelism"];
+  if (p && !has(p, "dp") && (!has(p, "tp") || !has(p, "pp"))) return smallest_fitting_plan(c, defaults);
   if (!has(hw, "gpu")) throw std::runtime_error("hardware.gpu is null");
   const std::string written = get<std::string>(hw, "gpu");
   const std::string profile = hw::canonical_gpu_name(written);
@@ -477,8 +545,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
       throw std::runtime_error("hardware.num_gpus (" + std::to_string(gpus) + ") is not a multiple of " + what + " (" +
                                std::to_string(divisor) + ")");
   };
-  if (!tp || !pp) {
-    if (!dp) throw std::runtime_error("parallelism.tp/pp and dp are null");
+  if (!tp || !pp) {  // dp is stated (smallest_fitting_plan took the others)
     whole_split(static_cast<long long>(dp) * cp, "dp * cp");
     const int mp = gpus / (dp * cp);
     if (!tp && !pp) {
@@ -588,7 +655,17 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     pl["global_batch"] = pl["micro_batch"].as<int>() * dp;
     defaults.push_back("parallelism.global_batch: micro_batch x dp (only one layer's time is compared)");
   } else {
-    throw std::runtime_error("parallelism.global_batch is null");
+    // A 4M-token batch (2^22 tokens: LLaMA's and Llama 2's; BLOOM 4.2M, MT-NLG 3.9M, GPT-3 175B
+    // 3.2M) as whole micro-batches per data-parallel replica, at least one per pipeline stage and
+    // a multiple of the stages (interleaving needs it).
+    const int mb = pl["micro_batch"].as<int>();
+    const double sequences = 4194304.0 / positive<double>(m, "seq_len");
+    int micro_batches = std::max(1, static_cast<int>(std::lround(sequences / (static_cast<double>(mb) * dp))));
+    if (pp > 1) micro_batches = std::max(pp, (micro_batches + pp - 1) / pp * pp);
+    pl["global_batch"] = micro_batches * mb * dp;
+    defaults.push_back("parallelism.global_batch: " + std::to_string(micro_batches * mb * dp) +
+                       " (about 4M tokens as whole micro-batches per replica, " + std::to_string(micro_batches) +
+                       " micro-batches of " + std::to_string(mb) + ")");
   }
   // DeepSeek's DualPipe, named in the notes: its own two chunks per rank, no interleaving.
   const bool dualpipe = case_notes.find("DualPipe") != std::string::npos;

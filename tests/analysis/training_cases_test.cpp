@@ -362,7 +362,8 @@ TEST(TrainingCasePolicy, APerLayerTimeIsComparedWithOneLayerForwardPlusBackward)
   c["parallelism"]["global_batch"] = YAML::Node();  // null: not published with per-layer times
   c["measured"]["step_time_s"] = YAML::Node();
   CaseOutcome refused;
-  EXPECT_THROW(predict_training_case(c, refused), std::runtime_error);  // nothing to compare, no batch
+  predict_training_case(c, refused);  // the batch policy fills the batch; nothing to compare
+  EXPECT_NE(refused.error.find("publishes no step time"), std::string::npos) << refused.error;
   c["measured"]["other"]["layer_forward_ms"] = 2.0;
   c["measured"]["other"]["layer_backward_ms"] = 4.0;
   CaseOutcome o;
@@ -823,4 +824,70 @@ TEST(TrainingCasePolicy, EnumeratedFieldsReadInAnyCase) {
   c["model"]["mlp"] = "GeLU";
   predict_training_case(c, upper);
   EXPECT_EQ(upper.predicted, lower.predicted);
+}
+
+TEST(TrainingCasePolicy, AnUnstatedGlobalBatchIsAbout4MTokensInWholeMicroBatches) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["parallelism"]["global_batch"] = YAML::Node();
+  std::vector<std::string> defaults;
+  // 2^22 tokens / 2048 = 2048 sequences, 256 micro-batches of 1 on each of the 8 replicas.
+  EXPECT_EQ(training_case_scenario(c, defaults)["parallelism"]["global_batch"].as<int>(), 2048);
+  // With pipeline stages: a multiple of the stages (8192-token sequences: 512 of them, 32
+  // micro-batches of 2 per replica, rounded up to 33 for 3 stages).
+  c["model"]["seq_len"] = 8192;
+  c["model"]["layers"] = 6;
+  c["parallelism"]["micro_batch"] = 2;
+  c["parallelism"]["pp"] = 3;
+  c["parallelism"]["dp"] = 8;
+  c["hardware"]["num_gpus"] = 24;
+  EXPECT_EQ(training_case_scenario(c, defaults)["parallelism"]["global_batch"].as<int>(), 33 * 2 * 8);
+  // A step time is then predicted, with the policy listed.
+  CaseOutcome out;
+  out.id = "t";
+  predict_training_case(c, out);
+  EXPECT_GT(out.predicted, 0);
+  EXPECT_NE(std::find_if(out.defaults.begin(), out.defaults.end(),
+                         [](const std::string& d) { return d.rfind("parallelism.global_batch: 528", 0) == 0; }),
+            out.defaults.end());
+}
+
+TEST(TrainingCasePolicy, AnUnstatedPlanIsTheSmallestModelParallelSizeThatFits) {
+  // A 13B-shaped model (40 heads) on 16 A100-40GB without recomputation: too big for one GPU or
+  // for tp 2 / tp 4 alone; tp 8 does not divide 40 heads, so 8-way model parallelism is tp 4 x pp 2.
+  YAML::Node c = training_case("A100-SXM4-40GB", "");
+  c["hardware"]["num_gpus"] = 16;
+  c["model"]["layers"] = 40;
+  c["model"]["hidden"] = 5120;
+  c["model"]["heads"] = 40;
+  c["model"]["kv_heads"] = 40;
+  c["model"]["ffn_hidden"] = 20480;
+  for (const char* k : {"tp", "pp", "dp"}) c["parallelism"][k] = YAML::Node();
+  c["parallelism"]["zero"] = 0;
+  c["parallelism"]["global_batch"] = 64;
+  std::vector<std::string> defaults;
+  const YAML::Node s = training_case_scenario(c, defaults);
+  const YAML::Node pl = s["parallelism"];
+  EXPECT_EQ(pl["tp"].as<int>() * pl["pp"].as<int>() * pl["dp"].as<int>(), 16);
+  EXPECT_EQ(40 % pl["tp"].as<int>(), 0);
+  EXPECT_TRUE(fits_in_memory(scenario_from_yaml(s, "case t").training));
+  // No smaller model-parallel size fits.
+  const int mp = pl["tp"].as<int>() * pl["pp"].as<int>();
+  for (const auto& [tp, pp] : std::vector<std::pair<int, int>>{{1, 1}, {2, 1}, {1, 2}, {4, 1}, {2, 2}, {1, 4}}) {
+    if (tp * pp >= mp) continue;
+    YAML::Node smaller = YAML::Clone(s);
+    smaller["parallelism"]["tp"] = tp;
+    smaller["parallelism"]["pp"] = pp;
+    smaller["parallelism"]["dp"] = 16 / (tp * pp);
+    EXPECT_FALSE(fits_in_memory(scenario_from_yaml(smaller, "case t").training)) << "tp " << tp << " pp " << pp;
+  }
+  EXPECT_EQ(defaults.front().rfind("parallelism.tp/pp/dp: ", 0), 0u) << defaults.front();
+  // A small model needs none: every GPU a data-parallel replica.
+  YAML::Node small = training_case("A100-SXM4-40GB", "");
+  for (const char* k : {"tp", "pp", "dp"}) small["parallelism"][k] = YAML::Node();
+  EXPECT_EQ(training_case_scenario(small, defaults)["parallelism"]["dp"].as<int>(), 8);
+  // A stated tensor-parallel size is kept; only pp and dp are chosen.
+  c["parallelism"]["tp"] = 2;
+  const YAML::Node kept = training_case_scenario(c, defaults)["parallelism"];
+  EXPECT_EQ(kept["tp"].as<int>(), 2);
+  EXPECT_EQ(kept["tp"].as<int>() * kept["pp"].as<int>() * kept["dp"].as<int>(), 16);
 }
