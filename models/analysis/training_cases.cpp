@@ -396,6 +396,14 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
                                                                gbps);
     if (const std::string note = hw::NodeCatalog::nic_for_note(nic, gbps); !note.empty()) defaults.push_back(note);
     cl["nic"] = nic.name;
+  } else if (const hw::NicSpec& own = hw::bundled_nodes().nic(hw::bundled_nodes().node(cl["node"].as<std::string>()).nic);
+             has(inter, "fabric") && (get<std::string>(inter, "fabric") == "infiniband") != (own.fabric == "infiniband")) {
+    // A stated fabric family other than the node type's (RoCE instead of a DGX's InfiniBand): the
+    // catalogue NIC of that family at the node type's rate.
+    const double gbps = own.bandwidth_Bps * 8 / 1e9;
+    const hw::NicSpec& nic = hw::bundled_nodes().nic_for(get<std::string>(inter, "fabric"), gbps);
+    cl["nic"] = nic.name;
+    defaults.push_back("hardware.inter_node.nic_gbps: the node type's rate on the stated fabric (" + nic.name + ")");
   } else {
     defaults.push_back("hardware.inter_node.nic_gbps: the node type's NIC");
   }

@@ -891,3 +891,13 @@ TEST(TrainingCasePolicy, AnUnstatedPlanIsTheSmallestModelParallelSizeThatFits) {
   EXPECT_EQ(kept["tp"].as<int>(), 2);
   EXPECT_EQ(kept["tp"].as<int>() * kept["pp"].as<int>() * kept["dp"].as<int>(), 16);
 }
+
+TEST(TrainingCasePolicy, AStatedFabricFamilyWithoutARateTakesTheNodeTypesRateOnIt) {
+  YAML::Node c = training_case("A100-SXM4-80GB", "");
+  std::vector<std::string> defaults;
+  EXPECT_FALSE(training_case_scenario(c, defaults)["cluster"]["nic"]);  // the DGX's own InfiniBand NIC
+  c["hardware"]["inter_node"]["fabric"] = "roce";
+  EXPECT_EQ(training_case_scenario(c, defaults)["cluster"]["nic"].as<std::string>(), "roce-200");
+  c["hardware"]["inter_node"]["fabric"] = "infiniband";
+  EXPECT_FALSE(training_case_scenario(c, defaults)["cluster"]["nic"]);
+}
