@@ -284,6 +284,7 @@ std::string node_type_for_gpu(const std::string& written) {
   if (gpu == "A100-SXM4-40GB") return "dgx-a100-40gb";
   if (gpu.rfind("A100-SXM4", 0) == 0) return "dgx-a100";
   if (gpu.rfind("A100-PCIe", 0) == 0) return "pcie-a100";
+  if (gpu.rfind("A800", 0) == 0) return "hgx-a800";
   if (gpu.rfind("H100-SXM5", 0) == 0) return "dgx-h100";
   if (gpu.rfind("H100-PCIe", 0) == 0) return "pcie-h100";
   if (gpu.rfind("H800", 0) == 0) return "hgx-h800";

@@ -256,7 +256,7 @@ TEST(TrainingCasePolicy, ANamedAwsInstanceIsItsOwnNodeType) {
 }
 
 TEST(TrainingCasePolicy, EveryCatalogueTrainingGpuHasANodeType) {
-  for (const char* gpu : {"V100-SXM3-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H800-SXM5-80GB",
+  for (const char* gpu : {"V100-SXM3-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "A800-SXM4-80GB", "H100-SXM5-80GB", "H800-SXM5-80GB",
                           "H200-SXM-141GB", "B200", "B300", "GB200", "GB300", "GH200", "L40S"}) {
     std::vector<std::string> defaults;
     YAML::Node s = training_case_scenario(training_case(gpu, "FlashAttention-2"), defaults);

@@ -9,6 +9,7 @@
 
 #include "config/error.hpp"
 #include "models/hardware/gpu_spec.hpp"
+#include "models/hardware/node_spec.hpp"
 #include "tests/test_tmp.hpp"
 
 using namespace stacksim;
@@ -43,7 +44,7 @@ TEST(GpuCatalog, LoadsEveryProfileFile) {
   for (const auto& e : fs::directory_iterator(kHardwareDir + "/gpus")) files += e.path().extension() == ".yaml";
   EXPECT_EQ(gpus().names().size(), files);
   for (const std::string name : {"V100-SXM3-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIe-80GB",
-                                 "H100-SXM5-80GB", "H100-PCIe-80GB", "H800-SXM5-80GB", "H200-SXM-141GB", "GH200",
+                                 "H100-SXM5-80GB", "H100-PCIe-80GB", "H800-SXM5-80GB", "H200-SXM-141GB", "GH200", "A800-SXM4-80GB",
                                  "B200", "GB200", "L40S", "MI300X"})
     EXPECT_TRUE(gpus().has(name)) << name;
   for (const auto& name : gpus().names()) {
@@ -92,6 +93,18 @@ TEST(GpuCatalog, H800HasTheComputeAndMemoryOfH100Sxm) {
   EXPECT_EQ(h800.peak_flops_per_s, h100.peak_flops_per_s);
   EXPECT_EQ(h800.hbm_Bps, h100.hbm_Bps);
   EXPECT_EQ(h800.gemm_max_efficiency, h100.gemm_max_efficiency);
+}
+
+TEST(GpuCatalog, A800IsTheA100ComputeAndMemoryBehindSlowerNvlink) {
+  const hw::GpuSpec& a800 = gpus().get("A800");
+  const hw::GpuSpec& a100 = gpus().get("A100-SXM4-80GB");
+  EXPECT_EQ(a800.name, "A800-SXM4-80GB");
+  EXPECT_EQ(a800.peak_flops_per_s, a100.peak_flops_per_s);
+  EXPECT_EQ(a800.hbm_Bps, a100.hbm_Bps);
+  EXPECT_EQ(a800.memory_bytes, a100.memory_bytes);
+  const hw::NodeCatalog nodes = hw::NodeCatalog::load_dir(kHardwareDir);
+  EXPECT_EQ(hw::node_type_for_gpu("A800"), "hgx-a800");
+  EXPECT_DOUBLE_EQ(nodes.node("hgx-a800").intra_bandwidth_Bps, 2.0 / 3.0 * nodes.node("dgx-a100").intra_bandwidth_Bps);
 }
 
 TEST(GpuCatalog, UnknownGpuSuggestsTheNearestName) {
