@@ -260,15 +260,11 @@ void pipeline_split(int layers, int pp, int stated_vp, bool hopper_era, int micr
   }
 }
 
-}  // namespace
-
-namespace {
-
 // A case that states neither dp nor both of tp and pp: the smallest model-parallel size (keeping a
-// stated tp or pp) whose plan fits in the GPU's memory, tensor parallelism inside a node first (up to 8, and only where the heads
-// divide), then pipeline stages; data parallelism takes the rest. That is how the frameworks'
-// users size a plan (the least model parallelism that fits); which split runs fastest is not
-// assumed known.
+// stated tp or pp) whose plan fits in the GPU's memory, tensor parallelism inside a node first (up
+// to 8, and only where the heads divide), then pipeline stages; data parallelism takes the rest.
+// That is how the frameworks' users size a plan (the least model parallelism that fits); which
+// split runs fastest is not assumed known.
 YAML::Node smallest_fitting_plan(const YAML::Node& c, std::vector<std::string>& defaults) {
   const YAML::Node hw = c["hardware"], p = c["parallelism"];
   if (!has(hw, "num_gpus")) throw std::runtime_error("hardware.num_gpus and parallelism.dp are null");
@@ -279,11 +275,14 @@ YAML::Node smallest_fitting_plan(const YAML::Node& c, std::vector<std::string>& 
   struct Split { int tp, pp; };
   std::vector<Split> splits;
   const int stated_tp = has(p, "tp") ? positive<int>(p, "tp") : 0, stated_pp = has(p, "pp") ? positive<int>(p, "pp") : 0;
-  for (int tp = 1; tp <= std::max(stated_tp, std::min(8, node_gpus)); tp *= 2) {
-    const int t = stated_tp ? stated_tp : tp;
-    if ((stated_tp && tp > 1) || (gpus / cp) % t != 0) break;
-    for (int pp = 1; pp <= std::min(layers, gpus / (cp * t)); ++pp)
-      if ((gpus / (cp * t)) % pp == 0 && (!stated_pp || pp == stated_pp)) splits.push_back({t, pp});
+  std::vector<int> tps;
+  if (stated_tp) tps.push_back(stated_tp);
+  else for (int tp = 1; tp <= std::min(8, node_gpus); tp *= 2) tps.push_back(tp);
+  for (const int tp : tps) {
+    if ((gpus / cp) % tp != 0) continue;
+    const int model_ranks = gpus / (cp * tp);
+    for (int pp = 1; pp <= std::min(layers, model_ranks); ++pp)
+      if (model_ranks % pp == 0 && (!stated_pp || pp == stated_pp)) splits.push_back({tp, pp});
   }
   std::stable_sort(splits.begin(), splits.end(), [](const Split& a, const Split& b) {
     return a.tp * a.pp != b.tp * b.pp ? a.tp * a.pp < b.tp * b.pp : a.tp > b.tp;
