@@ -271,7 +271,9 @@ YAML::Node smallest_fitting_plan(const YAML::Node& c, std::vector<std::string>& 
   const int gpus = positive<int>(hw, "num_gpus"), cp = has(p, "cp") ? positive<int>(p, "cp") : 1;
   const int layers = positive<int>(c["model"], "layers");
   if (gpus % cp != 0) throw std::runtime_error("hardware.num_gpus is not a multiple of parallelism.cp");
-  const int node_gpus = has(hw, "gpus_per_node") ? positive<int>(hw, "gpus_per_node") : 8;
+  const int node_gpus = has(hw, "gpus_per_node") ? positive<int>(hw, "gpus_per_node")
+                        : has(hw, "gpu") ? hw::bundled_nodes().node(node_type_for_gpu(get<std::string>(hw, "gpu"))).gpus_per_node
+                                         : 8;  // the trial plans then say the GPU is null
   struct Split { int tp, pp; };
   std::vector<Split> splits;
   const int stated_tp = has(p, "tp") ? positive<int>(p, "tp") : 0, stated_pp = has(p, "pp") ? positive<int>(p, "pp") : 0;
