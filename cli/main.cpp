@@ -28,8 +28,8 @@ const char* kUsage =
     "      predict every published case and print predicted vs measured with the error summary\n"
     "  calibrate MEASUREMENTS.yaml -o PROFILE.yaml [--gpu NAME]\n"
     "      fit the hardware model to stacksim-probe measurements; write a calibrated GPU profile\n"
-    "  catalog [gpus|nodes|nics]\n"
-    "      list the bundled hardware catalogue\n"
+    "  catalog [gpus|nodes|nics|models]\n"
+    "      list the bundled hardware catalogue and model architectures\n"
     "\n"
     "Run 'stacksim <command> --help' for the options of one command.\n";
 

@@ -22,6 +22,7 @@
 #include "models/calibration/calibrate.hpp"
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
+#include "models/workload/model_catalog.hpp"
 
 namespace stacksim::analysis {
 namespace {
@@ -157,12 +158,13 @@ int cmd_validate(const std::vector<std::string>& raw, std::ostream& out, std::os
 int cmd_catalog(const std::vector<std::string>& raw, std::ostream& out) {
   const Args a = parse_args("catalog", raw, {});
   if (a.help) {
-    out << "usage: stacksim catalog [gpus|nodes|nics]\n  Lists the bundled hardware catalogue (models/hardware).\n";
+    out << "usage: stacksim catalog [gpus|nodes|nics|models]\n  Lists the bundled hardware catalogue (models/hardware) and\n"
+           "  the bundled model architectures (models/workload/architectures; a scenario names one as model.preset).\n";
     return 0;
   }
   const std::string what = a.positional.empty() ? "all" : a.positional[0];
-  if (what != "all" && what != "gpus" && what != "nodes" && what != "nics")
-    throw config::InputError("command line", 0, what, "unknown catalogue section", "use gpus, nodes or nics");
+  if (what != "all" && what != "gpus" && what != "nodes" && what != "nics" && what != "models")
+    throw config::InputError("command line", 0, what, "unknown catalogue section", "use gpus, nodes, nics or models");
   char line[256];
   if (what == "all" || what == "gpus") {
     out << "GPUs:\n";
@@ -189,6 +191,23 @@ int cmd_catalog(const std::vector<std::string>& raw, std::ostream& out) {
       const auto& s = hw::bundled_nodes().nic(n);
       std::snprintf(line, sizeof line, "  %-12s %6.0f Gb/s  %s (%s)\n", n.c_str(), s.bandwidth_Bps * 8 / 1e9,
                     s.fabric.c_str(), s.generation.c_str());
+      out << line;
+    }
+  }
+  if (what == "all" || what == "models") {
+    out << "models (model.preset):\n";
+    for (const auto& e : workload::bundled_models().models()) {
+      const workload::ModelConfig& m = e.config;
+      const std::string seq = m.seq_len > 0 ? std::to_string(m.seq_len) : std::string("-");
+      std::snprintf(line, sizeof line, "  %-20s %7.1fB params", e.name.c_str(), m.total_params() / 1e9);
+      out << line;
+      if (m.is_moe()) {
+        std::snprintf(line, sizeof line, " (%.1fB active)", m.active_params() / 1e9);
+        out << line;
+      }
+      std::snprintf(line, sizeof line, "  %3d layers  hidden %5lld  heads %3lld/%-3lld  seq %s\n", m.layers,
+                    static_cast<long long>(m.hidden), static_cast<long long>(m.heads),
+                    static_cast<long long>(m.kv_heads), seq.c_str());
       out << line;
     }
   }

@@ -13,6 +13,7 @@
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
 #include "models/workload/flops.hpp"
+#include "models/workload/model_catalog.hpp"
 #include "models/workload/pipeline_layout.hpp"
 
 namespace stacksim::analysis {
@@ -265,6 +266,64 @@ void pipeline_split(int layers, int pp, int stated_vp, bool hopper_era, int micr
 // to 8, and only where the heads divide), then pipeline stages; data parallelism takes the rest.
 // That is how the frameworks' users size a plan (the least model parallelism that fits); which
 // split runs fastest is not assumed known.
+// The bundled catalogue's entry for the model the case names, when every shape field the case
+// states agrees with it; a case that names a model but states another shape (a head count changed
+// for a benchmark, a padded variant) describes a variant, and nothing is taken from the entry.
+const workload::CatalogModel* named_catalogue_model(const YAML::Node& m) {
+  if (!has(m, "name")) return nullptr;
+  const workload::CatalogModel* e = workload::bundled_models().find(get<std::string>(m, "name"));
+  if (!e) return nullptr;
+  const workload::ModelConfig& k = e->config;
+  const auto agrees = [&](const YAML::Node& n, const char* key, long long v) {
+    return !has(n, key) || positive<long long>(n, key) == v;
+  };
+  if (!agrees(m, "layers", k.layers) || !agrees(m, "hidden", k.hidden) || !agrees(m, "heads", k.heads) ||
+      !agrees(m, "kv_heads", k.kv_heads) || !agrees(m, "ffn_hidden", k.ffn_hidden))
+    return nullptr;
+  if (has(m, "moe")) {
+    const YAML::Node moe = m["moe"];
+    if (!k.is_moe() || !agrees(moe, "experts", k.moe.experts) || !agrees(moe, "top_k", k.moe.top_k)) return nullptr;
+  }
+  return e;
+}
+
+// The case with the shape fields it leaves null taken from the catalogue entry its model name
+// names (policy: a named public model has its public shape), each recorded in `defaults`.
+YAML::Node with_catalogue_shape(const YAML::Node& c, std::vector<std::string>& defaults) {
+  const workload::CatalogModel* e = named_catalogue_model(c["model"]);
+  if (!e) return c;
+  const workload::ModelConfig& k = e->config;
+  YAML::Node full = YAML::Clone(c);
+  YAML::Node m = full["model"];
+  const std::string from = " (the catalogue's " + e->name + ")";
+  const auto fill = [&](YAML::Node n, const std::string& prefix, const char* key, const auto& value) {
+    if (has(n, key)) return;
+    n[key] = value;
+    std::ostringstream v;
+    v << value;
+    defaults.push_back(prefix + key + ": " + v.str() + from);
+  };
+  fill(m, "model.", "layers", k.layers);
+  fill(m, "model.", "hidden", k.hidden);
+  fill(m, "model.", "heads", k.heads);
+  if (!k.is_mla()) fill(m, "model.", "kv_heads", k.kv_heads);
+  fill(m, "model.", "ffn_hidden", k.ffn_hidden);
+  fill(m, "model.", "vocab", k.vocab);
+  if (k.seq_len > 0) fill(m, "model.", "seq_len", k.seq_len);
+  fill(m, "model.", "mlp", std::string(k.mlp == workload::Mlp::SwiGlu ? "swiglu" : "gelu"));
+  if (k.is_moe()) {
+    if (!has(m, "moe")) m["moe"] = YAML::Node(YAML::NodeType::Map);
+    YAML::Node moe = m["moe"];
+    fill(moe, "model.moe.", "experts", k.moe.experts);
+    fill(moe, "model.moe.", "top_k", k.moe.top_k);
+    fill(moe, "model.moe.", "shared_experts", k.moe.shared_experts);
+    fill(moe, "model.moe.", "expert_ffn_hidden", k.moe.expert_ffn_hidden);
+  }
+  return full;
+}
+
+YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults);
+
 YAML::Node smallest_fitting_plan(const YAML::Node& c, std::vector<std::string>& defaults) {
   const YAML::Node hw = c["hardware"], p = c["parallelism"];
   if (!has(hw, "num_gpus")) throw std::runtime_error("hardware.num_gpus and parallelism.dp are null");
@@ -301,7 +360,7 @@ YAML::Node smallest_fitting_plan(const YAML::Node& c, std::vector<std::string>& 
     trial["parallelism"]["dp"] = dp;
     std::vector<std::string> trial_defaults;
     try {
-      const YAML::Node s = training_case_scenario(trial, trial_defaults);
+      const YAML::Node s = case_scenario(trial, trial_defaults);
       const bool fits = fits_in_memory(scenario_from_yaml(s, "case").training);
       largest.reset(s);  // reset rebinds; operator= would write through to the node bound before
       largest_defaults = trial_defaults;
@@ -326,9 +385,7 @@ YAML::Node smallest_fitting_plan(const YAML::Node& c, std::vector<std::string>& 
   return chosen;
 }
 
-}  // namespace
-
-YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>& defaults) {
+YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults) {
   const YAML::Node hw = c["hardware"], m = c["model"], p = c["parallelism"];
   if (p && !has(p, "dp") && (!has(p, "tp") || !has(p, "pp"))) return smallest_fitting_plan(c, defaults);
   if (!has(hw, "gpu")) throw std::runtime_error("hardware.gpu is null");
@@ -419,8 +476,12 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
 
   // --- model
   if (!m) throw std::runtime_error("the case has no model");
-  for (const char* k : {"layers", "hidden", "seq_len"})
-    if (!has(m, k)) throw std::runtime_error(std::string("model.") + k + " is null");
+  for (const char* k : {"layers", "hidden"})
+    if (!has(m, k)) throw std::runtime_error(std::string("model.") + k + " is null (and the model name is not in the catalogue)");
+  // The entry the name names (its stated shape fields were filled from it already): the
+  // architecture details the case format has no field for.
+  const workload::CatalogModel* named = named_catalogue_model(m);
+  const std::string from_catalogue = named ? " (the catalogue's " + named->name + ")" : "";
   YAML::Node mo;
   mo["name"] = has(m, "name") ? get<std::string>(m, "name") : std::string("model");
   const long long hidden = positive<long long>(m, "hidden");
@@ -435,7 +496,13 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   } else {
     throw std::runtime_error("model.heads is null (and hidden is not a multiple of a 128-wide head)");
   }
-  mo["seq_len"] = positive<long long>(m, "seq_len");
+  if (has(m, "seq_len")) {
+    mo["seq_len"] = positive<long long>(m, "seq_len");
+  } else {
+    // GPT-3's 2048 was the common pretraining length of the Volta/Ampere era; Llama 2's 4096 later.
+    mo["seq_len"] = old_gen ? 2048 : 4096;
+    defaults.push_back(std::string("model.seq_len: ") + (old_gen ? "2048 (Volta/Ampere era)" : "4096 (Hopper and later)"));
+  }
   if (has(m, "kv_heads")) mo["kv_heads"] = positive<long long>(m, "kv_heads");
   else defaults.push_back("model.kv_heads: = heads (multi-head attention)");
   long long ffn = 4 * hidden;
@@ -463,7 +530,17 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   }
   // The gated-MLP families (LLaMA, Mistral/Mixtral, Qwen, DeepSeek) all normalise with RMSNorm;
   // GPT-style models with LayerNorm (the model default).
-  if (mo["mlp"].as<std::string>() == "swiglu") {
+  if (named) {
+    const workload::ModelConfig& k = named->config;
+    if (k.norm == workload::Norm::RmsNorm) mo["norm"] = "rmsnorm";
+    defaults.push_back(std::string("model.norm: ") + (k.norm == workload::Norm::RmsNorm ? "rmsnorm" : "layernorm") +
+                       from_catalogue);
+    for (const auto& [key, on] : {std::pair<const char*, bool>{"tied_embeddings", k.tied_embeddings}, {"qkv_bias", k.qkv_bias}})
+      if (on) {
+        mo[key] = true;
+        defaults.push_back(std::string("model.") + key + ": true" + from_catalogue);
+      }
+  } else if (mo["mlp"].as<std::string>() == "swiglu") {
     mo["norm"] = "rmsnorm";
     defaults.push_back("model.norm: rmsnorm (gated-MLP families)");
   }
@@ -486,6 +563,9 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     mla["v_head_dim"] = 128;
     mo["mla"] = mla;
     defaults.push_back("model.mla: ranks from the attention text; qk_nope_head_dim = v_head_dim = 128 (DeepSeek-V2/V3)");
+  } else if (named && named->config.is_mla()) {
+    mo["mla"] = YAML::Clone(named->model.yaml()["mla"]);
+    defaults.push_back("model.mla: latent ranks and head dimensions" + from_catalogue);
   }
   // A head dimension other than hidden / heads (GPT-OSS: 64 heads of 64 on hidden 2880), and a
   // sliding window with the layers that skip it, stated in words.
@@ -494,6 +574,19 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
       mo["head_dim"] = hd;
       defaults.push_back("model.head_dim: " + std::to_string(hd) + " (from the attention text)");
     }
+  }
+  if (!mo["head_dim"] && !mo["mla"] && named && named->model.has("head_dim")) {
+    mo["head_dim"] = named->config.head_dim;
+    defaults.push_back("model.head_dim: " + std::to_string(named->config.head_dim) + from_catalogue);
+  }
+  if (number_after(att, "sliding window") <= 0 && named && named->config.sliding_window > 0) {
+    mo["sliding_window"] = named->config.sliding_window;
+    if (named->config.full_attention_every > 0) mo["full_attention_every"] = named->config.full_attention_every;
+    defaults.push_back("model.sliding_window: " + std::to_string(named->config.sliding_window) +
+                       (named->config.full_attention_every > 0
+                            ? ", full attention every " + std::to_string(named->config.full_attention_every) + " layers"
+                            : std::string()) +
+                       from_catalogue);
   }
   if (const long long window = number_after(att, "sliding window"); window > 0) {
     mo["sliding_window"] = window;
@@ -525,17 +618,23 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     mm["experts"] = positive<int>(moe, "experts");
     mm["top_k"] = positive<int>(moe, "top_k");
     if (has(moe, "shared_experts")) mm["shared_experts"] = get<int>(moe, "shared_experts");
-    if (has(moe, "moe_layer_freq"))
+    if (has(moe, "moe_layer_freq")) {
       moe_layers_from_text(moe["moe_layer_freq"].as<std::string>(), positive<int>(m, "layers"), mm, defaults);
+    } else if (named && (named->config.moe.first_dense_layers > 0 || named->config.moe.layer_freq > 1)) {
+      mm["first_dense_layers"] = named->config.moe.first_dense_layers;
+      mm["layer_freq"] = named->config.moe.layer_freq;
+      defaults.push_back("model.moe.moe_layer_freq: the first " + std::to_string(named->config.moe.first_dense_layers) +
+                         " layers dense, then every " + std::to_string(named->config.moe.layer_freq) + from_catalogue);
+    }
     if (has(moe, "expert_ffn_hidden")) mm["expert_ffn_hidden"] = positive<long long>(moe, "expert_ffn_hidden");
     else { mm["expert_ffn_hidden"] = ffn; defaults.push_back("model.moe.expert_ffn_hidden: = ffn_hidden"); }
     // Group-limited routing of the family's public config (DeepSeek-V3's config.json: n_group 8,
     // topk_group 4); it matters where the dispatch crosses to a node once (ep_dispatch deepep).
-    const std::string lname = has(m, "name") ? lowercase(get<std::string>(m, "name")) : "";
-    if (lname.find("deepseek-v3") != std::string::npos || lname.find("deepseek v3") != std::string::npos) {
-      mm["groups"] = 8;
-      mm["groups_per_token"] = 4;
-      defaults.push_back("model.moe.groups: 8, groups_per_token: 4 (DeepSeek-V3's n_group / topk_group)");
+    if (named && named->config.moe.groups > 0) {
+      mm["groups"] = named->config.moe.groups;
+      mm["groups_per_token"] = named->config.moe.groups_per_token;
+      defaults.push_back("model.moe.groups: " + std::to_string(named->config.moe.groups) +
+                         ", groups_per_token: " + std::to_string(named->config.moe.groups_per_token) + from_catalogue);
     }
     mo["moe"] = mm;
   }
@@ -668,7 +767,7 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
     // 3.2M) as whole micro-batches per data-parallel replica, at least one per pipeline stage and
     // a multiple of the stages (interleaving needs it).
     const int mb = pl["micro_batch"].as<int>();
-    const double sequences = 4194304.0 / positive<double>(m, "seq_len");
+    const double sequences = 4194304.0 / mo["seq_len"].as<double>();
     int micro_batches = std::max(1, static_cast<int>(std::lround(sequences / (static_cast<double>(mb) * dp))));
     if (pp > 1) micro_batches = std::max(pp, (micro_batches + pp - 1) / pp * pp);
     pl["global_batch"] = micro_batches * mb * dp;
@@ -871,6 +970,12 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   }
   s["parallelism"] = pl;
   return s;
+}
+
+}  // namespace
+
+YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>& defaults) {
+  return case_scenario(with_catalogue_shape(c, defaults), defaults);
 }
 
 void predict_training_case(const YAML::Node& c, CaseOutcome& out) {

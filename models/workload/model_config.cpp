@@ -1,5 +1,7 @@
 #include "models/workload/model_config.hpp"
 
+#include "models/workload/model_catalog.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -175,9 +177,13 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
   n.require_map();
   n.check_keys({"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "seq_len", "mlp",
                 "norm", "tied_embeddings", "qkv_bias", "attention", "attention_kind", "sliding_window",
-                "full_attention_every", "mtp_layers", "mla", "moe", "hf_config"});
+                "full_attention_every", "mtp_layers", "mla", "moe", "hf_config", "preset"});
   ModelConfig m;
-  if (n.has("hf_config")) {
+  if (n.has("hf_config") && n.has("preset"))
+    n.fail("preset", "both preset and hf_config name a base model", "keep one of the two");
+  if (n.has("preset")) {
+    m = bundled_models().get(n.required_string("preset"), n, "preset").config;
+  } else if (n.has("hf_config")) {
     std::filesystem::path p = n.required_string("hf_config");
     if (p.is_relative()) p = std::filesystem::path(base_dir) / p;
     try {
@@ -187,6 +193,8 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
     }
   }
   auto int_or = [&](const char* key, int64_t current) -> int64_t { return n.has(key) ? n.required_int(key) : current; };
+  // A base model's head dimension that is hidden / heads follows overrides of either.
+  const bool derived_head_dim = m.heads > 0 && m.head_dim * m.heads == m.hidden;
   m.name = n.string_or("name", m.name);
   m.layers = static_cast<int>(int_or("layers", m.layers));
   m.hidden = int_or("hidden", m.hidden);
@@ -194,7 +202,7 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
   m.kv_heads = int_or("kv_heads", m.kv_heads ? m.kv_heads : m.heads);
   if (n.has("head_dim")) {
     m.head_dim = n.required_int("head_dim");
-  } else if (m.head_dim == 0 && m.heads > 0 && m.hidden > 0) {
+  } else if ((m.head_dim == 0 || derived_head_dim) && m.heads > 0 && m.hidden > 0) {
     if (m.hidden % m.heads != 0)
       n.fail("heads", "hidden (" + std::to_string(m.hidden) + ") is not divisible by heads (" + std::to_string(m.heads) + ")",
              "set head_dim explicitly, or use a number of heads that divides hidden");
@@ -203,6 +211,9 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
   m.ffn_hidden = int_or("ffn_hidden", m.ffn_hidden ? m.ffn_hidden : 4 * m.hidden);
   m.vocab = int_or("vocab", m.vocab);
   m.seq_len = int_or("seq_len", m.seq_len);
+  if (n.has("preset") && m.seq_len == 0)
+    n.fail("seq_len", "missing: " + m.name + " has no published pretraining length in the catalogue",
+           "add seq_len (tokens per sequence) beside preset");
   if (n.has("mlp")) m.mlp = parse_mlp(n);
   if (n.has("norm")) m.norm = parse_norm(n);
   m.tied_embeddings = n.bool_or("tied_embeddings", m.tied_embeddings);

@@ -246,3 +246,18 @@ TEST(Cli, ValidateWritesEachTrainingCaseScenarioRunnableAsIs) {
                                      "/proc/stacksim-cannot-write-here"}),
             "");
 }
+
+TEST(Cli, CatalogListsTheModelsAScenarioCanNameAsPreset) {
+  std::ostringstream out, err;
+  EXPECT_EQ(analysis::run_command("catalog", {"models"}, out, err), 0);
+  EXPECT_NE(out.str().find("Llama 3 70B"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("671.0B params (37.6B active)"), std::string::npos) << out.str();  // DeepSeek-V3
+  EXPECT_EQ(out.str().find("GPUs:"), std::string::npos);
+  // A scenario naming one runs.
+  const std::string s = write("preset.yaml",
+                              "name: p\ncluster: {node: dgx-h100, nodes: 1}\n"
+                              "model: {preset: Llama 3 8B, seq_len: 2048}\n"
+                              "parallelism: {tp: 1, pp: 1, dp: 8, micro_batch: 1, global_batch: 8, zero: 3}\n");
+  EXPECT_EQ(analysis::run_command("run", {s}, out, err), 0);
+  EXPECT_NE(input_error("catalog", {"model"}).find("gpus, nodes, nics or models"), std::string::npos);
+}

@@ -221,8 +221,12 @@ TEST(TrainingCasePolicy, NodeLimitedRoutingCrossesToANodeOnceWithTheFamilysGroup
   const YAML::Node limited = built_with_notes(c, "MoE: each token routed to at most 4 nodes.");
   EXPECT_EQ(limited["parallelism"]["ep_dispatch"].as<std::string>(), "deepep");
   EXPECT_FALSE(limited["model"]["moe"]["groups"]);  // no family config: unrestricted groups
+  // The family's routing comes with its name and shape (the catalogue's DeepSeek-V3); a model
+  // named so with another shape is a variant and keeps unrestricted routing.
   c["model"]["name"] = "DeepSeek-V3";
   c["model"]["moe"] = YAML::Load("{experts: 256, top_k: 8, expert_ffn_hidden: 512}");
+  EXPECT_FALSE(built_with_notes(c, "")["model"]["moe"]["groups"]);
+  for (const char* k : {"layers", "hidden", "heads", "kv_heads", "ffn_hidden"}) c["model"][k] = YAML::Node();
   const YAML::Node ds = built_with_notes(c, "");
   EXPECT_EQ(ds["model"]["moe"]["groups"].as<int>(), 8);  // its config.json: n_group 8, topk_group 4
   EXPECT_EQ(ds["model"]["moe"]["groups_per_token"].as<int>(), 4);
@@ -900,4 +904,80 @@ TEST(TrainingCasePolicy, AStatedFabricFamilyWithoutARateTakesTheNodeTypesRateOnI
   EXPECT_EQ(training_case_scenario(c, defaults)["cluster"]["nic"].as<std::string>(), "roce-200");
   c["hardware"]["inter_node"]["fabric"] = "infiniband";
   EXPECT_FALSE(training_case_scenario(c, defaults)["cluster"]["nic"]);
+}
+
+namespace {
+bool mentions(const std::vector<std::string>& defaults, const std::string& text) {
+  for (const auto& d : defaults)
+    if (d.find(text) != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
+TEST(TrainingCasePolicy, ANamedPublicModelHasItsPublicShape) {
+  // "Llama 2 70B" with its whole shape unstated: the catalogue's (the Llama 2 config.json).
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["model"] = YAML::Load("{name: LLAMA2-70B, layers: null, hidden: null, heads: null, kv_heads: null, ffn_hidden: null,"
+                          " vocab: null, seq_len: null, mlp: null, moe: null, attention: null}");
+  c["hardware"]["num_gpus"] = 64;
+  c["parallelism"] = YAML::Load("{tp: 8, pp: 1, dp: 8, micro_batch: 1, global_batch: 64, recompute: full, zero: 1}");
+  std::vector<std::string> defaults;
+  const YAML::Node m = training_case_scenario(c, defaults)["model"];
+  EXPECT_EQ(m["layers"].as<int>(), 80);
+  EXPECT_EQ(m["kv_heads"].as<int>(), 8);
+  EXPECT_EQ(m["ffn_hidden"].as<int>(), 28672);
+  EXPECT_EQ(m["vocab"].as<int>(), 32000);
+  EXPECT_EQ(m["seq_len"].as<int>(), 4096);
+  EXPECT_EQ(m["norm"].as<std::string>(), "rmsnorm");
+  EXPECT_TRUE(mentions(defaults, "model.layers: 80 (the catalogue's Llama 2 70B)"));
+
+  // A stated field other than the entry's: a variant, nothing is taken (the rules fill the rest).
+  YAML::Node variant = training_case("A100-SXM4-80GB", "");
+  variant["model"]["name"] = "GPT-3 1.3B";
+  variant["model"]["layers"] = 4;  // the test model's 4 layers, not GPT-3 1.3B's 24
+  variant["model"]["vocab"] = YAML::Node();
+  defaults.clear();
+  const YAML::Node v = training_case_scenario(variant, defaults)["model"];
+  EXPECT_EQ(v["layers"].as<int>(), 4);
+  EXPECT_FALSE(v["tied_embeddings"]);
+  EXPECT_FALSE(mentions(defaults, "catalogue's"));
+  // The same with the layers it has: the entry's tied embeddings come with the name.
+  variant["model"]["layers"] = 24;
+  variant["model"]["hidden"] = 2048;
+  variant["model"]["ffn_hidden"] = 8192;
+  defaults.clear();
+  EXPECT_TRUE(training_case_scenario(variant, defaults)["model"]["tied_embeddings"].as<bool>());
+  EXPECT_TRUE(mentions(defaults, "model.vocab: 51200 (the catalogue's GPT-3 1.3B)"));
+}
+
+TEST(TrainingCasePolicy, ANamedMoeModelHasItsExpertsAndRouting) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["model"] = YAML::Load("{name: DeepSeek-V3, layers: 61, hidden: 7168, heads: 128, kv_heads: null, ffn_hidden: null,"
+                          " vocab: null, seq_len: 4096, mlp: null, attention: null,"
+                          " moe: {experts: null, top_k: null, shared_experts: null, expert_ffn_hidden: null, moe_layer_freq: null}}");
+  c["hardware"]["num_gpus"] = 64;
+  c["parallelism"] = YAML::Load("{tp: 1, pp: 8, dp: 8, ep: 8, micro_batch: 1, global_batch: 64, recompute: full, zero: 1}");
+  std::vector<std::string> defaults;
+  const YAML::Node m = training_case_scenario(c, defaults)["model"];
+  EXPECT_EQ(m["ffn_hidden"].as<int>(), 18432);
+  EXPECT_EQ(m["moe"]["experts"].as<int>(), 256);
+  EXPECT_EQ(m["moe"]["top_k"].as<int>(), 8);
+  EXPECT_EQ(m["moe"]["shared_experts"].as<int>(), 1);
+  EXPECT_EQ(m["moe"]["expert_ffn_hidden"].as<int>(), 2048);
+  EXPECT_EQ(m["moe"]["first_dense_layers"].as<int>(), 3);
+  EXPECT_EQ(m["moe"]["groups_per_token"].as<int>(), 4);
+  EXPECT_EQ(m["mla"]["kv_lora_rank"].as<int>(), 512);  // MLA although the attention text is null
+  const Scenario built = scenario_from_yaml(training_case_scenario(c, defaults), "case t");
+  EXPECT_NEAR(built.training.model.total_params() / 671e9, 1.0, 0.02);
+}
+
+TEST(TrainingCasePolicy, AnUnstatedSequenceLengthIsTheEras) {
+  YAML::Node c = training_case("A100-SXM4-80GB", "");
+  c["model"]["seq_len"] = YAML::Node();
+  std::vector<std::string> defaults;
+  EXPECT_EQ(training_case_scenario(c, defaults)["model"]["seq_len"].as<int>(), 2048);
+  c["hardware"]["gpu"] = "H100-SXM5-80GB";
+  EXPECT_EQ(training_case_scenario(c, defaults)["model"]["seq_len"].as<int>(), 4096);
+  c["model"]["name"] = "Llama 3 8B";  // named, but its stated shape is not Llama 3 8B's: still the era's
+  EXPECT_EQ(training_case_scenario(c, defaults)["model"]["seq_len"].as<int>(), 4096);
 }
