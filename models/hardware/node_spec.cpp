@@ -280,6 +280,7 @@ std::string canonical_gpu_name(const std::string& gpu) {
 
 std::string node_type_for_gpu(const std::string& written) {
   const std::string gpu = canonical_gpu_name(written);
+  if (gpu.rfind("V100-SXM2", 0) == 0) return "dgx-1-v100";
   if (gpu.rfind("V100", 0) == 0) return "dgx-2-v100";
   if (gpu == "A100-SXM4-40GB") return "dgx-a100-40gb";
   if (gpu.rfind("A100-SXM4", 0) == 0) return "dgx-a100";
@@ -296,6 +297,8 @@ std::string node_type_for_gpu(const std::string& written) {
   if (gpu.rfind("B300", 0) == 0) return "dgx-b200";  // same NVLink 5 baseboard; the GPU is B300's
   if (gpu.rfind("L40S", 0) == 0) return "pcie-l40s";
   if (gpu.rfind("MI300X", 0) == 0) return "mi300x-8gpu";
+  if (gpu.rfind("MI325X", 0) == 0) return "mi325x-8gpu";
+  if (gpu == "H20") return "hgx-h20";
   throw std::runtime_error("no node type is known for GPU '" + written + "'");
 }
 

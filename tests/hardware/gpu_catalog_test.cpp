@@ -61,8 +61,8 @@ TEST(GpuCatalog, AliasesResolveToTheirProfile) {
   // The validation set writes "A100-SXM4" when the memory size is not stated (80 GB assumed).
   EXPECT_EQ(gpus().get("A100-SXM4").name, "A100-SXM4-80GB");
   EXPECT_EQ(gpus().get("A100-PCIe").name, "A100-PCIe-80GB");
-  EXPECT_EQ(gpus().get("V100-SXM2-32GB").name, "V100-SXM3-32GB");
-  EXPECT_EQ(gpus().get("V100").name, "V100-SXM3-32GB");
+  EXPECT_EQ(gpus().get("V100").name, "V100-SXM3-32GB");  // the DGX-2's, the V100 of Megatron-LM's 2019-20 runs
+  EXPECT_EQ(gpus().get("V100-16GB").name, "V100-SXM2-16GB");
   EXPECT_EQ(gpus().get("H100").sm_count, 132);
   EXPECT_EQ(gpus().get("AMD-MI300X").sm_count, 304);  // compute units
 }
@@ -105,6 +105,30 @@ TEST(GpuCatalog, A800IsTheA100ComputeAndMemoryBehindSlowerNvlink) {
   const hw::NodeCatalog nodes = hw::NodeCatalog::load_dir(kHardwareDir);
   EXPECT_EQ(hw::node_type_for_gpu("A800"), "hgx-a800");
   EXPECT_DOUBLE_EQ(nodes.node("hgx-a800").intra_bandwidth_Bps, 2.0 / 3.0 * nodes.node("dgx-a100").intra_bandwidth_Bps);
+}
+
+TEST(GpuCatalog, RefreshesAndCutDownPartsKeepTheirFamilysComputeAndTheirOwnMemory) {
+  const hw::NodeCatalog nodes = hw::NodeCatalog::load_dir(kHardwareDir);
+  // MI325X: the MI300X's compute with 256 GB of HBM3E at 6 TB/s, on the same 8-GPU platform.
+  const hw::GpuSpec &mi325 = gpus().get("MI325X"), &mi300 = gpus().get("MI300X");
+  EXPECT_DOUBLE_EQ(mi325.peak("bf16"), mi300.peak("bf16"));
+  EXPECT_DOUBLE_EQ(mi325.hbm_Bps, 6000e9);
+  EXPECT_GT(mi325.memory_bytes, 1.3 * mi300.memory_bytes);
+  EXPECT_EQ(hw::node_type_for_gpu("MI325X"), "mi325x-8gpu");
+  EXPECT_DOUBLE_EQ(nodes.node("mi325x-8gpu").intra_bandwidth_Bps, nodes.node("mi300x-8gpu").intra_bandwidth_Bps);
+  // H20: Hopper's NVLink with a fraction of its tensor rate and more, faster memory.
+  const hw::GpuSpec &h20 = gpus().get("H20"), &h100 = gpus().get("H100-SXM5-80GB");
+  EXPECT_LT(h20.peak("bf16"), 0.2 * h100.peak("bf16"));
+  EXPECT_GT(h20.hbm_Bps, h100.hbm_Bps);
+  EXPECT_EQ(hw::node_type_for_gpu("H20"), "hgx-h20");
+  EXPECT_DOUBLE_EQ(nodes.node("hgx-h20").intra_bandwidth_Bps, nodes.node("dgx-h100").intra_bandwidth_Bps);
+  // V100 SXM2: the DGX-1's eight GPUs and four EDR NICs; the same GV100 compute as the DGX-2's SXM3.
+  EXPECT_DOUBLE_EQ(gpus().get("V100-SXM2-32GB").peak("fp16"), gpus().get("V100-SXM3-32GB").peak("fp16"));
+  EXPECT_LT(gpus().get("V100-SXM2-16GB").memory_bytes, 0.6 * gpus().get("V100-SXM2-32GB").memory_bytes);
+  EXPECT_EQ(hw::node_type_for_gpu("V100-SXM2-16GB"), "dgx-1-v100");
+  EXPECT_EQ(hw::node_type_for_gpu("V100-SXM3-32GB"), "dgx-2-v100");
+  EXPECT_EQ(nodes.node("dgx-1-v100").gpus_per_node, 8);
+  EXPECT_EQ(nodes.node("dgx-1-v100").nics, 4);
 }
 
 TEST(GpuCatalog, UnknownGpuSuggestsTheNearestName) {
