@@ -606,6 +606,12 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     mo["attention"] = "flash";
     defaults.push_back("model.attention: flash (an unversioned FlashAttention on a GPU the original kernels do not "
                        "run on: the generation's fused kernels)");
+  } else if (!old_gen && notes_of(c).find("torchtitan") != std::string::npos) {
+    // torchtitan calls PyTorch's scaled_dot_product_attention, whose flash backend is
+    // FlashAttention-2; its cuDNN backend was opt-in from PyTorch 2.5.1 (pytorch#138522, Oct 2024)
+    // until 2.9 made it the default on sm90/sm100 (pytorch#162073, Sept 2025).
+    mo["attention"] = "flash2";
+    defaults.push_back("model.attention: flash2 (torchtitan: PyTorch SDPA's FlashAttention-2 backend)");
   } else {
     mo["attention"] = old_gen ? "unfused" : "flash";
     defaults.push_back(std::string("model.attention: ") + (old_gen ? "unfused (Volta/Ampere-era Megatron)" : "flash (Hopper and later)"));

@@ -981,3 +981,11 @@ TEST(TrainingCasePolicy, AnUnstatedSequenceLengthIsTheEras) {
   c["model"]["name"] = "Llama 3 8B";  // named, but its stated shape is not Llama 3 8B's: still the era's
   EXPECT_EQ(training_case_scenario(c, defaults)["model"]["seq_len"].as<int>(), 4096);
 }
+
+TEST(TrainingCasePolicy, TorchtitansUnstatedAttentionIsPyTorchSdpasFlashAttention2) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  EXPECT_EQ(built_with_notes(c, "")["model"]["attention"].as<std::string>(), "flash");
+  EXPECT_EQ(built_with_notes(c, "Run with torchtitan, FSDP2.")["model"]["attention"].as<std::string>(), "flash2");
+  c["model"]["attention"] = "FlashAttention-3";  // a stated kernel is read literally
+  EXPECT_EQ(built_with_notes(c, "Run with torchtitan.")["model"]["attention"].as<std::string>(), "flash");
+}
