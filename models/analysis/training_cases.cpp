@@ -618,11 +618,26 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   }
   if (has(m, "moe")) {
     const YAML::Node moe = m["moe"];
-    if (!has(moe, "experts") || !has(moe, "top_k"))
-      throw std::runtime_error("model.moe.experts or model.moe.top_k is null");
     YAML::Node mm;
-    mm["experts"] = positive<int>(moe, "experts");
-    mm["top_k"] = positive<int>(moe, "top_k");
+    if (has(moe, "experts")) {
+      mm["experts"] = positive<int>(moe, "experts");
+    } else {
+      // Mixtral-style names count the experts: "8x7B", "8x22B".
+      static const std::regex n_by_size("([0-9]+) ?x ?[0-9.]+ ?[bm]\\b", std::regex::icase);
+      std::smatch hit;
+      const std::string name = has(m, "name") ? get<std::string>(m, "name") : "";
+      if (!std::regex_search(name, hit, n_by_size) || std::stoi(hit[1].str()) < 2)
+        throw std::runtime_error("model.moe.experts is null (and the model name neither is in the catalogue nor says "
+                                 "N x size)");
+      mm["experts"] = std::stoi(hit[1].str());
+      defaults.push_back("model.moe.experts: " + hit[1].str() + " (the model name's " + hit[0].str() + ")");
+    }
+    if (has(moe, "top_k")) {
+      mm["top_k"] = positive<int>(moe, "top_k");
+    } else {
+      mm["top_k"] = 2;
+      defaults.push_back("model.moe.top_k: 2 (Megatron-Core's moe_router_topk default; GShard, Mixtral)");
+    }
     if (has(moe, "shared_experts")) mm["shared_experts"] = get<int>(moe, "shared_experts");
     if (has(moe, "moe_layer_freq")) {
       moe_layers_from_text(moe["moe_layer_freq"].as<std::string>(), positive<int>(m, "layers"), mm, defaults);

@@ -989,3 +989,21 @@ TEST(TrainingCasePolicy, TorchtitansUnstatedAttentionIsPyTorchSdpasFlashAttentio
   c["model"]["attention"] = "FlashAttention-3";  // a stated kernel is read literally
   EXPECT_EQ(built_with_notes(c, "Run with torchtitan.")["model"]["attention"].as<std::string>(), "flash");
 }
+
+TEST(TrainingCasePolicy, AnUnnamedMoeCountsItsExpertsFromTheNameAndRoutesTopTwo) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["model"]["name"] = "Internal-MoE 16x3B";
+  c["model"]["moe"] = YAML::Load("{experts: null, top_k: null, expert_ffn_hidden: null}");
+  c["parallelism"]["ep"] = 8;
+  std::vector<std::string> defaults;
+  const YAML::Node moe = training_case_scenario(c, defaults)["model"]["moe"];
+  EXPECT_EQ(moe["experts"].as<int>(), 16);
+  EXPECT_EQ(moe["top_k"].as<int>(), 2);
+  c["model"]["name"] = "Internal-MoE";  // nothing says how many experts: refused, the field named
+  try {
+    training_case_scenario(c, defaults);
+    FAIL() << "expected a refusal";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.moe.experts"), std::string::npos) << e.what();
+  }
+}
