@@ -79,3 +79,15 @@ def test_compare_reports_speedups():
     assert len(out["variants"]) == 2
     assert out["variants"][0]["speedup"] >= 1.0
     assert out["variants"][0]["set"] == {"hardware.gpu": "H200-SXM-141GB"}
+
+
+def test_a_sweep_over_bundled_models_by_preset():
+    # The same cluster and plan, the model named from the catalogue: a bigger model takes longer.
+    base = stacksim.Scenario(cluster={"node": "dgx-h100", "nodes": 1},
+                             model={"preset": "Llama 3 8B", "seq_len": 2048},
+                             parallelism={"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "global_batch": 8, "zero": 3})
+    small_step = base.run().step_time_s
+    bigger = stacksim.Scenario(base.to_dict()).set("model.preset", "Qwen3 14B").run().step_time_s
+    assert bigger > 1.3 * small_step
+    with pytest.raises(stacksim.ScenarioError, match="did you mean"):
+        stacksim.Scenario(base.to_dict()).set("model.preset", "Llama 3 9B").run()
