@@ -465,8 +465,18 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   } else {
     defaults.push_back("hardware.inter_node.nic_gbps: the node type's NIC");
   }
-  if (has(inter, "nics_per_node")) cl["nics_per_node"] = positive<int>(inter, "nics_per_node");
-  else defaults.push_back("hardware.inter_node.nics_per_node: the node type's NIC count");
+  const hw::NodeSpec& node_type = hw::bundled_nodes().node(cl["node"].as<std::string>());
+  if (has(inter, "nics_per_node")) {
+    cl["nics_per_node"] = positive<int>(inter, "nics_per_node");
+  } else if (!rack_scale && has(hw, "gpus_per_node") && positive<int>(hw, "gpus_per_node") < node_type.gpus_per_node) {
+    // A server with fewer GPUs than the node type (a 4-GPU A100 node): the node type's NICs per
+    // GPU, not all of its NICs for fewer GPUs.
+    const int nics = std::max(1, node_type.nics * positive<int>(hw, "gpus_per_node") / node_type.gpus_per_node);
+    cl["nics_per_node"] = nics;
+    defaults.push_back("hardware.inter_node.nics_per_node: " + std::to_string(nics) + " (the node type's NICs per GPU)");
+  } else {
+    defaults.push_back("hardware.inter_node.nics_per_node: the node type's NIC count");
+  }
   YAML::Node fabric;
   fabric["topology"] = "fat_tree";
   fabric["oversubscription"] = 1.0;

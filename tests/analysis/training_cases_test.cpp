@@ -1007,3 +1007,18 @@ TEST(TrainingCasePolicy, AnUnnamedMoeCountsItsExpertsFromTheNameAndRoutesTopTwo)
     EXPECT_NE(std::string(e.what()).find("model.moe.experts"), std::string::npos) << e.what();
   }
 }
+
+TEST(TrainingCasePolicy, AServerWithFewerGpusKeepsTheNodeTypesNicsPerGpu) {
+  // Four A100s per server (Perlmutter, Polaris): four of the DGX A100's eight NICs, one per GPU.
+  YAML::Node c = training_case("A100-SXM4-80GB", "");
+  c["hardware"]["num_gpus"] = 16;
+  c["hardware"]["gpus_per_node"] = 4;
+  c["parallelism"]["dp"] = 16;
+  c["parallelism"]["global_batch"] = 16;
+  std::vector<std::string> defaults;
+  const YAML::Node cluster = training_case_scenario(c, defaults)["cluster"];
+  EXPECT_EQ(cluster["gpus_per_node"].as<int>(), 4);
+  EXPECT_EQ(cluster["nics_per_node"].as<int>(), 4);
+  c["hardware"]["inter_node"]["nics_per_node"] = 2;  // a stated count is kept
+  EXPECT_EQ(training_case_scenario(c, defaults)["cluster"]["nics_per_node"].as<int>(), 2);
+}
