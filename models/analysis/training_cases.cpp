@@ -99,6 +99,19 @@ bool counts_causal_attention_half(const YAML::Node& c) {
          text.find("megatron-bridge") != std::string::npos;
 }
 
+// The source is a NeMo container's performance table older than YY.MM (its title names the
+// container: "NeMo 24.03.01 framework container", "25.11 NeMo container").
+bool nemo_container_before(const YAML::Node& c, int year, int month) {
+  if (!has(c["source"], "title")) return false;
+  const std::string title = lowercase(get<std::string>(c["source"], "title"));
+  static const std::regex named_after("nemo ([0-9]{2})\\.([0-9]{2})\\b");
+  static const std::regex named_before("\\b([0-9]{2})\\.([0-9]{2})(\\.[0-9]+)?( framework)? nemo container");
+  std::smatch hit;
+  if (!std::regex_search(title, hit, named_after) && !std::regex_search(title, hit, named_before)) return false;
+  const int y = std::stoi(hit[1].str()), m = std::stoi(hit[2].str());
+  return m >= 1 && m <= 12 && (y < year || (y == year && m < month));
+}
+
 // The case publishes the time of one transformer layer (forward and backward) in measured.other.
 bool publishes_layer_time(const YAML::Node& c) {
   const YAML::Node other = c["measured"]["other"];
@@ -616,6 +629,12 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     mo["attention"] = "flash";
     defaults.push_back("model.attention: flash (an unversioned FlashAttention on a GPU the original kernels do not "
                        "run on: the generation's fused kernels)");
+  } else if (!old_gen && nemo_container_before(c, 24, 5)) {
+    // NeMo reaches flash attention through Transformer Engine, which ran FlashAttention-2 until it
+    // gave cuDNN's fused attention the preference on Hopper; NeMo's documentation says so from
+    // 22 May 2024 (NeMo PR #9188: before it, "with the inclusion of Flash Attention 2").
+    mo["attention"] = "flash2";
+    defaults.push_back("model.attention: flash2 (a NeMo container before 24.05: Transformer Engine's FlashAttention-2)");
   } else if (!old_gen && notes_of(c).find("torchtitan") != std::string::npos) {
     // torchtitan calls PyTorch's scaled_dot_product_attention, whose flash backend is
     // FlashAttention-2; its cuDNN backend was opt-in from PyTorch 2.5.1 (pytorch#138522, Oct 2024)

@@ -1022,3 +1022,17 @@ TEST(TrainingCasePolicy, AServerWithFewerGpusKeepsTheNodeTypesNicsPerGpu) {
   c["hardware"]["inter_node"]["nics_per_node"] = 2;  // a stated count is kept
   EXPECT_EQ(training_case_scenario(c, defaults)["cluster"]["nics_per_node"].as<int>(), 2);
 }
+
+TEST(TrainingCasePolicy, ANeMoContainerBeforeTransformerEnginesCudnnPreferenceRunsFlashAttention2) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  const auto kernel = [&](const std::string& title) {
+    c["source"]["title"] = title;
+    std::vector<std::string> defaults;
+    return training_case_scenario(c, defaults)["model"]["attention"].as<std::string>();
+  };
+  EXPECT_EQ(kernel("NVIDIA NeMo performance summary (NeMo 24.03.01 framework container)"), "flash2");
+  EXPECT_EQ(kernel("NVIDIA NeMo performance summary (NeMo 24.07 container), DGX-H100"), "flash");
+  EXPECT_EQ(kernel("Megatron-Bridge performance summary, 25.11 NeMo container"), "flash");
+  EXPECT_EQ(kernel("23.11 NeMo container"), "flash2");
+  EXPECT_EQ(kernel("Nemotron-4 340B Technical Report (arXiv:2406.11704)"), "flash");  // no container named
+}
