@@ -274,11 +274,6 @@ void pipeline_split(int layers, int pp, int stated_vp, bool hopper_era, int micr
   }
 }
 
-// A case that states neither dp nor both of tp and pp: the smallest model-parallel size (keeping a
-// stated tp or pp) whose plan fits in the GPU's memory, tensor parallelism inside a node first (up
-// to 8, and only where the heads divide), then pipeline stages; data parallelism takes the rest.
-// That is how the frameworks' users size a plan (the least model parallelism that fits); which
-// split runs fastest is not assumed known.
 // The bundled catalogue's entry for the model the case names, when every shape field the case
 // states agrees with it; a case that names a model but states another shape (a head count changed
 // for a benchmark, a padded variant) describes a variant, and nothing is taken from the entry.
@@ -335,8 +330,14 @@ YAML::Node with_catalogue_shape(const YAML::Node& c, std::vector<std::string>& d
   return full;
 }
 
+// The scenario of a case whose named model's unstated shape is filled in already (below).
 YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults);
 
+// A case that states neither dp nor both of tp and pp: the smallest model-parallel size (keeping a
+// stated tp or pp) whose plan fits in the GPU's memory, tensor parallelism inside a node first (up
+// to 8, and only where the heads divide), then pipeline stages; data parallelism takes the rest.
+// That is how the frameworks' users size a plan (the least model parallelism that fits); which
+// split runs fastest is not assumed known.
 YAML::Node smallest_fitting_plan(const YAML::Node& c, std::vector<std::string>& defaults) {
   const YAML::Node hw = c["hardware"], p = c["parallelism"];
   if (!has(hw, "num_gpus")) throw std::runtime_error("hardware.num_gpus and parallelism.dp are null");

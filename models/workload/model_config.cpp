@@ -1,13 +1,13 @@
 #include "models/workload/model_config.hpp"
 
-#include "models/workload/model_catalog.hpp"
-
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+
+#include "models/workload/model_catalog.hpp"
 
 namespace stacksim::workload {
 namespace {

@@ -25,6 +25,8 @@
 //           first_dense_layers: 0, layer_freq: 1, imbalance: 1.1, capacity_factor: 0}
 //   or  model: {hf_config: configs/llama3-8b.json, seq_len: 8192}   (keys given beside
 //       hf_config override the file; a relative path resolves against the scenario's directory)
+//   or  model: {preset: Llama 3 70B, seq_len: 4096}   (a bundled public model, model_catalog.hpp;
+//       keys beside it override it the same way)
 //
 // Parameter counts: GEMM weights, biases where the architecture has them, norms (RMSNorm: a
 // scale, h; LayerNorm: scale and shift, 2h), embeddings (input, plus the output layer when untied)
