@@ -19,7 +19,7 @@ namespace {
 std::string run_yaml(const std::string& text, const std::string& origin, const std::vector<std::string>& sets,
                      const std::string& base_dir, const std::string& trace) {
   YAML::Node root = config::Node::load_string(text, origin).yaml();
-  for (const auto& s : sets) config::apply_override(root, s, "set(" + s + ")");
+  for (const auto& s : sets) analysis::apply_scenario_override(root, s, "set(" + s + ")");
   const analysis::Scenario s = analysis::scenario_from_yaml(root, origin, base_dir);
   if (s.kind == analysis::WorkloadKind::CollectiveBenchmark)
     return analysis::collective_table_json(s, analysis::run_collective_benchmark(s.bench)).dump();

@@ -32,7 +32,7 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
   // Only the cluster and the model matter here: the scenario's own plan may not even be valid.
   const config::Node file = config::Node::load_file(path);
   YAML::Node root = file.yaml();
-  for (const auto& o : base_sets) config::apply_override(root, o, "--set " + o);
+  for (const auto& o : base_sets) apply_scenario_override(root, o, "--set " + o);
   const config::Node top_node(root, path, "");
   if (!top_node.has("model") || !top_node.has("cluster"))
     top_node.fail("model", "plan search needs a training scenario with cluster: and model:", "add them");

@@ -212,10 +212,23 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
   return s;
 }
 
+void apply_scenario_override(YAML::Node& root, const std::string& assignment, const std::string& origin) {
+  std::string key = assignment.substr(0, assignment.find('='));
+  key.erase(0, key.find_first_not_of(' '));
+  key.erase(key.find_last_not_of(' ') + 1);
+  if ((key == "model.preset" || key == "model.hf_config") && root.IsMap() && root["model"] && root["model"].IsMap()) {
+    YAML::Node kept(YAML::NodeType::Map);
+    for (const char* k : kScenarioModelRunKeys)
+      if (root["model"][k]) kept[k] = root["model"][k];
+    root["model"] = kept;
+  }
+  config::apply_override(root, assignment, origin);
+}
+
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
   const config::Node file = config::Node::load_file(path);
   YAML::Node root = file.yaml();
-  for (const auto& o : overrides) config::apply_override(root, o, "--set " + o);
+  for (const auto& o : overrides) apply_scenario_override(root, o, "--set " + o);
   const std::string base = std::filesystem::path(path).parent_path().string();
   try {
     return scenario_from_yaml(root, path, base.empty() ? "." : base);

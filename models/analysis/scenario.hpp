@@ -68,6 +68,12 @@ struct Scenario {
 
 // Loads a scenario file and applies --set overrides (KEY=VALUE, dotted keys).
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides);
+// One --set override (config::apply_override) with the scenario rule that setting model.preset or
+// model.hf_config swaps the model: the file's own architecture keys give way, its training choices
+// (kScenarioModelRunKeys) stay. Without it a swap would keep the file's layers, hidden, ... and
+// take only the new model's other keys.
+void apply_scenario_override(YAML::Node& root, const std::string& assignment, const std::string& origin);
+inline const char* const kScenarioModelRunKeys[] = {"seq_len", "attention", "mtp_layers"};
 // From an in-memory tree; `origin` names it in error messages; relative paths resolve against
 // `base_dir`.
 Scenario scenario_from_yaml(YAML::Node root, const std::string& origin,

@@ -81,6 +81,10 @@ class Scenario:
         """Sets a dotted key (like the CLI's --set), e.g. set("parallelism.tp", 8)."""
         node = self._data
         parts = key.split(".")
+        if key in ("model.preset", "model.hf_config") and isinstance(self._data.get("model"), dict):
+            # Swapping the model: the scenario's own architecture keys give way, its training
+            # choices stay (the C++ side's kScenarioModelRunKeys, for --set and sets=).
+            self._data["model"] = {k: v for k, v in self._data["model"].items() if k in ("seq_len", "attention", "mtp_layers")}
         for p in parts[:-1]:
             node = node.setdefault(p, {})
             if not isinstance(node, dict):

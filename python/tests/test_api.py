@@ -91,3 +91,12 @@ def test_a_sweep_over_bundled_models_by_preset():
     assert bigger > 1.3 * small_step
     with pytest.raises(stacksim.ScenarioError, match="did you mean"):
         stacksim.Scenario(base.to_dict()).set("model.preset", "Llama 3 9B").run()
+
+
+def test_setting_a_preset_swaps_the_whole_model():
+    s = stacksim.Scenario.load(os.path.join(ROOT, "scenarios", "fsdp-7b-8xh100.yaml"))
+    s.set("model.preset", "Llama 3 8B")
+    assert s.to_dict()["model"] == {"seq_len": 2048, "attention": "flash", "preset": "Llama 3 8B"}
+    swapped = s.run()
+    direct = stacksim.Scenario.load(os.path.join(ROOT, "scenarios", "fsdp-7b-8xh100.yaml")).run()
+    assert swapped.step_time_s != direct.step_time_s

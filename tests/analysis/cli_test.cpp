@@ -261,3 +261,21 @@ TEST(Cli, CatalogListsTheModelsAScenarioCanNameAsPreset) {
   EXPECT_EQ(analysis::run_command("run", {s}, out, err), 0);
   EXPECT_NE(input_error("catalog", {"model"}).find("gpus, nodes, nics or models"), std::string::npos);
 }
+
+TEST(Cli, SettingAPresetSwapsTheModelAndKeepsTheTrainingChoices) {
+  // The bundled FSDP scenario spells out an MPT-7B; --set model.preset swaps in Llama 3 8B whole,
+  // not a hybrid of the file's shape and the preset's other keys; its sequence length stays.
+  const analysis::Scenario s =
+      analysis::load_scenario(STACKSIM_SOURCE_DIR "/scenarios/fsdp-7b-8xh100.yaml", {"model.preset=Llama 3 8B"});
+  const workload::ModelConfig& m = s.training.model;
+  EXPECT_EQ(m.kv_heads, 8);
+  EXPECT_EQ(m.ffn_hidden, 14336);
+  EXPECT_EQ(m.vocab, 128256);
+  EXPECT_EQ(m.mlp, workload::Mlp::SwiGlu);
+  EXPECT_EQ(m.seq_len, 2048);  // the scenario's, not the preset's 8192
+  // A later --set of a shape key still overrides the preset.
+  const analysis::Scenario t = analysis::load_scenario(STACKSIM_SOURCE_DIR "/scenarios/fsdp-7b-8xh100.yaml",
+                                                       {"model.preset=Llama 3 8B", "model.layers=16"});
+  EXPECT_EQ(t.training.model.layers, 16);
+  EXPECT_EQ(t.training.model.vocab, 128256);
+}
