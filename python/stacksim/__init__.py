@@ -84,7 +84,8 @@ class Scenario:
         if key in ("model.preset", "model.hf_config") and isinstance(self._data.get("model"), dict):
             # Swapping the model: the scenario's own architecture keys give way, its training
             # choices stay (the C++ side's kScenarioModelRunKeys, for --set and sets=).
-            self._data["model"] = {k: v for k, v in self._data["model"].items() if k in ("seq_len", "attention", "mtp_layers")}
+            kept = ("seq_len", "attention", "mtp_layers")
+            self._data["model"] = {k: v for k, v in self._data["model"].items() if k in kept}
         for p in parts[:-1]:
             node = node.setdefault(p, {})
             if not isinstance(node, dict):
