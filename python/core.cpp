@@ -4,11 +4,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <nlohmann/json.hpp>
+
 #include "config/error.hpp"
 #include "config/yaml.hpp"
 #include "models/analysis/scenario.hpp"
 #include "models/analysis/training.hpp"
 #include "models/analysis/validation.hpp"
+#include "models/workload/model_catalog.hpp"
 #include "sim/engine.hpp"
 
 namespace py = pybind11;
@@ -30,6 +33,23 @@ std::string run_yaml(const std::string& text, const std::string& origin, const s
   } catch (const sim::HorizonError& e) {  // out-of-range input too: a ScenarioError in Python
     throw config::InputError(origin, 0, "", e.what(), "bring the scenario's rates and durations into a realistic range");
   }
+}
+
+// The bundled model catalogue as JSON: one object per model, its shape and parameter counts.
+std::string catalog_models_json() {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& e : workload::bundled_models().models()) {
+    const workload::ModelConfig& c = e.config;
+    nlohmann::json j = {{"name", e.name},        {"aliases", e.aliases},     {"source", e.source},
+                        {"layers", c.layers},    {"hidden", c.hidden},       {"heads", c.heads},
+                        {"kv_heads", c.kv_heads}, {"ffn_hidden", c.ffn_hidden}, {"vocab", c.vocab},
+                        {"params", c.total_params()}, {"active_params", c.active_params()}};
+    j["seq_len"] = c.seq_len > 0 ? nlohmann::json(c.seq_len) : nlohmann::json(nullptr);
+    j["experts"] = c.moe.experts;
+    j["top_k"] = c.is_moe() ? c.moe.top_k : 0;
+    out.push_back(j);
+  }
+  return out.dump();
 }
 
 }  // namespace
@@ -57,4 +77,6 @@ PYBIND11_MODULE(_core, m) {
       py::arg("path"), py::arg("kinds") = std::vector<std::string>{}, py::arg("sources") = std::vector<std::string>{},
       py::arg("ids") = std::vector<std::string>{},
       "Validates a stacksim-validation/1 case file; returns the report as JSON text.");
+  m.def("catalog_models", &catalog_models_json,
+        "The bundled model catalogue (models/workload/architectures) as JSON text.");
 }

@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 from . import _core
 
-__all__ = ["Scenario", "Result", "ScenarioError", "run", "validate"]
+__all__ = ["Scenario", "Result", "ScenarioError", "run", "validate", "models"]
 
 ScenarioError = _core.InputError
 ScenarioError.__doc__ = "Bad scenario input (a ValueError): the message names the file, key, reason and fix."
@@ -114,6 +114,13 @@ def validate(cases_path: str, kinds: Iterable[str] = (), sources: Iterable[str] 
     """Validates a stacksim-validation/1 file: {"cases": [...], "summary": {...}}; `ids` keeps the
     cases whose id contains one of the substrings (like the CLI's --id)."""
     return json.loads(_core.validate(cases_path, list(kinds), list(sources), list(ids)))
+
+
+def models() -> List[Dict[str, Any]]:
+    """The bundled model catalogue: one dict per model (name, aliases, source, layers, hidden, heads,
+    kv_heads, ffn_hidden, vocab, seq_len (None where no pretraining length is published), experts,
+    top_k, params, active_params). Any name or alias works as the scenario key model.preset."""
+    return json.loads(_core.catalog_models())
 
 
 def _grid_points(grid: Dict[str, Iterable[Any]]) -> List[Dict[str, Any]]:

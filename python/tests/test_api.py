@@ -100,3 +100,16 @@ def test_setting_a_preset_swaps_the_whole_model():
     swapped = s.run()
     direct = stacksim.Scenario.load(os.path.join(ROOT, "scenarios", "fsdp-7b-8xh100.yaml")).run()
     assert swapped.step_time_s != direct.step_time_s
+
+
+def test_the_model_catalogue_lists_presets():
+    listed = {m["name"]: m for m in stacksim.models()}
+    assert listed["Llama 3 70B"]["layers"] == 80
+    assert abs(listed["DeepSeek-V3"]["params"] / 671e9 - 1) < 0.02
+    assert listed["DeepSeek-V3"]["active_params"] < listed["DeepSeek-V3"]["params"] / 10
+    assert listed["Mistral 7B"]["seq_len"] is None
+    # Every listed name works as a preset (given a sequence length where none is published).
+    name = "Qwen3 30B-A3B"
+    s = stacksim.Scenario(cluster={"node": "dgx-h100", "nodes": 1}, model={"preset": name},
+                          parallelism={"tp": 1, "pp": 1, "dp": 8, "ep": 8, "micro_batch": 1, "global_batch": 8})
+    assert s.run().step_time_s > 0
