@@ -14,6 +14,7 @@
 #include "models/analysis/commands.hpp"
 #include "models/analysis/scenario.hpp"
 #include "models/analysis/training.hpp"
+#include "models/workload/model_catalog.hpp"
 #include "tests/test_tmp.hpp"
 
 using namespace stacksim;
@@ -56,4 +57,27 @@ TEST(BundledScenarios, Llama405BLayoutFlagsAreTheExplicitLayout) {
   EXPECT_GT(flags.step_time_s, 0.0);
   EXPECT_EQ(flags.step_time_s, layout.step_time_s);
   EXPECT_EQ(flags.memory.total_bytes(), layout.memory.total_bytes());
+}
+
+TEST(BundledModels, EveryCatalogueModelRunsAsAPreset) {
+  // Each entry of models/workload/architectures, swapped into one small scenario (its own shape,
+  // the scenario's sequence length): a step whose breakdown accounts for the whole step.
+  const std::string base = test_tmp("preset-base.yaml");
+  std::ofstream(base) << "name: p\ncluster: {node: dgx-h100, nodes: 1}\n"
+                         "model: {preset: Llama 3 8B, seq_len: 512}\n"
+                         "parallelism: {tp: 1, pp: 1, dp: 8, micro_batch: 1, global_batch: 8, zero: 3}\n";
+  size_t ran = 0;
+  for (const auto& e : workload::bundled_models().models()) {
+    SCOPED_TRACE(e.name);
+    const analysis::Scenario s = analysis::load_scenario(base, {"model.preset=" + e.name});
+    EXPECT_EQ(s.training.model.layers, e.config.layers);
+    EXPECT_EQ(s.training.model.seq_len, 512);
+    const analysis::TrainingResult r = analysis::simulate_training(s.training, {});
+    EXPECT_GT(r.step_time_s, 0);
+    double sum = 0;
+    for (const auto& [k, v] : r.breakdown) sum += v;
+    EXPECT_NEAR(sum, r.step_time_s, 1e-6 * r.step_time_s);
+    ++ran;
+  }
+  EXPECT_GE(ran, 60u);
 }
