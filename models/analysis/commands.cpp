@@ -272,9 +272,9 @@ int cmd_plan(const std::vector<std::string>& raw, std::ostream& out) {
     throw config::InputError("command line", 0, "SCENARIO", "plan takes exactly one scenario file",
                              "write: stacksim plan scenarios/llama3-70b-64xh100.yaml -n 5");
   if (a.top < 1) throw config::InputError("command line", 0, "-n", "must be at least 1", "write e.g. -n 5");
-  size_t evaluated = 0;
-  const auto plans = search_plans(a.positional[0], a.sets, static_cast<size_t>(a.top), &evaluated);
-  print_plans(plans, evaluated, out);
+  size_t evaluated = 0, simulated = 0;
+  const auto plans = search_plans(a.positional[0], a.sets, static_cast<size_t>(a.top), &evaluated, &simulated);
+  print_plans(plans, evaluated, simulated, out);
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 
 #include "config/yaml.hpp"
@@ -28,7 +29,7 @@ std::string join_counts(const std::vector<int>& counts) {
 }  // namespace
 
 std::vector<PlanCandidate> search_plans(const std::string& path, const std::vector<std::string>& base_sets,
-                                        size_t top, size_t* evaluated) {
+                                        size_t top, size_t* evaluated, size_t* simulated_count) {
   // Only the cluster and the model matter here: the scenario's own plan may not even be valid.
   const config::Node file = config::Node::load_file(path);
   YAML::Node root = file.yaml();
@@ -99,13 +100,18 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
   }
   std::vector<PlanCandidate> all(plans.size());
   std::vector<char> ok(plans.size(), 0);
+  std::atomic<size_t> simulated{0};
   tbb::parallel_for(size_t(0), plans.size(), [&](size_t i) {
     std::vector<std::string> sets = base_sets;
     sets.insert(sets.end(), plans[i].begin(), plans[i].end());
     try {
       const Scenario s = load_scenario(path, sets);
+      // The memory verdict needs no simulation (the run's own check): a plan that does not fit
+      // is not a candidate, and large models have many.
+      if (!fits_in_memory(s.training)) return;
       all[i].sets = plans[i];
       all[i].result = simulate_training(s.training, RunOptions::step_only());
+      simulated.fetch_add(1, std::memory_order_relaxed);
       ok[i] = !all[i].result.oom;
     } catch (const config::InputError&) {
       // An invalid combination (e.g. the global batch does not divide): not a candidate.
@@ -121,12 +127,13 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
   });
   if (good.size() > top) good.resize(top);
   if (evaluated) *evaluated = plans.size();
+  if (simulated_count) *simulated_count = simulated.load();
   return good;
 }
 
-void print_plans(const std::vector<PlanCandidate>& plans, size_t evaluated, std::ostream& out) {
+void print_plans(const std::vector<PlanCandidate>& plans, size_t evaluated, size_t simulated, std::ostream& out) {
   char line[400];
-  out << evaluated << " plans simulated; the fastest that fit in memory:\n";
+  out << evaluated << " plans, " << simulated << " of them valid and in memory, simulated; the fastest:\n";
   for (size_t i = 0; i < plans.size(); ++i) {
     const auto& r = plans[i].result;
     std::string desc;

@@ -1,6 +1,7 @@
 // `stacksim plan`: enumerate the (tp, pp, vp or DualPipe, dp, micro-batch, recompute, ZeRO, ep) plans that use every
-// GPU of the scenario's cluster, simulate them in parallel, drop the invalid and out-of-memory
-// ones and rank the rest by step time.
+// GPU of the scenario's cluster, drop the invalid ones and those that do not fit in memory (the
+// run's own memory check, no simulation), simulate the rest in parallel and rank them by step
+// time. `evaluated`: the plans enumerated; `simulated`: those simulated.
 #pragma once
 #include <ostream>
 #include <string>
@@ -16,7 +17,7 @@ struct PlanCandidate {
 };
 
 std::vector<PlanCandidate> search_plans(const std::string& scenario_path, const std::vector<std::string>& base_sets,
-                                        size_t top, size_t* evaluated = nullptr);
-void print_plans(const std::vector<PlanCandidate>& plans, size_t evaluated, std::ostream& out);
+                                        size_t top, size_t* evaluated = nullptr, size_t* simulated = nullptr);
+void print_plans(const std::vector<PlanCandidate>& plans, size_t evaluated, size_t simulated, std::ostream& out);
 
 }  // namespace stacksim::analysis

@@ -117,3 +117,20 @@ TEST(PlanSearch, RecomputeAutoKeepsTheScenariosRecomputeModules) {
   const Scenario selective = load_scenario(path, {"parallelism.recompute=selective"});
   EXPECT_EQ(simulate_training(selective.training, RunOptions::step_only()).recompute, "selective (layernorm)");
 }
+
+TEST(PlanSearch, PlansThatDoNotFitAreNotSimulated) {
+  // A 64-layer model of this width on 16 GPUs: the unsharded, unpipelined plans do not fit; they
+  // are dropped on the memory check alone, and what remains is the same ranking.
+  const std::string path = write_job("plan_big.yaml", 64);
+  size_t evaluated = 0, simulated = 0;
+  const auto plans = search_plans(path, {}, 100000, &evaluated, &simulated);
+  ASSERT_FALSE(plans.empty());
+  EXPECT_LT(simulated, evaluated);
+  EXPECT_GE(simulated, plans.size());
+  const Scenario naive = load_scenario(path, {});
+  EXPECT_TRUE(simulate_training(naive.training, RunOptions{}).oom);  // pure DP: no candidate
+  for (const auto& p : plans) {
+    EXPECT_FALSE(p.result.oom);
+    EXPECT_FALSE(has_set(p, "parallelism.zero=0") && has_set(p, "parallelism.pp=1") && has_set(p, "parallelism.tp=1"));
+  }
+}
