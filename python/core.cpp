@@ -35,21 +35,30 @@ std::string run_yaml(const std::string& text, const std::string& origin, const s
   }
 }
 
-// The bundled model catalogue as JSON: one object per model, its shape and parameter counts.
+// One catalogue entry as JSON: its shape and parameter counts.
+nlohmann::json catalog_entry_json(const workload::CatalogModel& e) {
+  const workload::ModelConfig& c = e.config;
+  nlohmann::json j = {{"name", e.name},         {"aliases", e.aliases},         {"source", e.source},
+                      {"layers", c.layers},     {"hidden", c.hidden},           {"heads", c.heads},
+                      {"kv_heads", c.kv_heads}, {"ffn_hidden", c.ffn_hidden},   {"vocab", c.vocab},
+                      {"params", c.total_params()}, {"active_params", c.active_params()}};
+  j["seq_len"] = c.seq_len > 0 ? nlohmann::json(c.seq_len) : nlohmann::json(nullptr);
+  j["experts"] = c.moe.experts;
+  j["top_k"] = c.is_moe() ? c.moe.top_k : 0;
+  return j;
+}
+
+// The bundled model catalogue as JSON: one object per model.
 std::string catalog_models_json() {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& e : workload::bundled_models().models()) {
-    const workload::ModelConfig& c = e.config;
-    nlohmann::json j = {{"name", e.name},        {"aliases", e.aliases},     {"source", e.source},
-                        {"layers", c.layers},    {"hidden", c.hidden},       {"heads", c.heads},
-                        {"kv_heads", c.kv_heads}, {"ffn_hidden", c.ffn_hidden}, {"vocab", c.vocab},
-                        {"params", c.total_params()}, {"active_params", c.active_params()}};
-    j["seq_len"] = c.seq_len > 0 ? nlohmann::json(c.seq_len) : nlohmann::json(nullptr);
-    j["experts"] = c.moe.experts;
-    j["top_k"] = c.is_moe() ? c.moe.top_k : 0;
-    out.push_back(j);
-  }
+  for (const auto& e : workload::bundled_models().models()) out.push_back(catalog_entry_json(e));
   return out.dump();
+}
+
+// The entry a preset name names (any spelling, as model.preset reads it); "null" when none does.
+std::string catalog_model_json(const std::string& name) {
+  const workload::CatalogModel* e = workload::bundled_models().find(name);
+  return e ? catalog_entry_json(*e).dump() : std::string("null");
 }
 
 }  // namespace
@@ -79,4 +88,6 @@ PYBIND11_MODULE(_core, m) {
       "Validates a stacksim-validation/1 case file; returns the report as JSON text.");
   m.def("catalog_models", &catalog_models_json,
         "The bundled model catalogue (models/workload/architectures) as JSON text.");
+  m.def("catalog_model", &catalog_model_json, py::arg("name"),
+        "The catalogue entry a model.preset name names, as JSON text ('null' when none).");
 }

@@ -236,8 +236,11 @@ def best_plans(base: "Scenario", top: int = 5, max_tp: int = 8, micro_batches: I
     data = base.to_dict()
     model = data.get("model", {})
     cluster = data.get("cluster", {})
-    layers, heads = int(model.get("layers", 0)), int(model.get("heads", 0))
-    kv_heads = int(model.get("kv_heads", heads) or heads)
+    # A bundled model named as the preset lends the shape the scenario does not spell out.
+    named = json.loads(_core.catalog_model(str(model["preset"]))) if "preset" in model else None
+    shape = {**(named or {}), **model}
+    layers, heads = int(shape.get("layers", 0)), int(shape.get("heads", 0))
+    kv_heads = int(shape.get("kv_heads", heads) or heads)
     per_node = int(cluster.get("gpus_per_node", 8))
     gpus = int(cluster.get("nodes", 1)) * per_node
     candidates = []

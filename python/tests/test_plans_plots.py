@@ -44,3 +44,19 @@ def test_plots_are_written(tmp_path):
         path = str(tmp_path / name)
         draw(path)
         assert os.path.getsize(path) > 1000
+
+
+def test_best_plans_read_the_shape_of_a_preset():
+    # A preset-only model: the search takes the catalogue's shape (Qwen3 8B: 36 layers, 32 heads)
+    # for its candidates, so every plan it returns divides them.
+    import json
+    from stacksim import _core
+
+    assert json.loads(_core.catalog_model("QWEN3_8B"))["layers"] == 36  # any spelling, as model.preset
+    assert json.loads(_core.catalog_model("Qwen3 9B")) is None
+    base = stacksim.Scenario(cluster={"node": "dgx-h100", "nodes": 1}, model={"preset": "Qwen3 8B", "seq_len": 1024},
+                             parallelism={"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "global_batch": 16})
+    df = stacksim.best_plans(base, top=20, micro_batches=(1,), zero=(1,))
+    assert len(df) >= 1
+    assert all(36 % pp == 0 for pp in df["parallelism.pp"])
+    assert all(32 % tp == 0 for tp in df["parallelism.tp"])
