@@ -506,6 +506,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   // architecture details the case format has no field for.
   const workload::CatalogModel* named = named_catalogue_model(m);
   const std::string from_catalogue = named ? " (the catalogue's " + named->name + ")" : "";
+  const std::string att = has(m, "attention") ? get<std::string>(m, "attention") : "";  // the attention text
   YAML::Node mo;
   mo["name"] = has(m, "name") ? get<std::string>(m, "name") : std::string("model");
   const long long hidden = positive<long long>(m, "hidden");
@@ -528,7 +529,8 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     defaults.push_back(std::string("model.seq_len: ") + (old_gen ? "2048 (Volta/Ampere era)" : "4096 (Hopper and later)"));
   }
   if (has(m, "kv_heads")) mo["kv_heads"] = positive<long long>(m, "kv_heads");
-  else defaults.push_back("model.kv_heads: = heads (multi-head attention)");
+  else if (!(named && named->config.is_mla()) && att.find("MLA") == std::string::npos && att.find("latent") == std::string::npos)
+    defaults.push_back("model.kv_heads: = heads (multi-head attention)");  // MLA gives every head its own K and V
   long long ffn = 4 * hidden;
   if (has(m, "ffn_hidden")) ffn = positive<long long>(m, "ffn_hidden");
   else defaults.push_back("model.ffn_hidden: 4 * hidden");
@@ -568,10 +570,6 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     mo["norm"] = "rmsnorm";
     defaults.push_back("model.norm: rmsnorm (gated-MLP families)");
   }
-  // Attention implementation: as stated, read literally (see flash_kernel); else the best fused
-  // kernels (cuDNN) on Hopper and later, and Megatron's unfused attention on Volta/Ampere, the
-  // stacks those generations shipped with.
-  const std::string att = has(m, "attention") ? get<std::string>(m, "attention") : "";
   // Multi-head latent attention stated in words (DeepSeek-V2/V3): its latent ranks, read literally;
   // the per-head dimensions are DeepSeek's 128 (nope and value) when not stated.
   if (att.find("MLA") != std::string::npos || att.find("latent") != std::string::npos) {
@@ -620,6 +618,9 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     if (std::regex_search(low, hit, every_nth_full)) mo["full_attention_every"] = std::stoi(hit[1].str());
     else if (low.find("alternate layers") != std::string::npos) mo["full_attention_every"] = 2;
   }
+  // Attention implementation: as stated, read literally (see flash_kernel); else the best fused
+  // kernels (cuDNN) on Hopper and later, and Megatron's unfused attention on Volta/Ampere, the
+  // stacks those generations shipped with.
   const hw::GpuCatalog& gpu_profiles = hw::bundled_gpus();
   const bool runs_flash1 = gpu_profiles.has(gpu) && gpu_profiles.get(gpu).flash1_forward_efficiency > 0;
   if (const std::string kernel = flash_kernel(att); !kernel.empty() && (kernel != "flash1" || runs_flash1)) {
