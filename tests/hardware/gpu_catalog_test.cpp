@@ -266,3 +266,12 @@ TEST(GpuCatalog, DuplicateAliasIsAnInputError) {
   c.add(a);
   EXPECT_THROW(c.add(b), config::InputError);
 }
+
+TEST(GpuCatalog, TheA100PcieComesInBothMemorySizes) {
+  EXPECT_EQ(gpus().get("A100-PCIe").name, "A100-PCIe-80GB");
+  const hw::GpuSpec &small = gpus().get("A100-PCIe-40GB"), &big = gpus().get("A100-PCIe-80GB");
+  EXPECT_DOUBLE_EQ(small.peak("bf16"), big.peak("bf16"));
+  EXPECT_LT(small.hbm_Bps, big.hbm_Bps);
+  EXPECT_LT(small.memory_bytes, 0.6 * big.memory_bytes);
+  EXPECT_EQ(hw::node_type_for_gpu("A100-PCIe-40GB"), "pcie-a100");
+}
