@@ -23,7 +23,7 @@ LayerTiming time_layer(const StepProgram& program, int layer, const topo::Cluste
   one.overlap_grad_reduce = one.overlap_param_gather = false;
   one.host_launch_s = program.host_launch_s;
   LayerProgram lp = program.layers[layer];
-  lp.param_bytes = lp.grad_bytes = 0.0;
+  lp.param_bytes = lp.grad_bytes = lp.expert_param_bytes = lp.expert_grad_bytes = 0.0;
   one.layers = {lp};
   one.layers.front().backward.clear();
   const ReplayOptions quiet;

@@ -195,8 +195,13 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
       lp.forward = coster.cost_all(layer_forward_ops(model, plan, l));
       lp.backward = coster.cost_all(layer_backward_ops(model, plan, l));
       const double params = layer_params_per_rank(model, plan, l);
-      lp.param_bytes = 2.0 * params;  // 16-bit weights gathered by ZeRO/FSDP
-      lp.grad_bytes = plan.grad_bytes_per_param() * params;  // reduced over data parallelism
+      // Routed experts have a data-parallel group of their own once expert parallelism is carved
+      // out of data parallelism (or folded over tensor parallelism).
+      const double experts = plan.ep > 1 || plan.experts_folded() ? layer_expert_params_per_rank(model, plan, l) : 0.0;
+      lp.param_bytes = 2.0 * (params - experts);  // 16-bit weights gathered by ZeRO/FSDP
+      lp.grad_bytes = plan.grad_bytes_per_param() * (params - experts);  // reduced over data parallelism
+      lp.expert_param_bytes = 2.0 * experts;
+      lp.expert_grad_bytes = plan.grad_bytes_per_param() * experts;
       lp.fsdp_grad_prep_s = fsdp_pass_s(plan.fsdp_grad_prep_bytes_per_param(), params);
       lp.fsdp_gather_copy_s = fsdp_pass_s(plan.fsdp_gather_copy_bytes_per_param(), params);
       costed[kind] = true;

@@ -24,7 +24,8 @@ uint16_t comm_category(Group g) {
     case Group::EP: return kCatEpComm;
     case Group::DP:
     case Group::DpShard:
-    case Group::DpReplicate: return kCatDpComm;
+    case Group::DpReplicate:
+    case Group::ExpertDp: return kCatDpComm;
   }
   return kCatTpComm;
 }
@@ -119,10 +120,15 @@ class StepBuilder {
     sim::TaskId host = sim::kNoTask, paired_host = sim::kNoTask;
     sim::TaskId& host_now() { return on_paired_tracks ? paired_host : host; }
     sim::TaskId dp_cursor = sim::kNoTask;   // data-parallel stream (gradient buckets, gathers)
+    sim::TaskId edp_cursor = sim::kNoTask;  // expert data-parallel stream (its own communicator)
     sim::TaskId ag_cursor = sim::kNoTask;   // FSDP all-gather stream
     sim::TaskId rs_cursor = sim::kNoTask;   // FSDP reduce-scatter stream
-    // Gradient readiness of the last micro-batch, in backward order: (task, bytes).
-    std::vector<std::pair<sim::TaskId, double>> grads_ready;
+    // Gradient readiness of the last micro-batch, in backward order.
+    struct GradsReady {
+      sim::TaskId task;
+      double bytes, expert_bytes;  // over DP; over ExpertDp
+    };
+    std::vector<GradsReady> grads_ready;
     // ZeRO-1/2 overlapped parameter gather: per chunk, the bucket holding the embedding/output
     // layer (or none) and each layer's bucket, in forward order.
     std::vector<sim::TaskId> chunk_head_gather;
@@ -332,6 +338,20 @@ class StepBuilder {
             out.push_back(r);
           }
         break;
+      case Group::ExpertDp: {
+        // The ranks at the same place in their expert-parallel groups (blocks of ep consecutive
+        // expert indices, as Group::EP): expert indices equal modulo ep.
+        const int width = p_.experts_folded ? p_.tp * p_.cp * p_.dp : p_.cp * p_.dp;
+        for (int t = 0; t < (p_.experts_folded ? 1 : p_.tp); ++t)
+          for (int j = 0; j < p_.ep; ++j) {
+            std::vector<int> r;
+            for (int e = j; e < width; e += p_.ep)
+              r.push_back(p_.experts_folded ? global_rank(p_, e % p_.tp, (e / p_.tp) % p_.cp, e / (p_.tp * p_.cp), s)
+                                            : global_rank(p_, t, e % p_.cp, e / p_.cp, s));
+            out.push_back(r);
+          }
+        break;
+      }
       case Group::DP:
       case Group::DpShard:
       case Group::DpReplicate: {
@@ -477,13 +497,16 @@ class StepBuilder {
   }
 
   // FSDP: gather one layer's parameters on the all-gather stream, at most two layers ahead of
-  // the compute that needs them (PyTorch FSDP's forward/backward prefetch of one unit).
-  sim::TaskId fsdp_gather(int s, double bytes, sim::TaskId limiter) {
+  // the compute that needs them (PyTorch FSDP's forward/backward prefetch of one unit); routed
+  // experts sharded over their own group are gathered there next.
+  sim::TaskId fsdp_gather(int s, const LayerProgram& layer, sim::TaskId limiter) {
     StageState& st = stages_[s];
-    const sim::TaskId exit = add_group_collective(s, Group::DpShard, coll::CollectiveOp::AllGather,
-                                                  bytes, {st.ag_cursor, limiter}, st.dp_track,
-                                                  kCatDpComm);
-    if (exit != sim::kNoTask) st.ag_cursor = exit;
+    sim::TaskId exit = sim::kNoTask;
+    for (const auto& [group, bytes] : {std::pair{Group::DpShard, layer.param_bytes}, {Group::ExpertDp, layer.expert_param_bytes}}) {
+      const sim::TaskId e = add_group_collective(s, group, coll::CollectiveOp::AllGather, bytes,
+                                                 {st.ag_cursor, limiter}, st.dp_track, kCatDpComm);
+      if (e != sim::kNoTask) exit = st.ag_cursor = e;
+    }
     return exit;
   }
 
@@ -515,7 +538,7 @@ class StepBuilder {
       if (gathered_ahead) st.cursor = add_join({st.cursor, st.chunk_layer_gather[it.chunk][l - l0]});
       if (gather) {
         const sim::TaskId limiter = layer_done.size() >= 2 ? layer_done[layer_done.size() - 2] : entry;
-        const sim::TaskId gathered = fsdp_gather(s, p_.layers[l].param_bytes, limiter);
+        const sim::TaskId gathered = fsdp_gather(s, p_.layers[l], limiter);
         st.cursor = add_join({st.cursor, gathered});
         if (p_.layers[l].fsdp_gather_copy_s > 0) {  // FSDP 2's copy-out, on the compute stream
           CostedOp copy;
@@ -543,30 +566,34 @@ class StepBuilder {
     } else {
       // Gradients leave for data-parallel reduction as they are produced: FSDP reduce-scatters
       // each unit right away, the others bucket the last micro-batch's (build_tail).
-      auto gradients_ready = [&](double bytes, double fsdp_prep_s) {
+      auto gradients_ready = [&](double bytes, double expert_bytes, double fsdp_prep_s) {
         if (fsdp) {
           if (!reduce_now) return;
           // FSDP's cast/copy of the unsharded gradient runs on the reduction stream ahead of
           // the reduce-scatter, sharing the GPU with the backward compute that goes on.
           std::vector<sim::TaskId> deps{st.rs_cursor, st.cursor};
           if (fsdp_prep_s > 0) deps = {side_stream_kernel(s, "fsdp gradient cast/copy", fsdp_prep_s, deps)};
-          const sim::TaskId rs = reduce_scatter_gradients(s, bytes, deps);
+          sim::TaskId rs = reduce_scatter_gradients(s, bytes, deps);
+          if (rs != sim::kNoTask) deps = {rs};
+          const sim::TaskId expert_rs = add_group_collective(s, Group::ExpertDp, coll::CollectiveOp::ReduceScatter,
+                                                             expert_bytes, deps, st.dp_track, kCatDpComm);
+          if (expert_rs != sim::kNoTask) rs = expert_rs;
           if (rs != sim::kNoTask) st.rs_cursor = rs;
         } else if (last_mb) {
-          st.grads_ready.push_back({st.cursor, bytes});
+          st.grads_ready.push_back({st.cursor, bytes, expert_bytes});
         }
       };
       if (last_position(vs)) {
         run_ops(s, backward_part(p_.pre_backward, part));
-        gradients_ready(p_.head_grad_bytes, p_.head_fsdp_grad_prep_s);
+        gradients_ready(p_.head_grad_bytes, 0.0, p_.head_fsdp_grad_prep_s);
       }
       for (int l = l1 - 1; l >= l0; --l) {
         run_layer(l, backward_part(p_.layers[l].backward, part));
-        gradients_ready(p_.layers[l].grad_bytes, p_.layers[l].fsdp_grad_prep_s);
+        gradients_ready(p_.layers[l].grad_bytes, p_.layers[l].expert_grad_bytes, p_.layers[l].fsdp_grad_prep_s);
       }
       if (first_position(vs)) {
         run_ops(s, backward_part(p_.post_backward, part));
-        gradients_ready(p_.embedding_grad_bytes, p_.embedding_fsdp_grad_prep_s);
+        gradients_ready(p_.embedding_grad_bytes, 0.0, p_.embedding_fsdp_grad_prep_s);
       }
     }
     item_exit_[key(it, s)] = st.cursor;
@@ -665,31 +692,45 @@ class StepBuilder {
         // buckets' size, whole layers) in forward order while the first micro-batch runs forward,
         // each layer waiting only for its own bucket (Megatron-Core's overlap_param_gather: a
         // bucket's all-gather is dispatched ahead and its modules' forward pre-hooks wait for it).
+        // Routed experts with a data-parallel group of their own are in buffers of their own
+        // (Megatron-Core's expert-parallel buffers), bucketed and gathered over that group.
         StageState& st = stages_[s];
-        sim::TaskId previous = sim::kNoTask;
-        auto gather = [&](double bytes) {
-          const sim::TaskId g = add_group_collective(s, Group::DpShard, coll::CollectiveOp::AllGather, bytes,
-                                                     {previous}, st.dp_track, kCatDpComm);
-          if (g != sim::kNoTask) previous = g;
+        sim::TaskId previous = sim::kNoTask, expert_previous = sim::kNoTask;
+        auto gather = [&](Group group, sim::TaskId& after, double bytes) {
+          const sim::TaskId g = add_group_collective(s, group, coll::CollectiveOp::AllGather, bytes, {after},
+                                                     st.dp_track, kCatDpComm);
+          if (g != sim::kNoTask) after = g;
           return g;
         };
         for (int c = 0; c < chunks(); ++c) {
           const int vs = vstage(c, s);
           const auto [l0, l1] = layer_range(model_stage(vs));
           const bool head = first_position(vs) || last_position(vs);
-          double bucket = head ? p_.embedding_param_bytes : 0.0;
-          std::vector<sim::TaskId> layers(l1 - l0, sim::kNoTask);
-          int first = l0;
+          double bucket = head ? p_.embedding_param_bytes : 0.0, expert_bucket = 0.0;
+          std::vector<sim::TaskId> layers(l1 - l0, sim::kNoTask), expert_layers(l1 - l0, sim::kNoTask);
+          int first = l0, expert_first = l0;
           for (int l = l0; l < l1; ++l) {
             bucket += p_.layers[l].param_bytes;
-            if (bucket < p_.dp_bucket_bytes && l + 1 < l1) continue;
-            const sim::TaskId g = gather(bucket);
-            for (int k = first; k <= l; ++k) layers[k - l0] = g;
-            bucket = 0;
-            first = l + 1;
+            expert_bucket += p_.layers[l].expert_param_bytes;
+            if (bucket >= p_.dp_bucket_bytes || l + 1 == l1) {
+              const sim::TaskId g = gather(Group::DpShard, previous, bucket);
+              for (int k = first; k <= l; ++k) layers[k - l0] = g;
+              bucket = 0;
+              first = l + 1;
+            }
+            if (expert_bucket >= p_.dp_bucket_bytes || (l + 1 == l1 && expert_bucket > 0)) {
+              const sim::TaskId g = gather(Group::ExpertDp, expert_previous, expert_bucket);
+              for (int k = expert_first; k <= l; ++k) expert_layers[k - l0] = g;
+              expert_bucket = 0;
+              expert_first = l + 1;
+            }
           }
+          for (int k = 0; k < l1 - l0; ++k)
+            if (expert_layers[k] != sim::kNoTask) layers[k] = add_join({layers[k], expert_layers[k]});
           // The embedding/output layer travels in the chunk's first bucket (alone if it has no layer).
-          st.chunk_head_gather.push_back(!head ? sim::kNoTask : l1 > l0 ? layers.front() : gather(bucket));
+          st.chunk_head_gather.push_back(!head ? sim::kNoTask
+                                         : l1 > l0 ? layers.front()
+                                                   : gather(Group::DpShard, previous, bucket));
           st.chunk_layer_gather.push_back(std::move(layers));
         }
       }
@@ -793,18 +834,26 @@ class StepBuilder {
     return b;
   }
 
+  double chunk_expert_param_bytes(int s, int chunk) const {
+    const auto [l0, l1] = layer_range(model_stage(vstage(chunk, s)));
+    double b = 0;
+    for (int l = l0; l < l1; ++l) b += p_.layers[l].expert_param_bytes;
+    return b;
+  }
+
   void build_tail() {
     std::vector<sim::TaskId> ends;
     for (int s = 0; s < p_.pp; ++s) {
       StageState& st = stages_[s];
       std::vector<sim::TaskId> before_optimizer{st.cursor, st.rs_cursor, st.ag_cursor};
       if (p_.zero < 3 && p_.dp > 1) {
-        // Gradient buckets in backward order, each reduced once its last gradient is ready.
-        double bucket = 0;
-        sim::TaskId ready = sim::kNoTask;
+        // Gradient buckets in backward order, each reduced once its last gradient is ready; the
+        // routed experts' buffers over their own group, on their own communicator's stream.
+        double bucket = 0, expert_bucket = 0;
         for (size_t i = 0; i < st.grads_ready.size(); ++i) {
-          bucket += st.grads_ready[i].second;
-          ready = p_.overlap_grad_reduce ? st.grads_ready[i].first : st.cursor;
+          bucket += st.grads_ready[i].bytes;
+          expert_bucket += st.grads_ready[i].expert_bytes;
+          const sim::TaskId ready = p_.overlap_grad_reduce ? st.grads_ready[i].task : st.cursor;
           const bool last = i + 1 == st.grads_ready.size();
           if (bucket >= p_.dp_bucket_bytes || last) {
             const sim::TaskId e =
@@ -814,17 +863,30 @@ class StepBuilder {
             if (e != sim::kNoTask) st.dp_cursor = e;
             bucket = 0;
           }
+          if (expert_bucket >= p_.dp_bucket_bytes || (last && expert_bucket > 0)) {
+            const sim::TaskId e = add_group_collective(
+                s, Group::ExpertDp, p_.zero == 0 ? coll::CollectiveOp::AllReduce : coll::CollectiveOp::ReduceScatter,
+                expert_bucket, {st.edp_cursor, ready}, st.dp_track, kCatDpComm);
+            if (e != sim::kNoTask) st.edp_cursor = e;
+            expert_bucket = 0;
+          }
         }
         before_optimizer.push_back(st.dp_cursor);
+        before_optimizer.push_back(st.edp_cursor);
       }
       st.cursor = add_join(before_optimizer);
       run_ops(s, p_.optimizer);
       if (p_.zero >= 1 && p_.zero <= 2 && p_.dp > 1 && !p_.overlap_param_gather) {
-        double bytes = 0;
-        for (int c = 0; c < chunks(); ++c) bytes += chunk_param_bytes(s, c);
+        double bytes = 0, expert_bytes = 0;
+        for (int c = 0; c < chunks(); ++c) {
+          bytes += chunk_param_bytes(s, c);
+          expert_bytes += chunk_expert_param_bytes(s, c);
+        }
         const sim::TaskId e = add_group_collective(s, Group::DpShard, coll::CollectiveOp::AllGather, bytes,
                                                    {st.cursor}, st.dp_track, kCatDpComm);
-        if (e != sim::kNoTask) st.cursor = add_join({st.cursor, e});
+        const sim::TaskId expert_e = add_group_collective(s, Group::ExpertDp, coll::CollectiveOp::AllGather,
+                                                          expert_bytes, {st.cursor}, st.dp_track, kCatDpComm);
+        st.cursor = add_join({st.cursor, e, expert_e});
       }
       ends.push_back(st.cursor);
       stage_end_.push_back(st.cursor);
@@ -968,6 +1030,7 @@ const char* category_name(uint16_t c) {
 const std::vector<std::string>& category_names() { return kCategoryNames; }
 
 int group_size(const StepProgram& p, Group g) {
+  if (g == Group::ExpertDp) return (p.experts_folded ? p.tp * p.cp * p.dp : p.cp * p.dp) / p.ep;
   return g == Group::TP ? p.tp : g == Group::CP ? p.cp : g == Group::EP ? p.ep : p.dp * p.cp;
 }
 

@@ -47,8 +47,10 @@ const std::vector<std::string>& category_names();
 
 // DP: all data- and context-parallel ranks of a (tp, pp) position; DpShard / DpReplicate: its
 // ZeRO/FSDP shard groups (shard_size consecutive ranks) and the groups of shard peers across them
-// (hybrid sharding).
-enum class Group { TP, CP, EP, DP, DpShard, DpReplicate };
+// (hybrid sharding). ExpertDp: the ranks holding the same routed experts (the expert
+// data-parallel group of Megatron-Core and torchtitan: tp*cp*dp over etp*ep), over which those
+// experts' gradients and ZeRO/FSDP shards are reduced and gathered.
+enum class Group { TP, CP, EP, DP, DpShard, DpReplicate, ExpertDp };
 
 // One op of a rank's program with its cost already computed.
 struct CostedOp {
@@ -73,6 +75,10 @@ struct LayerProgram {
   std::vector<CostedOp> backward;  // includes recomputed forward ops first, if any
   double param_bytes = 0.0;        // this rank's parameter bytes of the layer (16-bit)
   double grad_bytes = 0.0;         // gradient bytes reduced over DP for the layer
+  // Routed experts whose data-parallel group is not DP's (expert parallelism carved out of it):
+  // their bytes, not counted above, are gathered and reduced over Group::ExpertDp.
+  double expert_param_bytes = 0.0;
+  double expert_grad_bytes = 0.0;
   // FSDP (zero 3) element-wise passes (ParallelPlan::fsdp_impl): over the unsharded gradient
   // before its reduce-scatter, on the reduction stream; over the gathered parameters after each
   // all-gather, on the compute stream. Seconds on a whole GPU.

@@ -45,6 +45,34 @@ TEST(StepProgram, DataParallelGradientBytesAreTheRanksParametersInTheGradientPre
   EXPECT_DOUBLE_EQ(reduced_grad_bytes(build_step_program(m, p, g)), 4.0 * params);
 }
 
+TEST(StepProgram, RoutedExpertGradientsGoToTheirOwnGroupOnceExpertParallelismIsCarvedOut) {
+  ModelConfig m = gpt_model(4, 1024, 16, 1024);
+  m.moe.experts = 8;
+  m.moe.top_k = 2;
+  m.moe.expert_ffn_hidden = m.ffn_hidden;
+  ParallelPlan p;
+  p.dp = 8;
+  p.global_batch = 8;
+  const compute::GpuModel g = gpu();
+  const auto expert_grad_bytes = [&](const StepProgram& prog) {
+    double b = 0;
+    for (const LayerProgram& l : prog.layers) b += l.expert_grad_bytes;
+    return b;
+  };
+  // ep 1: the experts' data-parallel group is DP itself; every gradient reduced there.
+  StepProgram prog = build_step_program(m, p, g);
+  EXPECT_DOUBLE_EQ(expert_grad_bytes(prog), 0.0);
+  EXPECT_DOUBLE_EQ(reduced_grad_bytes(prog), 2.0 * m.total_params());
+  // ep 4: each rank holds 2 of the 8 experts, whose gradients leave DP's buckets for their own.
+  p.ep = 4;
+  prog = build_step_program(m, p, g);
+  double routed = 0;
+  for (int l = 0; l < m.layers; ++l) routed += layer_expert_params_per_rank(m, p, l);
+  EXPECT_DOUBLE_EQ(routed, m.layers * m.expert_params() * 2);
+  EXPECT_DOUBLE_EQ(expert_grad_bytes(prog), 2.0 * routed);
+  EXPECT_NEAR(reduced_grad_bytes(prog) + expert_grad_bytes(prog), 2.0 * (m.total_params() - 3 * routed), 1.0);  // 6 of 8 experts elsewhere
+}
+
 TEST(StepProgram, UnderFp8TheOutputLayerStaysA16BitGemmWithoutCasts) {
   // Transformer Engine runs the layers' linears in FP8 (each input cast first); Megatron's output
   // layer is a plain 16-bit linear.

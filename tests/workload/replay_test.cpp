@@ -354,6 +354,40 @@ TEST(Replay, FoldedExpertGroupsSpanTensorParallelRanks) {
   EXPECT_GT(t.forward_s, 0.0);
 }
 
+TEST(Replay, RoutedExpertsAreReducedOverTheirOwnDataParallelGroup) {
+  // ZeRO-1 on dp 4 over two nodes of two GPUs, ep 2 along dp: each expert-parallel group is one
+  // node, so the ranks holding the same experts (the expert data-parallel group, dp / ep = 2) sit
+  // on different nodes, and the experts' gradients G and parameters P cross the NICs between
+  // them: reduce-scatter and all-gather over 2, (G + P) / 2 / nic, nothing overlapped. With ep 4
+  // every rank holds experts of its own: nothing to reduce.
+  const double nic_Bps = 10e9, G = 2e9, P = 1e9;
+  StepProgram p;
+  p.dp = 4;
+  p.ep = 2;
+  p.zero = 1;
+  p.overlap_grad_reduce = p.overlap_param_gather = false;
+  p.dp_bucket_bytes = 1e12;
+  LayerProgram layer = negligible_layer(0, 0);
+  layer.expert_grad_bytes = G;
+  layer.expert_param_bytes = P;
+  p.layers.push_back(layer);
+  const topo::Cluster cluster = two_nodes(2, nic_Bps);
+  const auto dp_s = [&](const StepProgram& q) { return replay_step(q, cluster, coll::CommTuning{}, {}).breakdown_s[kCatDpComm]; };
+  EXPECT_EQ(group_size(p, Group::ExpertDp), 2);
+  EXPECT_NEAR(dp_s(p), (G + P) / 2 / nic_Bps, 0.01 * (G + P) / 2 / nic_Bps);
+  // Whole experts folded along tp 2 (dp 2): the group is again the two ranks of the same tp
+  // position on the two nodes.
+  StepProgram folded = p;
+  folded.tp = 2;
+  folded.dp = 2;
+  folded.experts_folded = true;
+  EXPECT_EQ(group_size(folded, Group::ExpertDp), 2);
+  EXPECT_NEAR(dp_s(folded), (G + P) / 2 / nic_Bps, 0.01 * (G + P) / 2 / nic_Bps);
+  p.ep = 4;
+  EXPECT_EQ(group_size(p, Group::ExpertDp), 1);
+  EXPECT_EQ(dp_s(p), 0.0);
+}
+
 TEST(Replay, TheBreakdownIsTheBusiestStages) {
   // Two stages, the second three times slower: it paces the pipeline and its only idle time is
   // waiting for the first forward (t_f) and for the first stage's last backward (2 t_f).
