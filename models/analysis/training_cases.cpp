@@ -508,14 +508,11 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   }
   const hw::NodeSpec& node_type = hw::bundled_nodes().node(cl["node"].as<std::string>());
   if (has(inter, "nics_per_node") && tray_gpus > 0) {
-    // Stated beside a tray's GPU count, the NIC count is the tray's too: the rack node gets the
-    // same NICs per GPU (4 per 4-GPU GB200 tray: 72 for the NVL72 rack, not 4).
-    const int rack_gpus = cl["gpus_per_node"] ? cl["gpus_per_node"].as<int>() : per_node;
-    const int nics = std::max(1, positive<int>(inter, "nics_per_node") * rack_gpus / tray_gpus);
-    cl["nics_per_node"] = nics;
-    defaults.push_back("hardware.inter_node.nics_per_node: " + std::to_string(nics) + " (the stated " +
-                       std::to_string(positive<int>(inter, "nics_per_node")) + " per " + std::to_string(tray_gpus) +
-                       "-GPU tray, for the rack's " + std::to_string(rack_gpus) + " GPUs)");
+    // Stated beside a tray's GPU count, the NIC count is the tray's too.
+    const auto rack = hw::NodeCatalog::rack_nics_from_tray(positive<int>(inter, "nics_per_node"), tray_gpus,
+                                                           cl["gpus_per_node"] ? cl["gpus_per_node"].as<int>() : per_node);
+    cl["nics_per_node"] = rack.nics;
+    defaults.push_back(rack.note);
   } else if (has(inter, "nics_per_node")) {
     cl["nics_per_node"] = positive<int>(inter, "nics_per_node");
   } else if (!rack_scale && has(hw, "gpus_per_node") && positive<int>(hw, "gpus_per_node") < node_type.gpus_per_node) {

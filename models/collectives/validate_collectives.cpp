@@ -127,12 +127,10 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
     r.defaults.push_back("hardware.inter_node: the node type's NICs");
   }
   if (has(inter, "nics_per_node") && tray_gpus > 0) {
-    // A tray's NIC count beside a tray's GPU count: the same NICs per GPU for the rack node.
-    const int nics = std::max(1, inter["nics_per_node"].as<int>() * std::min(per_node, gpus) / tray_gpus);
-    cl["nics_per_node"] = nics;
-    r.defaults.push_back("hardware.inter_node.nics_per_node: " + std::to_string(nics) + " (the stated " +
-                         std::to_string(inter["nics_per_node"].as<int>()) + " per " + std::to_string(tray_gpus) +
-                         "-GPU tray, for the rack's GPUs)");
+    // A tray's NIC count beside a tray's GPU count (as for training cases).
+    const auto rack = hw::NodeCatalog::rack_nics_from_tray(inter["nics_per_node"].as<int>(), tray_gpus, std::min(per_node, gpus));
+    cl["nics_per_node"] = rack.nics;
+    r.defaults.push_back(rack.note);
   } else if (has(inter, "nics_per_node")) {
     cl["nics_per_node"] = inter["nics_per_node"].as<int>();
   } else if (partitions && per_node < node_gpus) {

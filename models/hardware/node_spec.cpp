@@ -258,6 +258,13 @@ std::string NodeCatalog::nic_for_note(const NicSpec& nic, double gbps) {
          ": the catalogue's nearest, " + nic.name;
 }
 
+NodeCatalog::RackNics NodeCatalog::rack_nics_from_tray(int tray_nics, int tray_gpus, int rack_gpus) {
+  const int nics = std::max(1, tray_nics * rack_gpus / tray_gpus);
+  return {nics, "hardware.inter_node.nics_per_node: " + std::to_string(nics) + " (the stated " + std::to_string(tray_nics) +
+                    " per " + std::to_string(tray_gpus) + "-GPU tray, for the rack's " + std::to_string(rack_gpus) +
+                    " GPUs)"};
+}
+
 std::string default_hardware_dir() {
   if (const char* env = std::getenv("STACKSIM_HARDWARE_DIR")) return env;
   return std::string(STACKSIM_SOURCE_DIR) + "/models/hardware";
