@@ -1151,6 +1151,19 @@ void predict_training_case(const YAML::Node& c, CaseOutcome& out) {
     out.metric = "mfu";
     out.predicted = r.mfu * source_flop_count();
     out.measured = get<double>(meas, "mfu");
+  } else if (has(meas, "hfu")) {
+    // Hardware FLOPs (recomputation included) over the peak.
+    out.metric = "hfu";
+    out.predicted = r.hfu * source_flop_count();
+    out.measured = get<double>(meas, "hfu");
+  } else if (has(meas["other"], "tokens_per_s")) {
+    out.metric = "tokens_per_s (the whole job's)";
+    out.predicted = r.tokens_per_s;
+    out.measured = get<double>(meas["other"], "tokens_per_s");
+  } else if (has(meas["other"], "samples_per_s")) {
+    out.metric = "samples_per_s (the whole job's)";
+    out.predicted = r.tokens_per_s / scenario.training.model.seq_len;
+    out.measured = get<double>(meas["other"], "samples_per_s");
   } else if (publishes_layer_time(c)) {
     // One transformer layer, forward + backward (with recomputation), as a per-layer timer sees it.
     const YAML::Node other = meas["other"];

@@ -386,6 +386,31 @@ TEST(TrainingCasePolicy, AStatedDualPipeScheduleIsReplayedWithoutInterleaving) {
   EXPECT_FALSE(plain["parallelism"]["schedule"]);
 }
 
+TEST(TrainingCasePolicy, AnHfuOrAWholeJobRateAloneIsComparedAsPublished) {
+  YAML::Node c = training_case("A100-SXM4-80GB", "");
+  c["measured"]["step_time_s"] = YAML::Node();
+  const auto outcome = [&]() {
+    CaseOutcome o;
+    predict_training_case(c, o);
+    return o;
+  };
+  const Scenario s = scenario_from_yaml(YAML::Load(outcome().scenario_yaml), "case t");
+  const TrainingResult r = simulate_training(s.training, {});
+  c["measured"]["other"]["samples_per_s"] = 100.0;
+  CaseOutcome o = outcome();
+  EXPECT_EQ(o.metric, "samples_per_s (the whole job's)");
+  EXPECT_DOUBLE_EQ(o.predicted, r.tokens_per_s / s.training.model.seq_len);
+  c["measured"]["other"]["tokens_per_s"] = 1e5;  // both: the tokens
+  o = outcome();
+  EXPECT_EQ(o.metric, "tokens_per_s (the whole job's)");
+  EXPECT_DOUBLE_EQ(o.predicted, r.tokens_per_s);
+  EXPECT_DOUBLE_EQ(o.measured, 1e5);
+  c["measured"]["hfu"] = 0.5;  // a published utilisation wins over the rates kept in other
+  o = outcome();
+  EXPECT_EQ(o.metric, "hfu");
+  EXPECT_DOUBLE_EQ(o.predicted, r.hfu);
+}
+
 TEST(TrainingCasePolicy, APerLayerTimeIsComparedWithOneLayerForwardPlusBackward) {
   YAML::Node c = training_case("A100-SXM4-80GB", "");
   c["parallelism"]["tp"] = 8;
