@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
@@ -61,6 +62,18 @@ bool notes_name(const std::string& notes, const std::string& term) {
     used = true;
   }
   return used;
+}
+
+// Whether the notes say the input and output embeddings are tied ("tied embeddings",
+// "tie_word_embeddings: true") or untied ("untied embeddings", ", untied,",
+// "untie_embeddings_and_output_weights"); nothing when they say neither or both.
+std::optional<bool> notes_tied_embeddings(const std::string& notes) {
+  const std::string t = lowercase(notes);
+  static const std::regex untied(R"(\buntied\b|\buntie_embeddings|tie_word_embeddings\s*[=:]\s*false|share_embeddings_and_output_weights\s*[=:]\s*false)");
+  static const std::regex tied(R"((^|[^a-z])tied (input[ /-]output |word |input and output )?embeddings?\b|tie_word_embeddings\s*[=:]\s*true|share_embeddings_and_output_weights\s*[=:]\s*true)");
+  const bool says_untied = std::regex_search(t, untied), says_tied = std::regex_search(t, tied);
+  if (says_untied == says_tied) return std::nullopt;
+  return says_tied;
 }
 
 // The tokenizer of a model family named in the case (public model configs), else Megatron's
@@ -587,6 +600,13 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     mo["mlp"] = gated ? "swiglu" : "gelu";
     defaults.push_back(std::string("model.mlp: ") + (gated ? "swiglu (ffn_hidden < 3.75 h)" : "gelu (ffn_hidden >= 3.75 h)"));
   }
+  // Embeddings tied or not as the notes say, before the catalogue's family default.
+  const std::optional<bool> tied = notes_tied_embeddings(notes_of(c));
+  const bool tied_stated = tied.has_value();
+  if (tied_stated) {
+    mo["tied_embeddings"] = *tied;
+    defaults.push_back(std::string("model.tied_embeddings: ") + (*tied ? "true" : "false") + " (the notes)");
+  }
   // The gated-MLP families (LLaMA, Mistral/Mixtral, Qwen, DeepSeek) all normalise with RMSNorm;
   // GPT-style models with LayerNorm (the model default).
   if (named) {
@@ -595,7 +615,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     defaults.push_back(std::string("model.norm: ") + (k.norm == workload::Norm::RmsNorm ? "rmsnorm" : "layernorm") +
                        from_catalogue);
     for (const auto& [key, on] : {std::pair<const char*, bool>{"tied_embeddings", k.tied_embeddings}, {"qkv_bias", k.qkv_bias}})
-      if (on) {
+      if (on && !(std::string(key) == "tied_embeddings" && tied_stated)) {
         mo[key] = true;
         defaults.push_back(std::string("model.") + key + ": true" + from_catalogue);
       }
@@ -664,6 +684,10 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     mo["attention"] = "flash";
     defaults.push_back("model.attention: flash (an unversioned FlashAttention on a GPU the original kernels do not "
                        "run on: the generation's fused kernels)");
+  } else if (!old_gen && std::regex_search(lowercase(notes_of(c)), std::regex(R"(nvte_fused_attn\s*=\s*0\b)"))) {
+    // Transformer Engine with its cuDNN fused attention switched off runs the flash-attn package.
+    mo["attention"] = "flash2";
+    defaults.push_back("model.attention: flash2 (the notes set NVTE_FUSED_ATTN=0: Transformer Engine's FlashAttention backend)");
   } else if (!old_gen && nemo_container_before(c, 24, 5)) {
     // NeMo reaches flash attention through Transformer Engine, which ran FlashAttention-2 until it
     // gave cuDNN's fused attention the preference on Hopper; NeMo's documentation says so from
@@ -713,6 +737,15 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     }
     if (has(moe, "expert_ffn_hidden")) mm["expert_ffn_hidden"] = positive<long long>(moe, "expert_ffn_hidden");
     else { mm["expert_ffn_hidden"] = ffn; defaults.push_back("model.moe.expert_ffn_hidden: = ffn_hidden"); }
+    // Token dropping at a stated capacity factor ("a capacity factor equal to 1",
+    // "moe_expert_capacity_factor 1.0"): every expert takes at most that many times its mean share.
+    static const std::regex capacity(R"(capacity[ _-]factor(?:\s+(?:equal to|of|is))?\s*[=:]?\s*([0-9]+(?:\.[0-9]+)?))");
+    std::smatch cf;
+    const std::string moe_notes = lowercase(notes_of(c));
+    if (std::regex_search(moe_notes, cf, capacity) && std::stod(cf[1].str()) > 0) {
+      mm["capacity_factor"] = std::stod(cf[1].str());
+      defaults.push_back("model.moe.capacity_factor: " + cf[1].str() + " (the notes: token dropping at that capacity)");
+    }
     // Group-limited routing of the family's public config (DeepSeek-V3's config.json: n_group 8,
     // topk_group 4); it matters where the dispatch crosses to a node once (ep_dispatch deepep).
     if (named && named->config.moe.groups > 0) {
@@ -1037,9 +1070,10 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
       };
       std::vector<std::string> named;
       std::string why;
-      // Either spelling of the flag or config key: "--recompute-modules layernorm moe_act",
-      // "--recompute_modules mla_up_proj", "recompute_modules: [layernorm, mla_up_proj]".
-      static const std::regex flag(R"(recompute[-_]modules\s*[=:]?\s*\[?((?:[\s,'"]*[a-z_]+)+))");
+      // Any spelling of the flag or config key: "--recompute-modules layernorm moe_act",
+      // "--recompute_modules mla_up_proj", "recompute_modules: [layernorm, mla_up_proj]",
+      // "recompute modules 'mla_up_proj'".
+      static const std::regex flag(R"(recompute[-_ ]modules\s*[=:]?\s*\[?((?:[\s,'"]*[a-z_]+)+))");
       std::smatch quoted;
       if (!torchtitan && std::regex_search(notes, quoted, flag)) {
         std::string list = quoted[1].str();

@@ -514,6 +514,7 @@ TEST(TrainingCasePolicy, SelectiveRecomputationOfTheModulesTheNotesName) {
   // Either spelling of the flag, or the config key with a list.
   EXPECT_EQ(modules("selective", "launched with --recompute_modules layernorm"), "layernorm ");
   EXPECT_EQ(modules("selective", "recompute_modules: [layernorm, mlp] in the recipe"), "layernorm mlp ");
+  EXPECT_EQ(modules("selective", "recompute modules 'layernorm' (NeMo recipe)"), "layernorm ");
   YAML::Node moe = training_case("H100-SXM5-80GB", "");
   moe["model"]["moe"] = YAML::Load("{experts: 8, top_k: 2}");
   moe["parallelism"]["recompute"] = "selective";
@@ -521,6 +522,39 @@ TEST(TrainingCasePolicy, SelectiveRecomputationOfTheModulesTheNotesName) {
   for (const auto& n : built_with_notes(moe, "--recompute-modules layernorm moe_act")["parallelism"]["recompute_modules"])
     listed += n.as<std::string>() + " ";
   EXPECT_EQ(listed, "layernorm moe_act ");
+}
+
+TEST(TrainingCasePolicy, StatedCapacityFactorTiedEmbeddingsAndAttentionBackendAreRead) {
+  YAML::Node moe = training_case("H100-SXM5-80GB", "");
+  moe["model"]["moe"] = YAML::Load("{experts: 8, top_k: 2}");
+  const auto capacity = [&](const std::string& notes) {
+    const YAML::Node m = built_with_notes(moe, notes)["model"]["moe"];
+    return m["capacity_factor"] ? m["capacity_factor"].as<double>() : 0.0;
+  };
+  EXPECT_EQ(capacity("we use token drop training with a capacity factor equal to 1 for benchmarking"), 1.0);
+  EXPECT_EQ(capacity("moe_token_dispatcher_type alltoall, moe_expert_capacity_factor 1.25, padded"), 1.25);
+  EXPECT_EQ(capacity("dropless; capacity factor / token dropping not used"), 0.0);
+  EXPECT_EQ(capacity("Megatron-LM"), 0.0);
+
+  const auto tied = [](const std::string& notes) {
+    const YAML::Node m = built_with_notes(training_case("H100-SXM5-80GB", ""), notes)["model"];
+    return m["tied_embeddings"] ? std::string(m["tied_embeddings"].as<bool>() ? "tied" : "untied") : std::string("unstated");
+  };
+  EXPECT_EQ(tied("SwiGLU, RMSNorm, untied embeddings, 128 experts"), "untied");
+  EXPECT_EQ(tied("128 experts of FFN 768, top-8, untied, vocab 151936"), "untied");
+  EXPECT_EQ(tied("vocab 131072, tied embeddings)"), "tied");
+  EXPECT_EQ(tied("tie_word_embeddings: false"), "untied");
+  EXPECT_EQ(tied("tied embeddings here, untied there"), "unstated");
+  EXPECT_EQ(tied("Megatron-LM"), "unstated");
+  // A stated reading wins over the catalogue family's (Gemma ties its embeddings).
+  YAML::Node gemma = training_case("H100-SXM5-80GB", "");
+  gemma["model"] = YAML::Load("{name: Gemma 7B, seq_len: 2048, moe: null}");  // the shape from the catalogue
+  EXPECT_TRUE(built_with_notes(gemma, "")["model"]["tied_embeddings"].as<bool>());
+  EXPECT_FALSE(built_with_notes(gemma, "untied embeddings")["model"]["tied_embeddings"].as<bool>());
+
+  YAML::Node h100 = training_case("H100-SXM5-80GB", "");
+  EXPECT_EQ(built_with_notes(h100, "env NVTE_FUSED_ATTN=0, NCCL_NVLS_ENABLE=0")["model"]["attention"].as<std::string>(), "flash2");
+  EXPECT_EQ(built_with_notes(h100, "NVTE_FUSED_ATTN=1")["model"]["attention"].as<std::string>(), "flash");
 }
 
 TEST(TrainingCasePolicy, TorchtitansSelectiveCheckpointingIsItsOpOrLayerPolicy) {
