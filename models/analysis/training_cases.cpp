@@ -34,8 +34,13 @@ std::string flash_kernel(const std::string& text) {
   static const std::regex negated("(\\bno|\\bnot|\\bwithout|\\bdisabled?)[ -](using |use of |the )?(flash[ -_]?attn|flash[ -]?attention)");
   static const std::regex switched_off("(flash[ -_]?attn|flash[ -]?attention)[^.;,]{0,24}(disabled|switched off|turned off|not used|: ?false)");
   if (std::regex_search(t, negated) || std::regex_search(t, switched_off)) return "unfused";
-  if (names({"flashattention-3", "flashattention 3", "flashattention3", "fa3", "flash-attn 3"})) return "flash";
-  if (names({"flashattention-2", "flashattention 2", "flashattention2", "fa2", "flash-attn 2", "flash_attn_2"}))
+  // A package version names the major one: "Flash Attention 2.6.3", "flash-attn==2.5.8", "flash_attn v3.0".
+  static const std::regex versioned(R"(flash[ _-]?(attn|attention)\s*(==|v)?\s*([23])\.[0-9])");
+  std::smatch version;
+  const bool v3 = std::regex_search(t, version, versioned) && version[3].str() == "3";
+  const bool v2 = !v3 && std::regex_search(t, version, versioned);
+  if (v3 || names({"flashattention-3", "flashattention 3", "flashattention3", "fa3", "flash-attn 3"})) return "flash";
+  if (v2 || names({"flashattention-2", "flashattention 2", "flashattention2", "fa2", "flash-attn 2", "flash_attn_2"}))
     return "flash2";
   // xformers' memory-efficient attention ran the original FlashAttention kernels where they apply
   // (its flshatt operators, from xformers 0.0.16, January 2023).
@@ -59,6 +64,10 @@ bool notes_name(const std::string& notes, const std::string& term) {
     static const std::regex negated(R"((\bno|\bnot|\bwithout|instead of|rather than|\bnor)( the| a| an)? $)");
     static const std::regex unused(R"(^[^.;]{0,24}(not used|disabled|switched off|turned off))");
     if (std::regex_search(before, negated) || std::regex_search(t.substr(end, 40), unused)) continue;
+    // A component pinned at a commit ("submodules Megatron-LM 5a676b36, torchtitan 4c4388f6"):
+    // listed as present, not named as the framework that ran.
+    static const std::regex pinned(R"(^[ @:=]+[0-9a-f]{7,40}\b)");
+    if (std::regex_search(t.substr(end, 48), pinned)) continue;
     used = true;
   }
   return used;
@@ -702,7 +711,8 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     defaults.push_back("model.attention: flash2 (torchtitan: PyTorch SDPA's FlashAttention-2 backend)");
   } else {
     mo["attention"] = old_gen ? "unfused" : "flash";
-    defaults.push_back(std::string("model.attention: ") + (old_gen ? "unfused (Volta/Ampere-era Megatron)" : "flash (Hopper and later)"));
+    defaults.push_back(std::string("model.attention: ") +
+                       (old_gen ? "unfused (Volta/Ampere-era Megatron)" : "flash (the generation's fused kernels: Hopper, Blackwell, CDNA 3/4)"));
   }
   if (has(m, "moe")) {
     const YAML::Node moe = m["moe"];
@@ -826,6 +836,13 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     defaults.push_back("parallelism.async_tp_backward: false (Volta/Ampere-era Megatron-LM using neither sequence "
                        "parallelism nor selective recompute: pre-2022, TP backward collectives in sequence)");
   }
+  // Transformer Engine's userbuffer overlap of the sequence-parallel collectives with their GEMMs,
+  // where the notes say it ran ("--tp-comm-overlap", "TP_COMM_OVERLAP True", "ub_tp_comm_overlap=true").
+  static const std::regex tp_overlap(R"(--tp-comm-overlap\b|tp_comm_overlap\s*[=:]?\s*(true|1)\b)");
+  if (tp > 1 && sequence_parallel && std::regex_search(lowercase(notes_of(c)), tp_overlap)) {
+    pl["tp_comm_overlap"] = true;
+    defaults.push_back("parallelism.tp_comm_overlap: true (the notes: TP communication overlapped with the GEMMs)");
+  }
   // Both stacks of that era split pipeline sends over the tensor-parallel ranks: Megatron-LM's
   // scatter_gather_tensors_in_pipeline (default on until Megatron-Core's p2p module, 2023) and
   // DeepSpeed's pipeline engine (partitioned activations and gradients).
@@ -876,6 +893,11 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
                          std::to_string(per_rank) + "/" + std::to_string(micro_batches * mb) +
                          " (the last micro-batch's cost taken as proportional to its sequences)");
     }
+  } else if (torchtitan && pp == 1) {
+    // torchtitan trains one local batch per rank per step unless gradient accumulation is set
+    // (its training.local_batch_size; global_batch_size defaults to local x data-parallel ranks).
+    pl["global_batch"] = pl["micro_batch"].as<int>() * dp;
+    defaults.push_back("parallelism.global_batch: micro_batch x dp (torchtitan: one local batch per rank per step)");
   } else if (publishes_layer_time(c)) {
     // A per-layer time does not depend on the batch: one micro-batch per data-parallel rank.
     pl["global_batch"] = pl["micro_batch"].as<int>() * dp;

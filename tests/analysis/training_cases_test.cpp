@@ -83,6 +83,10 @@ TEST(TrainingCasePolicy, FlashAttentionVersionIsReadLiterally) {
   EXPECT_EQ(kernel_for("H100-SXM5-80GB", "trained without FlashAttention"), "unfused");
   EXPECT_EQ(kernel_for("H100-SXM5-80GB", "use_flash_attn: false"), "unfused");
   EXPECT_EQ(kernel_for("H100-SXM5-80GB", "FlashAttention-2, not the fused kernels"), "flash2");
+  // A package version names its major version.
+  EXPECT_EQ(kernel_for("A100-SXM4-80GB", "Flash Attention 2.6.3 in the image"), "flash2");
+  EXPECT_EQ(kernel_for("H100-SXM5-80GB", "pip install flash-attn==2.5.8"), "flash2");
+  EXPECT_EQ(kernel_for("H100-SXM5-80GB", "flash_attn v3.0 beta"), "flash");
 }
 
 TEST(TrainingCasePolicy, Flash1IsSlowerThanFlash2AtLongSequences) {
@@ -1087,6 +1091,36 @@ TEST(TrainingCasePolicy, TorchtitansUnstatedAttentionIsPyTorchSdpasFlashAttentio
                             "Shape from torchtitan/models/llama3/__init__.py"})
     EXPECT_EQ(built_with_notes(c, notes)["model"]["attention"].as<std::string>(), "flash") << notes;
   EXPECT_EQ(built_with_notes(c, "torchtitan's FSDP2 (torchtitan.toml).")["model"]["attention"].as<std::string>(), "flash2");
+  // Nor does a component list pinning it at a commit (AMD Primus vendors both frameworks).
+  EXPECT_EQ(built_with_notes(c, "Primus (Megatron backend; submodules Megatron-LM 5a676b36, torchtitan 4c4388f6).")["model"]["attention"]
+                .as<std::string>(),
+            "flash");
+}
+
+TEST(TrainingCasePolicy, TorchtitanWithoutAGlobalBatchTrainsOneLocalBatchPerRank) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["parallelism"]["global_batch"] = YAML::Node();
+  c["parallelism"]["micro_batch"] = 2;
+  EXPECT_EQ(built_with_notes(c, "torchtitan, FSDP2")["parallelism"]["global_batch"].as<int>(), 16);  // 2 x dp 8
+  EXPECT_GT(built_with_notes(c, "Megatron-LM")["parallelism"]["global_batch"].as<int>(), 16);       // the 4M-token policy
+}
+
+TEST(TrainingCasePolicy, StatedTpCommOverlapIsRead) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["parallelism"]["tp"] = 4;
+  c["parallelism"]["dp"] = 2;
+  c["parallelism"]["zero"] = 1;
+  const auto overlap = [&](const std::string& notes) {
+    const YAML::Node pl = built_with_notes(c, notes)["parallelism"];
+    return pl["tp_comm_overlap"] && pl["tp_comm_overlap"].as<bool>();
+  };
+  EXPECT_TRUE(overlap("config: TP_COMM_OVERLAP True, BUCKET_CAP_MB 125"));
+  EXPECT_TRUE(overlap("model.sequence_parallel=true, model.ub_tp_comm_overlap=true"));
+  EXPECT_TRUE(overlap("launched with --tp-comm-overlap"));
+  EXPECT_FALSE(overlap("TP_COMM_OVERLAP False"));
+  EXPECT_FALSE(overlap("Megatron-LM"));
+  c["parallelism"]["sequence_parallel"] = false;  // userbuffer overlap needs sequence parallelism
+  EXPECT_FALSE(overlap("TP_COMM_OVERLAP True"));
 }
 
 TEST(TrainingCasePolicy, AnUnstatedZeroStageShardsTheOptimizerWhereUnshardedDoesNotFit) {
