@@ -1008,7 +1008,10 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   // precision is FP8-MX / MXFP8, current scaling where it is FP8-CS or "current scaling";
   // otherwise delayed scaling (TE's and Megatron's default, the plan default).
   if (pl["precision"].as<std::string>() == "fp8") {
-    static const std::regex mx("Precision (FP8-MX|MXFP8)"), cs("Precision FP8-CS|current scaling");
+    // "Precision FP8-MX", 'Precision "MXFP8"', "uses the parenthesised FP8-MX figures" (a table
+    // row printing FP8-CS with its FP8-MX figures in parentheses).
+    static const std::regex mx(R"(precision\W{0,3}(fp8-mx|mxfp8)|uses the (parenthesi[sz]ed )?(fp8-mx|mxfp8) figures)", std::regex::icase),
+        cs(R"(precision\W{0,3}fp8-cs|current scaling)", std::regex::icase);
     if (std::regex_search(case_notes, mx)) {
       pl["fp8_recipe"] = "mxfp8";
       defaults.push_back("parallelism.fp8_recipe: mxfp8 (the notes' precision is MXFP8)");
@@ -1047,10 +1050,21 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
                            ? "parallelism.ep_dispatch: deepep (the notes name DeepEP)"
                            : "parallelism.ep_dispatch: deepep (the notes: node-limited routing, one crossing per node)");
   }
-  // Eager PyTorch modules (named in the notes): element-wise ops run op by op.
+  // Eager PyTorch modules (named in the notes): element-wise ops run op by op. So do torchtitan's
+  // and Hugging Face Transformers' model code unless the notes say torch.compile ran (torchtitan's
+  // training.compile is off by default).
+  const std::string low_notes = lowercase(case_notes);
+  static const std::regex compile_on(R"(torch\.compile (is )?(on|enabled)|--training\.compile\b|\bcompile\s*[=:]\s*true|compiles each|with torch\.compile)");
+  static const std::regex transformers_code(R"(hugging ?face transformers|\bhf transformers|(llama|mistral|qwen2?|gpt2)forcausallm|modeling_llama)");
+  const bool compiled = std::regex_search(low_notes, compile_on) && low_notes.find("eager pytorch") == std::string::npos;
   if (case_notes.find("eager PyTorch") != std::string::npos) {
     pl["kernels"] = "eager";
     defaults.push_back("parallelism.kernels: eager (the notes: eager PyTorch modules)");
+  } else if (!compiled && (torchtitan || std::regex_search(low_notes, transformers_code))) {
+    pl["kernels"] = "eager";
+    defaults.push_back(std::string("parallelism.kernels: eager (") +
+                       (torchtitan ? "torchtitan" : "Hugging Face Transformers") +
+                       "'s PyTorch modules, torch.compile not stated on)");
   }
   const YAML::Node meas = c["measured"];
   if (has(p, "recompute")) {

@@ -63,14 +63,18 @@ void add_ring(const topo::Cluster& c, const std::vector<int>& ranks, double volu
   const auto nodes = ranks_by_node(c, ranks);
   const size_t g = nodes.front().size();
   if (nodes.size() == 1 && closed && n > 2 && direct_mesh(c, ranks)) {
-    // GPUs joined pairwise by NVLink (no switch): NCCL builds several rings over the mesh, so the
-    // volume splits over every ring that steps by a k coprime to n (i -> i + k), each on its own
-    // links (k = 1 and 3 of a 4-GPU mesh: both directions around).
-    std::vector<int> steps;
-    for (int k = 1; k < n; ++k)
-      if (std::gcd(k, n) == 1) steps.push_back(k);
-    for (int k : steps)
-      for (int i = 0; i < n; ++i) add_flow(c, p, ranks[i], ranks[(i + k) % n], volume / steps.size());
+    // GPUs joined pairwise (NVLink or Infinity Fabric meshes, no switch): NCCL/RCCL build several
+    // rings over the mesh, each on links of its own, both directions. A complete graph on n GPUs
+    // splits into edge-disjoint Hamiltonian cycles: (n-1)/2 of them for odd n, (n-2)/2 plus a
+    // perfect matching for even n (Walecki; K_2m minus a 1-factor). Run both ways, that is
+    // n-1 (odd) or n-2 (even) rings, every directed link but the matching's carrying one ring's
+    // share: flows i -> i + k for every k but n/2 (the matching), volume / rings each. A 4-GPU
+    // mesh: 2 rings (k = 1, 3); an 8-GPU MI300X mesh: 6 rings over 6 of each GPU's 7 links.
+    const int rings = n % 2 ? n - 1 : n - 2;
+    for (int k = 1; k < n; ++k) {
+      if (n % 2 == 0 && k == n / 2) continue;
+      for (int i = 0; i < n; ++i) add_flow(c, p, ranks[i], ranks[(i + k) % n], volume / rings);
+    }
     return;
   }
   if (nodes.size() == 1 || g == 1 || !uniform_nodes(nodes)) {

@@ -739,6 +739,9 @@ TEST(TrainingCasePolicy, TheNotesPrecisionStatementSaysTheFp8Recipe) {
             Fp8Recipe::Current);
   EXPECT_EQ(recipe("Precision FP8 with per-tensor current scaling, as the page says."), Fp8Recipe::Current);
   EXPECT_EQ(recipe("FP8 via Transformer Engine."), Fp8Recipe::Delayed);
+  EXPECT_EQ(recipe("Precision \"MXFP8\" as the table names it (block-scaled FP8)."), Fp8Recipe::Mxfp8);
+  EXPECT_EQ(recipe("Precision: the row reads \"FP8-CS (FP8-MX)\"; this case uses the parenthesised FP8-MX figures."),
+            Fp8Recipe::Mxfp8);
 }
 
 TEST(TrainingCasePolicy, GatedMlpFamiliesNormaliseWithRmsNorm) {
@@ -1103,6 +1106,19 @@ TEST(TrainingCasePolicy, TorchtitanWithoutAGlobalBatchTrainsOneLocalBatchPerRank
   c["parallelism"]["micro_batch"] = 2;
   EXPECT_EQ(built_with_notes(c, "torchtitan, FSDP2")["parallelism"]["global_batch"].as<int>(), 16);  // 2 x dp 8
   EXPECT_GT(built_with_notes(c, "Megatron-LM")["parallelism"]["global_batch"].as<int>(), 16);       // the 4M-token policy
+}
+
+TEST(TrainingCasePolicy, TorchtitanAndTransformersModelCodeRunsEagerUnlessCompiled) {
+  const auto kernels = [](const std::string& notes) {
+    const YAML::Node pl = built_with_notes(training_case("H100-SXM5-80GB", ""), notes)["parallelism"];
+    return pl["kernels"] ? pl["kernels"].as<std::string>() : std::string("fused");
+  };
+  EXPECT_EQ(kernels("torchtitan, FSDP2"), "eager");  // training.compile is off by default
+  EXPECT_EQ(kernels("torchtitan with --training.compile --model.converters=float8"), "fused");
+  EXPECT_EQ(kernels("torchtitan; torch.compile on (each TransformerBlock)"), "fused");
+  EXPECT_EQ(kernels("DeepSpeed ZeRO-3 over Hugging Face Transformers LlamaForCausalLM"), "eager");
+  EXPECT_EQ(kernels("Megatron-LM"), "fused");
+  EXPECT_EQ(kernels("torch.compile off: eager PyTorch modules"), "eager");
 }
 
 TEST(TrainingCasePolicy, StatedTpCommOverlapIsRead) {

@@ -396,14 +396,32 @@ TEST(Collectives, ARingOnAnNvlinkMeshUsesBothDirections) {
 }
 
 TEST(Collectives, AnMi300xNodeRingsOverItsInfinityFabricMesh) {
-  // Eight MI300X joined pairwise by 448/7 = 64 GB/s xGMI links: the rings stepping by 1, 3, 5 and 7
-  // (coprime to 8) each carry a quarter of the volume on their own links, so an 8 GB all-gather
-  // runs at 4 links x 64 GB/s x the xgmi3 Simple efficiency (0.80) of bus bandwidth: 204.8 GB/s,
-  // less the call and step latencies (< 0.1 %). Three of each GPU's seven links stay idle.
+  // Eight MI300X joined pairwise by 448/7 = 64 GB/s xGMI links. K8 less a perfect matching splits
+  // into 3 edge-disjoint Hamiltonian cycles, 6 rings run both ways, each carrying a sixth of the
+  // volume on its own links: an 8 GB all-gather runs at 6 links x 64 GB/s x the xgmi3 Simple
+  // efficiency (0.80) of bus bandwidth, 307.2 GB/s, less the call and step latencies (< 0.1 %);
+  // one link per GPU (the matching) stays idle. Azure measured 315 GB/s all-reduce busbw on ND
+  // MI300X v5 (validation/extra/azure-more-vms.yaml); rings stepping by k coprime to 8 alone
+  // would give 4 links, 204.8 GB/s.
   const Built b = built("node: mi300x-8gpu\nnodes: 1\n");
   const topo::Route pair = b.cluster.gpu_route(0, 5);
   ASSERT_EQ(pair.links.size(), 1u);
   EXPECT_DOUBLE_EQ(pair.bottleneck_Bps, 64e9);
   const CollectiveTiming t = time_collective(b.cluster, b.tuning, make(CollectiveOp::AllGather, 8, 8e9));
-  EXPECT_NEAR(t.busbw_Bps / 1e9, 4 * 64 * 0.80, 204.8 * 0.002);
+  EXPECT_NEAR(t.busbw_Bps / 1e9, 6 * 64 * 0.80, 307.2 * 0.002);
+}
+
+TEST(Collectives, ARingOnAnOddMeshUsesEveryLinkBothWays) {
+  // Five GPUs pairwise joined: K5 is two Hamiltonian cycles, four rings both ways, every link
+  // busy: all-gather t = (n-1)/n * S / (4B).
+  const int n = 5;
+  const double S = 1e9, B = 100e9;
+  topo::Cluster c;
+  std::vector<topo::DeviceId> g;
+  for (int i = 0; i < n; ++i)
+    g.push_back(c.add_device({topo::DeviceKind::Gpu, "g" + std::to_string(i), 0, i, 0, false}));
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) c.add_duplex(g[i], g[j], {topo::LinkKind::NvLink, B, 0.0});
+  c.set_shape(1, n);
+  EXPECT_NEAR(time_collective(c, ideal(), make(CollectiveOp::AllGather, n, S)).seconds, 4.0 / 5 * S / (4 * B), 1e-9);
 }
