@@ -370,7 +370,7 @@ notes: nvbandwidth one way copy
   // A full mesh of eight (MI300X, 448 GB/s per GPU over 7 Infinity Fabric links): a pair has one.
   c["hardware"]["gpu"] = "MI300X";
   predict_host_copy_case(c, o);
-  EXPECT_NEAR(o.predicted, 2 * 448.0 / 7 * 0.80, 1e-9);
+  EXPECT_NEAR(o.predicted, 2 * 448.0 / 7 * 0.82, 1e-9);  // at the xgmi3 Simple efficiency
 }
 
 TEST(TrainingCasePolicy, AStatedDualPipeScheduleIsReplayedWithoutInterleaving) {

@@ -399,16 +399,15 @@ TEST(Collectives, AnMi300xNodeRingsOverItsInfinityFabricMesh) {
   // Eight MI300X joined pairwise by 448/7 = 64 GB/s xGMI links. K8 less a perfect matching splits
   // into 3 edge-disjoint Hamiltonian cycles, 6 rings run both ways, each carrying a sixth of the
   // volume on its own links: an 8 GB all-gather runs at 6 links x 64 GB/s x the xgmi3 Simple
-  // efficiency (0.80) of bus bandwidth, 307.2 GB/s, less the call and step latencies (< 0.1 %);
-  // one link per GPU (the matching) stays idle. Azure measured 315 GB/s all-reduce busbw on ND
-  // MI300X v5 (validation/extra/azure-more-vms.yaml); rings stepping by k coprime to 8 alone
-  // would give 4 links, 204.8 GB/s.
+  // efficiency (0.82, fitted to Azure's 315-317 GB/s all-reduce busbw on ND MI300X v5) of bus
+  // bandwidth, 314.9 GB/s, less RCCL's call and step latencies (< 0.5 %); one link per GPU (the
+  // matching) stays idle. Rings stepping by k coprime to 8 alone would use 4 links, 2/3 of that.
   const Built b = built("node: mi300x-8gpu\nnodes: 1\n");
   const topo::Route pair = b.cluster.gpu_route(0, 5);
   ASSERT_EQ(pair.links.size(), 1u);
   EXPECT_DOUBLE_EQ(pair.bottleneck_Bps, 64e9);
   const CollectiveTiming t = time_collective(b.cluster, b.tuning, make(CollectiveOp::AllGather, 8, 8e9));
-  EXPECT_NEAR(t.busbw_Bps / 1e9, 6 * 64 * 0.80, 307.2 * 0.002);
+  EXPECT_NEAR(t.busbw_Bps / 1e9, 6 * 64 * 0.82, 314.9 * 0.005);
 }
 
 TEST(Collectives, ARingOnAnOddMeshUsesEveryLinkBothWays) {
