@@ -480,6 +480,11 @@ class StepBuilder {
 
   int shard_ranks() const { return p_.shard_size > 0 ? p_.shard_size : p_.dp * p_.cp; }
 
+  // Whether any rank shares its weights with another: data and context parallelism (Megatron's
+  // data-parallel-with-context-parallel group; torchtitan's FSDP over dp x cp), or the routed
+  // experts' own data-parallel group.
+  bool reduces_gradients() const { return p_.dp * p_.cp > 1 || group_size(Group::ExpertDp) > 1; }
+
   // Gradients of `bytes` to their ZeRO/FSDP owners: reduce-scattered over the shard group, then
   // (hybrid sharding) each shard all-reduced over its replicas. Returns the last task.
   sim::TaskId reduce_scatter_gradients(int s, double bytes, const std::vector<sim::TaskId>& deps) {
@@ -514,7 +519,7 @@ class StepBuilder {
     StageState& st = stages_[s];
     const int vs = vstage(it.chunk, s);
     const auto [l0, l1] = layer_range(model_stage(vs));
-    const bool fsdp = p_.zero >= 3 && p_.dp > 1;
+    const bool fsdp = p_.zero >= 3 && reduces_gradients();
     const bool last_mb = it.micro_batch == last_micro_batch(it.chunk);
     // FSDP under a pipeline (torchtitan: FSDP2 + torch.distributed.pipelining) keeps each stage's
     // gathered parameters for all its micro-batches (reshard_after_forward is off with PP, "to avoid
@@ -685,7 +690,7 @@ class StepBuilder {
   }
 
   void build_pipeline() {
-    const bool zero12_overlapped_gather = p_.zero >= 1 && p_.zero <= 2 && p_.overlap_param_gather && p_.dp > 1;
+    const bool zero12_overlapped_gather = p_.zero >= 1 && p_.zero <= 2 && p_.overlap_param_gather && reduces_gradients();
     for (int s = 0; s < p_.pp; ++s) {
       if (zero12_overlapped_gather) {
         // Steady state: the updated parameters are gathered bucket by bucket (the gradient
@@ -846,7 +851,7 @@ class StepBuilder {
     for (int s = 0; s < p_.pp; ++s) {
       StageState& st = stages_[s];
       std::vector<sim::TaskId> before_optimizer{st.cursor, st.rs_cursor, st.ag_cursor};
-      if (p_.zero < 3 && p_.dp > 1) {
+      if (p_.zero < 3 && reduces_gradients()) {
         // Gradient buckets in backward order, each reduced once its last gradient is ready; the
         // routed experts' buffers over their own group, on their own communicator's stream.
         double bucket = 0, expert_bucket = 0;
@@ -876,7 +881,7 @@ class StepBuilder {
       }
       st.cursor = add_join(before_optimizer);
       run_ops(s, p_.optimizer);
-      if (p_.zero >= 1 && p_.zero <= 2 && p_.dp > 1 && !p_.overlap_param_gather) {
+      if (p_.zero >= 1 && p_.zero <= 2 && reduces_gradients() && !p_.overlap_param_gather) {
         double bytes = 0, expert_bytes = 0;
         for (int c = 0; c < chunks(); ++c) {
           bytes += chunk_param_bytes(s, c);

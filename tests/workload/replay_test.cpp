@@ -388,6 +388,21 @@ TEST(Replay, RoutedExpertsAreReducedOverTheirOwnDataParallelGroup) {
   EXPECT_EQ(dp_s(p), 0.0);
 }
 
+TEST(Replay, ContextParallelRanksReduceGradientsWithoutDataParallelism) {
+  // dp 1, cp 2: the two context-parallel ranks hold the same weights, so ZeRO-1 reduce-scatters
+  // their gradients and gathers their parameters over both (Megatron's data-parallel-with-
+  // context-parallel group): 1/2 (G + P) / B, nothing overlapped.
+  const double B = 100e9, G = 2e9, P = 1e9;
+  StepProgram p;
+  p.cp = 2;
+  p.zero = 1;
+  p.overlap_grad_reduce = p.overlap_param_gather = false;
+  p.dp_bucket_bytes = 1e12;
+  p.layers.push_back(negligible_layer(G, P));
+  const ReplayResult r = replay_step(p, ideal_cluster(2, B), coll::CommTuning{}, {});
+  EXPECT_NEAR(r.breakdown_s[kCatDpComm], 0.5 * (G + P) / B, 1e-4);
+}
+
 TEST(Replay, TheBreakdownIsTheBusiestStages) {
   // Two stages, the second three times slower: it paces the pipeline and its only idle time is
   // waiting for the first forward (t_f) and for the first stage's last backward (2 t_f).
