@@ -823,7 +823,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   } else {
     pl["sequence_parallel"] = !old_gen && tp > 1;
     defaults.push_back(std::string("parallelism.sequence_parallel: ") +
-                       (!old_gen && tp > 1 ? "true (Megatron-Core default with TP on Hopper-era stacks)" : "false"));
+                       (!old_gen && tp > 1 ? "true (Megatron-Core/NeMo and torchtitan default with TP on Hopper-and-later stacks)" : "false"));
   }
   // Megatron-LM before v3.0 (2022, which brought sequence parallelism and selective recompute)
   // ran the backward TP collectives in sequence; later Megatron and Transformer Engine overlap
@@ -991,9 +991,9 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
                          std::to_string(group) + " GPUs)");
     }
   }
-  // Whose FSDP (zero 3), from the notes' vocabulary: Megatron FSDP by name; PyTorch's FSDP 1
-  // sharding-strategy names (FULL_SHARD, HYBRID_SHARD, SHARD_GRAD_OP) unless FSDP2 is named;
-  // otherwise fsdp2, the default.
+  // Whose FSDP (zero 3), from the notes' vocabulary: Megatron FSDP by name; PyTorch's FSDP 1 by
+  // its sharding-strategy names (FULL_SHARD, HYBRID_SHARD, SHARD_GRAD_OP) or by name ("FSDP1",
+  // "FSDP v1") unless FSDP2 is named; otherwise fsdp2, the default.
   if (pl["zero"].as<int>() >= 3) {
     const bool fsdp2_named = case_notes.find("FSDP2") != std::string::npos;
     if (case_notes.find("Megatron FSDP") != std::string::npos) {
@@ -1002,6 +1002,9 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     } else if (!fsdp2_named && std::regex_search(case_notes, std::regex("FULL_SHARD|HYBRID_SHARD|SHARD_GRAD_OP"))) {
       pl["fsdp_impl"] = "fsdp1";
       defaults.push_back("parallelism.fsdp_impl: fsdp1 (the notes use FSDP 1's sharding-strategy names)");
+    } else if (!fsdp2_named && std::regex_search(case_notes, std::regex(R"(\bFSDP ?(1|v1)\b|\bFSDP-1\b)"))) {
+      pl["fsdp_impl"] = "fsdp1";
+      defaults.push_back("parallelism.fsdp_impl: fsdp1 (the notes name FSDP 1)");
     }
   }
   // Transformer Engine's FP8 recipe, from the notes' precision statement: MXFP8 where the run's
@@ -1011,13 +1014,16 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     // "Precision FP8-MX", 'Precision "MXFP8"', "uses the parenthesised FP8-MX figures" (a table
     // row printing FP8-CS with its FP8-MX figures in parentheses).
     static const std::regex mx(R"(precision\W{0,3}(fp8-mx|mxfp8)|uses the (parenthesi[sz]ed )?(fp8-mx|mxfp8) figures)", std::regex::icase),
-        cs(R"(precision\W{0,3}fp8-cs|current scaling)", std::regex::icase);
+        cs(R"(precision\W{0,3}fp8-cs|current scaling|\btorchao\b|tensorwise|rowwise|dynamic scaling)", std::regex::icase);
     if (std::regex_search(case_notes, mx)) {
       pl["fp8_recipe"] = "mxfp8";
       defaults.push_back("parallelism.fp8_recipe: mxfp8 (the notes' precision is MXFP8)");
     } else if (std::regex_search(case_notes, cs)) {
       pl["fp8_recipe"] = "current";
-      defaults.push_back("parallelism.fp8_recipe: current (the notes' precision is FP8 with current scaling)");
+      defaults.push_back("parallelism.fp8_recipe: current (the notes: FP8 scaled by each tensor's current amax, "
+                         "Transformer Engine's current scaling or torchao's dynamic float8)");
+    } else {
+      defaults.push_back("parallelism.fp8_recipe: delayed (Transformer Engine's and Megatron's default)");
     }
   }
   // Multi-token prediction with its depth stated in the notes (DeepSeek-V3: 1).
@@ -1054,9 +1060,14 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   // and Hugging Face Transformers' model code unless the notes say torch.compile ran (torchtitan's
   // training.compile is off by default).
   const std::string low_notes = lowercase(case_notes);
-  static const std::regex compile_on(R"(torch\.compile (is )?(on|enabled)|--training\.compile\b|\bcompile\s*[=:]\s*true|compiles each|with torch\.compile)");
+  // torch.compile named as used ("torch.compile on", "use torch.compile", "torch.compile, FSDP2",
+  // "--training.compile", "compile = true"), not as off ("torch.compile off", "is off by default",
+  // "without torch.compile", "compile = false").
+  static const std::regex compile_on(R"(torch\.compile|--training\.compile\b|\bcompile\s*[=:]\s*true|compiles each)");
+  static const std::regex compile_off(R"(torch\.compile (is )?(off|disabled|not used)|(without|no|not) (using )?torch\.compile|\bcompile\s*[=:]\s*false)");
   static const std::regex transformers_code(R"(hugging ?face transformers|\bhf transformers|(llama|mistral|qwen2?|gpt2)forcausallm|modeling_llama)");
-  const bool compiled = std::regex_search(low_notes, compile_on) && low_notes.find("eager pytorch") == std::string::npos;
+  const bool compiled = std::regex_search(low_notes, compile_on) && !std::regex_search(low_notes, compile_off) &&
+                        low_notes.find("eager pytorch") == std::string::npos;
   if (case_notes.find("eager PyTorch") != std::string::npos) {
     pl["kernels"] = "eager";
     defaults.push_back("parallelism.kernels: eager (the notes: eager PyTorch modules)");

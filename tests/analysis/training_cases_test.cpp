@@ -722,6 +722,8 @@ TEST(TrainingCasePolicy, TheNotesVocabularySaysWhoseFsdp) {
   EXPECT_EQ(impl("FSDP2 (full shard), FSDP mixed-precision mode: DEFAULT."), stacksim::workload::FsdpImpl::Fsdp2);
   EXPECT_EQ(impl("FSDP = 8 (Megatron FSDP over the data-parallel ranks)."), stacksim::workload::FsdpImpl::Megatron);
   EXPECT_EQ(impl(""), stacksim::workload::FsdpImpl::Fsdp2);
+  EXPECT_EQ(impl("PyTorch 2.3 FSDP1 with torch.compile"), stacksim::workload::FsdpImpl::Fsdp1);
+  EXPECT_EQ(impl("FSDP v1 here; FSDP2 in a later post"), stacksim::workload::FsdpImpl::Fsdp2);  // FSDP2 named wins
 }
 
 TEST(TrainingCasePolicy, TheNotesPrecisionStatementSaysTheFp8Recipe) {
@@ -739,6 +741,7 @@ TEST(TrainingCasePolicy, TheNotesPrecisionStatementSaysTheFp8Recipe) {
             Fp8Recipe::Current);
   EXPECT_EQ(recipe("Precision FP8 with per-tensor current scaling, as the page says."), Fp8Recipe::Current);
   EXPECT_EQ(recipe("FP8 via Transformer Engine."), Fp8Recipe::Delayed);
+  EXPECT_EQ(recipe("torchao float8 training, tensorwise scaling."), Fp8Recipe::Current);
   EXPECT_EQ(recipe("Precision \"MXFP8\" as the table names it (block-scaled FP8)."), Fp8Recipe::Mxfp8);
   EXPECT_EQ(recipe("Precision: the row reads \"FP8-CS (FP8-MX)\"; this case uses the parenthesised FP8-MX figures."),
             Fp8Recipe::Mxfp8);
@@ -1119,6 +1122,9 @@ TEST(TrainingCasePolicy, TorchtitanAndTransformersModelCodeRunsEagerUnlessCompil
   EXPECT_EQ(kernels("DeepSpeed ZeRO-3 over Hugging Face Transformers LlamaForCausalLM"), "eager");
   EXPECT_EQ(kernels("Megatron-LM"), "fused");
   EXPECT_EQ(kernels("torch.compile off: eager PyTorch modules"), "eager");
+  EXPECT_EQ(kernels("torchtitan: both bf16 and float8 use torch.compile"), "fused");
+  EXPECT_EQ(kernels("torchtitan (torch.compile, FSDP2)"), "fused");
+  EXPECT_EQ(kernels("torchtitan's Llama; torch.compile is off by default"), "eager");
 }
 
 TEST(TrainingCasePolicy, StatedTpCommOverlapIsRead) {
