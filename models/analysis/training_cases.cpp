@@ -1047,14 +1047,16 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   }
   // DeepEP named in the notes (Megatron-Core's flex dispatcher), or node-limited routing ("routed
   // to at most N nodes": DeepSeek-V3's dispatch, section 3.2.2, sends a token to each of its nodes
-  // once over InfiniBand and fans it out over NVLink): tokens cross to a node once.
+  // once over InfiniBand and fans it out over NVLink), or DeepSeek's own training stack (DualPipe
+  // named: the schedule DeepSeek released with DeepEP, its dispatch): tokens cross to a node once.
   static const std::regex node_limited("routed to at most [0-9]+ nodes", std::regex::icase);
   const bool deepep = notes_name(case_notes, "DeepEP");
-  if (ep > 1 && (deepep || std::regex_search(case_notes, node_limited))) {
+  if (ep > 1 && (deepep || dualpipe || std::regex_search(case_notes, node_limited))) {
     pl["ep_dispatch"] = "deepep";
-    defaults.push_back(deepep
-                           ? "parallelism.ep_dispatch: deepep (the notes name DeepEP)"
-                           : "parallelism.ep_dispatch: deepep (the notes: node-limited routing, one crossing per node)");
+    defaults.push_back(deepep     ? "parallelism.ep_dispatch: deepep (the notes name DeepEP)"
+                       : dualpipe ? "parallelism.ep_dispatch: deepep (DualPipe named: DeepSeek's stack, whose dispatch "
+                                    "DeepEP is)"
+                                  : "parallelism.ep_dispatch: deepep (the notes: node-limited routing, one crossing per node)");
   }
   // Eager PyTorch modules (named in the notes): element-wise ops run op by op. So do torchtitan's
   // and Hugging Face Transformers' model code unless the notes say torch.compile ran (torchtitan's

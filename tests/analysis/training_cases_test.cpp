@@ -252,6 +252,13 @@ TEST(TrainingCasePolicy, NodeLimitedRoutingCrossesToANodeOnceWithTheFamilysGroup
   const YAML::Node limited = built_with_notes(c, "MoE: each token routed to at most 4 nodes.");
   EXPECT_EQ(limited["parallelism"]["ep_dispatch"].as<std::string>(), "deepep");
   EXPECT_FALSE(limited["model"]["moe"]["groups"]);  // no family config: unrestricted groups
+  // DualPipe named: DeepSeek's own stack, whose dispatch DeepEP is.
+  YAML::Node piped = c;
+  piped["parallelism"]["pp"] = 2;
+  piped["parallelism"]["dp"] = 4;
+  piped["parallelism"]["ep"] = 4;
+  piped["parallelism"]["global_batch"] = 16;
+  EXPECT_EQ(built_with_notes(piped, "pipeline schedule: DualPipe.")["parallelism"]["ep_dispatch"].as<std::string>(), "deepep");
   // The family's routing comes with its name and shape (the catalogue's DeepSeek-V3); a model
   // named so with another shape is a variant and keeps unrestricted routing.
   c["model"]["name"] = "DeepSeek-V3";
