@@ -37,8 +37,8 @@ std::string flash_kernel(const std::string& text) {
   // A package version names the major one: "Flash Attention 2.6.3", "flash-attn==2.5.8", "flash_attn v3.0".
   static const std::regex versioned(R"(flash[ _-]?(attn|attention)\s*(==|v)?\s*([23])\.[0-9])");
   std::smatch version;
-  const bool v3 = std::regex_search(t, version, versioned) && version[3].str() == "3";
-  const bool v2 = !v3 && std::regex_search(t, version, versioned);
+  const bool versioned_name = std::regex_search(t, version, versioned);
+  const bool v3 = versioned_name && version[3].str() == "3", v2 = versioned_name && !v3;
   if (v3 || names({"flashattention-3", "flashattention 3", "flashattention3", "fa3", "flash-attn 3"})) return "flash";
   if (v2 || names({"flashattention-2", "flashattention 2", "flashattention2", "fa2", "flash-attn 2", "flash_attn_2"}))
     return "flash2";
@@ -1007,9 +1007,9 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
       defaults.push_back("parallelism.fsdp_impl: fsdp1 (the notes name FSDP 1)");
     }
   }
-  // Transformer Engine's FP8 recipe, from the notes' precision statement: MXFP8 where the run's
-  // precision is FP8-MX / MXFP8, current scaling where it is FP8-CS or "current scaling";
-  // otherwise delayed scaling (TE's and Megatron's default, the plan default).
+  // The FP8 recipe, from the notes: MXFP8 where the run's precision is FP8-MX / MXFP8, current
+  // scaling where it is FP8-CS, "current scaling" or torchao's dynamic (tensorwise / rowwise)
+  // float8; otherwise delayed scaling (Transformer Engine's and Megatron's default, the plan's).
   if (pl["precision"].as<std::string>() == "fp8") {
     // "Precision FP8-MX", 'Precision "MXFP8"', "uses the parenthesised FP8-MX figures" (a table
     // row printing FP8-CS with its FP8-MX figures in parentheses).
