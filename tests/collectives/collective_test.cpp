@@ -377,11 +377,9 @@ TEST(Collectives, Deterministic) {
   }
 }
 
-TEST(Collectives, ARingOnAnNvlinkMeshUsesBothDirections) {
-  // Four GPUs joined pairwise by links of B (GH200's 4-GPU node): NCCL's rings step by 1 and by 3,
-  // each carrying half the volume on its own links: all-gather t = (n-1)/n * S / (2B), not / B.
-  const int n = 4;
-  const double S = 1e9, B = 150e9;
+namespace {
+// n GPUs of one node joined pairwise by links of B (no switch).
+topo::Cluster full_mesh(int n, double B) {
   topo::Cluster c;
   std::vector<topo::DeviceId> g;
   for (int i = 0; i < n; ++i)
@@ -389,6 +387,16 @@ TEST(Collectives, ARingOnAnNvlinkMeshUsesBothDirections) {
   for (int i = 0; i < n; ++i)
     for (int j = i + 1; j < n; ++j) c.add_duplex(g[i], g[j], {topo::LinkKind::NvLink, B, 0.0});
   c.set_shape(1, n);
+  return c;
+}
+}  // namespace
+
+TEST(Collectives, ARingOnAnNvlinkMeshUsesBothDirections) {
+  // Four GPUs joined pairwise by links of B (GH200's 4-GPU node): NCCL's rings step by 1 and by 3,
+  // each carrying half the volume on its own links: all-gather t = (n-1)/n * S / (2B), not / B.
+  const int n = 4;
+  const double S = 1e9, B = 150e9;
+  const topo::Cluster c = full_mesh(n, B);
   EXPECT_NEAR(time_collective(c, ideal(), make(CollectiveOp::AllGather, n, S)).seconds, 3.0 / 4 * S / (2 * B), 1e-9);
   // Through a switch the same split changes nothing: each GPU's one port carries it all.
   EXPECT_NEAR(time_collective(star(n, B), ideal(), make(CollectiveOp::AllGather, n, S)).seconds, 3.0 / 4 * S / B,
@@ -415,12 +423,6 @@ TEST(Collectives, ARingOnAnOddMeshUsesEveryLinkBothWays) {
   // busy: all-gather t = (n-1)/n * S / (4B).
   const int n = 5;
   const double S = 1e9, B = 100e9;
-  topo::Cluster c;
-  std::vector<topo::DeviceId> g;
-  for (int i = 0; i < n; ++i)
-    g.push_back(c.add_device({topo::DeviceKind::Gpu, "g" + std::to_string(i), 0, i, 0, false}));
-  for (int i = 0; i < n; ++i)
-    for (int j = i + 1; j < n; ++j) c.add_duplex(g[i], g[j], {topo::LinkKind::NvLink, B, 0.0});
-  c.set_shape(1, n);
+  const topo::Cluster c = full_mesh(n, B);
   EXPECT_NEAR(time_collective(c, ideal(), make(CollectiveOp::AllGather, n, S)).seconds, 4.0 / 5 * S / (4 * B), 1e-9);
 }
