@@ -970,14 +970,19 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
                          " (the notes state the gradient reduction's precision)");
     }
   }
-  // PyTorch FSDP's HYBRID_SHARD (named in the notes): shards inside a node, replicas across nodes.
-  if (case_notes.find("HYBRID_SHARD") != std::string::npos && pl["zero"].as<int>() >= 1) {
+  // PyTorch FSDP's HYBRID_SHARD, HSDP or hybrid-sharded data parallelism named in the notes, or
+  // shards said to stay inside a node ("sharded over the 8 GPUs of a VM"): shards inside a node,
+  // replicas across nodes.
+  static const std::regex hybrid(
+      R"(HYBRID_SHARD|\bHSDP\b|hybrid[- ]shard|shard(ed|s)? [^.;]{0,60}(within|inside|over the [0-9]+ GPUs of) (a|each|one|the) (node|VM|server|host))",
+      std::regex::icase);
+  if (pl["zero"].as<int>() >= 1 && std::regex_search(case_notes, hybrid)) {
     const int node_gpus = s["cluster"]["gpus_per_node"] ? s["cluster"]["gpus_per_node"].as<int>() : per_node;
     const int span = dp * cp, in_node = std::max(1, std::min(span, node_gpus / tp));
     if (span % in_node == 0 && in_node < span) {
       pl["shard_size"] = in_node;
       defaults.push_back("parallelism.shard_size: " + std::to_string(in_node) +
-                         " (the notes' FSDP HYBRID_SHARD: shards inside a node)");
+                         " (the notes: hybrid sharding, shards inside a node)");
     }
   }
   // A sharding group stated as a GPU count ("sharded across 128 GPUs with 4 copies": MiCS, or

@@ -714,6 +714,12 @@ TEST(TrainingCasePolicy, HybridShardInTheNotesShardsInsideANode) {
   EXPECT_EQ(built.training.plan.shard_size, 8);  // the 8 GPUs of a node
   c["notes"] = "optimizer sharding: PyTorch FSDP FULL_SHARD.";
   EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["shard_size"]);
+  // The same said in words: HSDP, hybrid-sharded data parallelism, shards kept inside a VM.
+  for (const char* words : {"FSDP2 with HSDP.", "a hybrid-sharded data parallelism",
+                            "parameters sharded FSDP-style over the 8 GPUs of a VM and replicated across VMs"}) {
+    c["notes"] = words;
+    EXPECT_EQ(scenario_from_yaml(training_case_scenario(c, defaults), "case t").training.plan.shard_size, 8) << words;
+  }
 }
 
 TEST(TrainingCasePolicy, TheNotesVocabularySaysWhoseFsdp) {
