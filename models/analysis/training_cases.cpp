@@ -448,6 +448,7 @@ YAML::Node smallest_fitting_plan(const YAML::Node& c, std::vector<std::string>& 
 
 YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults) {
   const YAML::Node hw = c["hardware"], m = c["model"], p = c["parallelism"];
+  const std::string case_notes = notes_of(c), low_notes = lowercase(case_notes);
   if (p && !has(p, "dp") && (!has(p, "tp") || !has(p, "pp"))) return smallest_fitting_plan(c, defaults);
   if (!has(hw, "gpu")) throw std::runtime_error("hardware.gpu is null");
   const std::string written = get<std::string>(hw, "gpu");
@@ -610,7 +611,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     defaults.push_back(std::string("model.mlp: ") + (gated ? "swiglu (ffn_hidden < 3.75 h)" : "gelu (ffn_hidden >= 3.75 h)"));
   }
   // Embeddings tied or not as the notes say, before the catalogue's family default.
-  const std::optional<bool> tied = notes_tied_embeddings(notes_of(c));
+  const std::optional<bool> tied = notes_tied_embeddings(case_notes);
   const bool tied_stated = tied.has_value();
   if (tied_stated) {
     mo["tied_embeddings"] = *tied;
@@ -683,6 +684,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   // Attention implementation: as stated, read literally (see flash_kernel); else the best fused
   // kernels (cuDNN) on Hopper and later, and Megatron's unfused attention on Volta/Ampere, the
   // stacks those generations shipped with.
+  static const std::regex te_fused_off(R"(nvte_fused_attn\s*=\s*0\b)");
   const hw::GpuCatalog& gpu_profiles = hw::bundled_gpus();
   const bool runs_flash1 = gpu_profiles.has(gpu) && gpu_profiles.get(gpu).flash1_forward_efficiency > 0;
   if (const std::string kernel = flash_kernel(att); !kernel.empty() && (kernel != "flash1" || runs_flash1)) {
@@ -693,7 +695,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     mo["attention"] = "flash";
     defaults.push_back("model.attention: flash (an unversioned FlashAttention on a GPU the original kernels do not "
                        "run on: the generation's fused kernels)");
-  } else if (!old_gen && std::regex_search(lowercase(notes_of(c)), std::regex(R"(nvte_fused_attn\s*=\s*0\b)"))) {
+  } else if (!old_gen && std::regex_search(low_notes, te_fused_off)) {
     // Transformer Engine with its cuDNN fused attention switched off runs the flash-attn package.
     mo["attention"] = "flash2";
     defaults.push_back("model.attention: flash2 (the notes set NVTE_FUSED_ATTN=0: Transformer Engine's FlashAttention backend)");
@@ -703,7 +705,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     // 22 May 2024 (NeMo PR #9188: before it, "with the inclusion of Flash Attention 2").
     mo["attention"] = "flash2";
     defaults.push_back("model.attention: flash2 (a NeMo container before 24.05: Transformer Engine's FlashAttention-2)");
-  } else if (!old_gen && notes_name(notes_of(c), "torchtitan")) {
+  } else if (!old_gen && notes_name(case_notes, "torchtitan")) {
     // torchtitan calls PyTorch's scaled_dot_product_attention, whose flash backend is
     // FlashAttention-2; its cuDNN backend was opt-in from PyTorch 2.5.1 (pytorch#138522, Oct 2024)
     // until 2.9 made it the default on sm90/sm100 (pytorch#162073, Sept 2025).
@@ -751,8 +753,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     // "moe_expert_capacity_factor 1.0"): every expert takes at most that many times its mean share.
     static const std::regex capacity(R"(capacity[ _-]factor(?:\s+(?:equal to|of|is))?\s*[=:]?\s*([0-9]+(?:\.[0-9]+)?))");
     std::smatch cf;
-    const std::string moe_notes = lowercase(notes_of(c));
-    if (std::regex_search(moe_notes, cf, capacity) && std::stod(cf[1].str()) > 0) {
+    if (std::regex_search(low_notes, cf, capacity) && std::stod(cf[1].str()) > 0) {
       mm["capacity_factor"] = std::stod(cf[1].str());
       defaults.push_back("model.moe.capacity_factor: " + cf[1].str() + " (the notes: token dropping at that capacity)");
     }
@@ -813,7 +814,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     if ((dp * cp) % ep != 0) {
       pl["etp"] = 1;
       defaults.push_back("parallelism.etp: 1 (ep does not divide dp*cp; MoE parallel folding with whole experts)");
-    } else if (std::regex_search(notes_of(c), etp_one)) {
+    } else if (std::regex_search(case_notes, etp_one)) {
       pl["etp"] = 1;
       defaults.push_back("parallelism.etp: 1 (the notes state expert tensor parallel 1: whole experts)");
     }
@@ -839,7 +840,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   // Transformer Engine's userbuffer overlap of the sequence-parallel collectives with their GEMMs,
   // where the notes say it ran ("--tp-comm-overlap", "TP_COMM_OVERLAP True", "ub_tp_comm_overlap=true").
   static const std::regex tp_overlap(R"(--tp-comm-overlap\b|tp_comm_overlap\s*[=:]?\s*(true|1)\b)");
-  if (tp > 1 && sequence_parallel && std::regex_search(lowercase(notes_of(c)), tp_overlap)) {
+  if (tp > 1 && sequence_parallel && std::regex_search(low_notes, tp_overlap)) {
     pl["tp_comm_overlap"] = true;
     defaults.push_back("parallelism.tp_comm_overlap: true (the notes: TP communication overlapped with the GEMMs)");
   }
@@ -851,7 +852,6 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     defaults.push_back("parallelism.p2p_scatter_gather: true (Volta/Ampere-era Megatron-LM and DeepSpeed pipelines send "
                        "1/tp of the hidden states per rank and all-gather them over NVLink)");
   }
-  const std::string case_notes = notes_of(c);
   const bool torchtitan = notes_name(case_notes, "torchtitan");
   // torchtitan's pipeline defaults (build_pipeline_schedule, generate_split_points): a looped
   // schedule (Interleaved 1F1B) runs 2 stages per rank, a single-stage one 1, and the local batch
@@ -859,7 +859,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   const bool torchtitan_pipeline = torchtitan && pp > 1;
   int torchtitan_vp = 0;
   if (torchtitan_pipeline && !has(p, "vp")) {
-    torchtitan_vp = lowercase(case_notes).find("interleaved") != std::string::npos ? 2 : 1;
+    torchtitan_vp = low_notes.find("interleaved") != std::string::npos ? 2 : 1;
     defaults.push_back("parallelism.vp: " + std::to_string(torchtitan_vp) +
                        " (torchtitan's stages per rank for the schedule the notes name)");
   }
@@ -1066,7 +1066,6 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   // Eager PyTorch modules (named in the notes): element-wise ops run op by op. So do torchtitan's
   // and Hugging Face Transformers' model code unless the notes say torch.compile ran (torchtitan's
   // training.compile is off by default).
-  const std::string low_notes = lowercase(case_notes);
   // torch.compile named as used ("torch.compile on", "use torch.compile", "torch.compile, FSDP2",
   // "--training.compile", "compile = true"), not as off ("torch.compile off", "is off by default",
   // "without torch.compile", "compile = false").

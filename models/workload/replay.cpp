@@ -700,42 +700,43 @@ class StepBuilder {
         // Routed experts with a data-parallel group of their own are in buffers of their own
         // (Megatron-Core's expert-parallel buffers), bucketed and gathered over that group.
         StageState& st = stages_[s];
-        sim::TaskId previous = sim::kNoTask, expert_previous = sim::kNoTask;
-        auto gather = [&](Group group, sim::TaskId& after, double bytes) {
-          const sim::TaskId g = add_group_collective(s, group, coll::CollectiveOp::AllGather, bytes, {after},
+        struct Buffer {
+          Group group;
+          sim::TaskId previous = sim::kNoTask;  // its gathers run one after another
+        };
+        Buffer dense{Group::DpShard}, experts{Group::ExpertDp};
+        auto gather = [&](Buffer& b, double bytes) {
+          const sim::TaskId g = add_group_collective(s, b.group, coll::CollectiveOp::AllGather, bytes, {b.previous},
                                                      st.dp_track, kCatDpComm);
-          if (g != sim::kNoTask) after = g;
+          if (g != sim::kNoTask) b.previous = g;
           return g;
+        };
+        // The gather each layer of [l0, l1) waits for: the buffer's bytes (`field` of each layer,
+        // after `leading` bytes) in buckets of dp_bucket_bytes, whole layers, in forward order.
+        auto bucketed = [&](Buffer& b, int l0, int l1, double leading, double LayerProgram::*field) {
+          std::vector<sim::TaskId> of_layer(l1 - l0, sim::kNoTask);
+          double bucket = leading;
+          for (int l = l0, first = l0; l < l1; ++l) {
+            bucket += p_.layers[l].*field;
+            if (bucket < p_.dp_bucket_bytes && l + 1 < l1) continue;
+            const sim::TaskId g = gather(b, bucket);
+            for (int k = first; k <= l; ++k) of_layer[k - l0] = g;
+            bucket = 0;
+            first = l + 1;
+          }
+          return of_layer;
         };
         for (int c = 0; c < chunks(); ++c) {
           const int vs = vstage(c, s);
           const auto [l0, l1] = layer_range(model_stage(vs));
           const bool head = first_position(vs) || last_position(vs);
-          double bucket = head ? p_.embedding_param_bytes : 0.0, expert_bucket = 0.0;
-          std::vector<sim::TaskId> layers(l1 - l0, sim::kNoTask), expert_layers(l1 - l0, sim::kNoTask);
-          int first = l0, expert_first = l0;
-          for (int l = l0; l < l1; ++l) {
-            bucket += p_.layers[l].param_bytes;
-            expert_bucket += p_.layers[l].expert_param_bytes;
-            if (bucket >= p_.dp_bucket_bytes || l + 1 == l1) {
-              const sim::TaskId g = gather(Group::DpShard, previous, bucket);
-              for (int k = first; k <= l; ++k) layers[k - l0] = g;
-              bucket = 0;
-              first = l + 1;
-            }
-            if (expert_bucket >= p_.dp_bucket_bytes || (l + 1 == l1 && expert_bucket > 0)) {
-              const sim::TaskId g = gather(Group::ExpertDp, expert_previous, expert_bucket);
-              for (int k = expert_first; k <= l; ++k) expert_layers[k - l0] = g;
-              expert_bucket = 0;
-              expert_first = l + 1;
-            }
-          }
+          const double head_bytes = head ? p_.embedding_param_bytes : 0.0;
+          std::vector<sim::TaskId> layers = bucketed(dense, l0, l1, head_bytes, &LayerProgram::param_bytes);
+          const std::vector<sim::TaskId> expert_layers = bucketed(experts, l0, l1, 0.0, &LayerProgram::expert_param_bytes);
           for (int k = 0; k < l1 - l0; ++k)
             if (expert_layers[k] != sim::kNoTask) layers[k] = add_join({layers[k], expert_layers[k]});
           // The embedding/output layer travels in the chunk's first bucket (alone if it has no layer).
-          st.chunk_head_gather.push_back(!head ? sim::kNoTask
-                                         : l1 > l0 ? layers.front()
-                                                   : gather(Group::DpShard, previous, bucket));
+          st.chunk_head_gather.push_back(!head ? sim::kNoTask : l1 > l0 ? layers.front() : gather(dense, head_bytes));
           st.chunk_layer_gather.push_back(std::move(layers));
         }
       }
