@@ -89,6 +89,12 @@ struct Block {
   std::vector<Op> pre, inner, post;
   bool entry = false, exit = false;
   double entry_bytes = 0, exit_bytes = 0;  // the full (gathered) activation, 16-bit
+  // FP8 training gathers quantised tensors: Transformer Engine's column-parallel layers quantise
+  // their input before the sequence-parallel all-gather (the norm writes it in FP8), again for the
+  // weight gradient's re-gather, and its row-parallel layers quantise the output gradient before
+  // gathering it (gather_along_first_dim with a quantizer; userbuffers' FP8 buffers); torchao's
+  // Float8ColwiseParallel likewise. Reduce-scatters stay 16-bit (GEMM outputs).
+  bool fp8_gathers = false;
   // With SP, Megatron's column-parallel linear keeps only its sequence shard and gathers the input
   // again for the weight gradient; the MoE dispatcher keeps its gathered tokens instead.
   bool regather_for_wgrad = true;
@@ -110,10 +116,13 @@ bool pipelined_with_gemm(const ParallelPlan& p, const std::vector<Op>& inner, bo
   return p.tp_comm_overlap && p.sp() && !inner.empty() && (at_front ? inner.front() : inner.back()).kind == OpKind::Gemm;
 }
 
+// Bytes of an all-gather of `bytes16` (its 16-bit size) in block `b`.
+double gathered_bytes(const Block& b, double bytes16) { return b.fp8_gathers ? bytes16 / kAct : bytes16; }
+
 void emit_block_forward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) {
   out.insert(out.end(), b.pre.begin(), b.pre.end());
   if (p.sp() && b.entry) {
-    Op gather = comm("tp all-gather " + b.what, CommKind::AllGather, CommGroup::TP, b.entry_bytes);
+    Op gather = comm("tp all-gather " + b.what, CommKind::AllGather, CommGroup::TP, gathered_bytes(b, b.entry_bytes));
     gather.overlaps_next = pipelined_with_gemm(p, b.inner, true);
     gather.graph_scope = b.graph;
     out.push_back(gather);
@@ -215,7 +224,8 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
 void emit_backward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) {
   emit_backward_ops(out, b.post);
   if (p.sp() && b.exit) {
-    Op gather = comm("tp all-gather " + b.what + " (output grad)", CommKind::AllGather, CommGroup::TP, b.exit_bytes);
+    Op gather = comm("tp all-gather " + b.what + " (output grad)", CommKind::AllGather, CommGroup::TP,
+                     gathered_bytes(b, b.exit_bytes));
     gather.overlaps_next = pipelined_with_gemm(p, b.inner, false);  // under the exit GEMM's dgrad
     gather.graph_scope = b.graph;
     out.push_back(gather);
@@ -223,7 +233,8 @@ void emit_backward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) 
   std::vector<Op> inner;
   emit_backward_ops(inner, b.inner);
   if (p.tp > 1 && b.entry) {
-    Op regather = comm("tp all-gather " + b.what + " (wgrad input)", CommKind::AllGather, CommGroup::TP, b.entry_bytes);
+    Op regather = comm("tp all-gather " + b.what + " (wgrad input)", CommKind::AllGather, CommGroup::TP,
+                       gathered_bytes(b, b.entry_bytes));
     Op input_grad = p.sp() ? comm("tp reduce-scatter " + b.what + " (input grad)", CommKind::ReduceScatter,
                                   CommGroup::TP, b.entry_bytes)
                            : comm("tp all-reduce " + b.what + " (input grad)", CommKind::AllReduce, CommGroup::TP,
@@ -253,6 +264,8 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
   b.what = "(attention)";
   b.entry = b.exit = true;
   b.entry_bytes = b.exit_bytes = kAct * d.T * d.h;
+  // (MLA's down-projections take the hidden states Megatron gathers itself, in 16 bit.)
+  b.fp8_gathers = p.precision == Precision::FP8 && !m.is_mla();
   b.pre.push_back(norm_op("input norm", m, p, static_cast<double>(d.Tn) * d.h));
   b.pre.back().modules = kRecomputeLayernorm;
   const int64_t heads = m.heads / d.t;
@@ -321,6 +334,7 @@ Block dense_mlp_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
   b.what = what;
   b.entry = b.exit = true;
   b.entry_bytes = b.exit_bytes = kAct * d.T * d.h;
+  b.fp8_gathers = p.precision == Precision::FP8;
   b.modules = what == "(mlp)" ? kRecomputeMlp : kRecomputeSharedExperts;
   if (with_norm) {
     b.pre.push_back(norm_op("post-attention norm", m, p, static_cast<double>(d.Tn) * d.h));

@@ -179,6 +179,27 @@ TEST(LayerOps, TensorParallelCommOverlapPipelinesTheSequenceParallelCollectivesW
   for (const Op& o : layer_forward_ops(m, no_sp, 0)) EXPECT_FALSE(o.overlaps_next) << o.name;
 }
 
+TEST(LayerOps, Fp8TrainingGathersQuantisedTensorsAndReducesIn16Bit) {
+  // Transformer Engine quantises before every sequence-parallel all-gather (forward input, the
+  // wgrad re-gather, the output gradient): one byte per element, half the 16-bit volume. The
+  // reduce-scatters carry the GEMMs' 16-bit outputs either way.
+  const ModelConfig m = gpt();
+  ParallelPlan bf16 = plan(4, true), fp8 = plan(4, true);
+  fp8.precision = Precision::FP8;
+  for (const bool backward : {false, true}) {
+    const auto ops = [&](const ParallelPlan& p) {
+      return backward ? layer_backward_ops(m, p, 0) : layer_forward_ops(m, p, 0);
+    };
+    const double gather16 = comm_bytes(ops(bf16), CommKind::AllGather, CommGroup::TP);
+    ASSERT_GT(gather16, 0);
+    EXPECT_DOUBLE_EQ(comm_bytes(ops(fp8), CommKind::AllGather, CommGroup::TP), gather16 / 2);
+    EXPECT_DOUBLE_EQ(comm_bytes(ops(fp8), CommKind::ReduceScatter, CommGroup::TP),
+                     comm_bytes(ops(bf16), CommKind::ReduceScatter, CommGroup::TP));
+  }
+  // Per layer forward: two gathers of the s x h hidden states, 2 bytes each in bf16.
+  EXPECT_DOUBLE_EQ(comm_bytes(layer_forward_ops(m, fp8, 0), CommKind::AllGather, CommGroup::TP), 2.0 * 2048 * 4096);
+}
+
 TEST(LayerOps, GqaAndSwiGluShapes) {
   ModelConfig m = gpt(8192, 64);
   m.kv_heads = 8;
