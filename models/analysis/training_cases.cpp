@@ -48,6 +48,27 @@ std::string flash_kernel(const std::string& text) {
   return "";
 }
 
+// Whether `pattern` matches the notes as a statement about this run: not in a clause (between '.'
+// or ';') of advice, as a quoted recommendation ("for smaller models HSDP is preferred; for larger
+// ones FSDP will be a necessity") says what a reader should choose, and not as one side of an
+// alternative ("full or hybrid shard"), which says the source left it open.
+bool stated_for_this_run(const std::string& notes, const std::regex& pattern) {
+  static const std::regex advice(R"(\bprefer(red|s)?\b|\brecommend|\bshould\b|\bsuggest|\bneeds? to be\b|\bnecessity\b)",
+                                 std::regex::icase);
+  for (auto it = std::sregex_iterator(notes.begin(), notes.end(), pattern); it != std::sregex_iterator(); ++it) {
+    const size_t at = static_cast<size_t>(it->position()), end = at + static_cast<size_t>(it->length());
+    static const std::regex or_before(R"(\bor $)", std::regex::icase), or_after(R"(^ or\b)", std::regex::icase);
+    if (std::regex_search(notes.substr(at >= 4 ? at - 4 : 0, at >= 4 ? 4 : at), or_before) ||
+        std::regex_search(notes.substr(end, 4), or_after))
+      continue;
+    const size_t open = notes.find_last_of(".;", at), close = notes.find_first_of(".;", end);
+    const size_t from = open == std::string::npos ? 0 : open + 1;
+    const std::string clause = notes.substr(from, (close == std::string::npos ? notes.size() : close) - from);
+    if (!std::regex_search(clause, advice)) return true;
+  }
+  return false;
+}
+
 // Whether the notes name `term` (a framework or library, e.g. "torchtitan", "DeepEP") as used: as
 // a word of its own, not inside a file name or path ("llama3_h100_torchtitan.md") and not negated
 // ("without DeepEP", "no DeepEP", "instead of DeepEP", "DeepEP ... not used").
@@ -976,7 +997,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   static const std::regex hybrid(
       R"(HYBRID_SHARD|\bHSDP\b|hybrid[- ]shard|shard(ed|s)? [^.;]{0,60}(within|inside|over the [0-9]+ GPUs of) (a|each|one|the) (node|VM|server|host))",
       std::regex::icase);
-  if (pl["zero"].as<int>() >= 1 && std::regex_search(case_notes, hybrid)) {
+  if (pl["zero"].as<int>() >= 1 && stated_for_this_run(case_notes, hybrid)) {
     const int node_gpus = s["cluster"]["gpus_per_node"] ? s["cluster"]["gpus_per_node"].as<int>() : per_node;
     const int span = dp * cp, in_node = std::max(1, std::min(span, node_gpus / tp));
     if (span % in_node == 0 && in_node < span) {

@@ -720,6 +720,13 @@ TEST(TrainingCasePolicy, HybridShardInTheNotesShardsInsideANode) {
     c["notes"] = words;
     EXPECT_EQ(scenario_from_yaml(training_case_scenario(c, defaults), "case t").training.plan.shard_size, 8) << words;
   }
+  // Quoted advice and an open alternative say nothing of this run: sharded over all 32.
+  for (const char* words : {"docs: \"For smaller models like 7b, HSDP is preferred; for larger models FSDP will be a "
+                            "necessity.\" The sharding strategy of this row is not stated.",
+                            "zero 3 = FSDP family (full or hybrid shard)."}) {
+    c["notes"] = words;
+    EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["shard_size"]) << words;
+  }
 }
 
 TEST(TrainingCasePolicy, TheNotesVocabularySaysWhoseFsdp) {
