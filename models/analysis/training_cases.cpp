@@ -1007,11 +1007,13 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     }
   }
   // A sharding group stated as a GPU count ("sharded across 128 GPUs with 4 copies": MiCS, or
-  // HSDP with its shard group named): ZeRO state shards over that many ranks, replicas across.
-  static const std::regex shard_group("sharded across ([0-9]+) GPUs", std::regex::icase);
+  // HSDP with its shard group named; a JAX mesh's lower-case "fsdp=128" axis beside its data
+  // axis, not the tables' "FSDP = 1" on/off flag): ZeRO state shards over that many ranks,
+  // replicas across.
+  static const std::regex shard_group(R"([Ss]harded across ([0-9]+) GPUs|\bfsdp=([0-9]+))");
   if (std::smatch hit; pl["zero"].as<int>() >= 1 && std::regex_search(case_notes, hit, shard_group)) {
-    const int group = std::stoi(hit[1].str()), span = dp * cp;
-    if (group > 0 && group < span && span % group == 0) {
+    const int group = std::stoi(hit[hit[1].matched ? 1 : 2].str()), span = dp * cp;
+    if (group > 1 && group < span && span % group == 0) {
       pl["shard_size"] = group;
       defaults.push_back("parallelism.shard_size: " + std::to_string(group) + " (the notes: sharded across " +
                          std::to_string(group) + " GPUs)");

@@ -727,6 +727,11 @@ TEST(TrainingCasePolicy, HybridShardInTheNotesShardsInsideANode) {
     c["notes"] = words;
     EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["shard_size"]) << words;
   }
+  // A JAX mesh's fsdp axis names the shard group; a table's FSDP on/off flag does not.
+  c["notes"] = "mesh data=-1, fsdp=16: a hybrid-sharded data parallelism.";
+  EXPECT_EQ(scenario_from_yaml(training_case_scenario(c, defaults), "case t").training.plan.shard_size, 16);
+  c["notes"] = "FSDP = 1 in the table (--use-torch-fsdp2).";
+  EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["shard_size"]);
 }
 
 TEST(TrainingCasePolicy, TheNotesVocabularySaysWhoseFsdp) {
