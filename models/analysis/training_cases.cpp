@@ -70,8 +70,9 @@ bool stated_for_this_run(const std::string& notes, const std::regex& pattern) {
 }
 
 // Whether the notes name `term` (a framework or library, e.g. "torchtitan", "DeepEP") as used: as
-// a word of its own, not inside a file name or path ("llama3_h100_torchtitan.md") and not negated
-// ("without DeepEP", "no DeepEP", "instead of DeepEP", "DeepEP ... not used").
+// a word of its own, not inside a file name or path ("llama3_h100_torchtitan.md"), not negated
+// ("without DeepEP", "no DeepEP", "instead of DeepEP", "DeepEP ... not used") and not left open
+// ("whether DeepEP ran", "DeepEP or not").
 bool notes_name(const std::string& notes, const std::string& term) {
   const std::string t = lowercase(notes), w = lowercase(term);
   bool used = false;
@@ -82,8 +83,9 @@ bool notes_name(const std::string& notes, const std::string& term) {
     if (end < t.size() && (part_of_name(t[end]) || (t[end] == '.' && end + 1 < t.size() && std::isalpha(static_cast<unsigned char>(t[end + 1])))))
       continue;
     const std::string before = t.substr(at >= 24 ? at - 24 : 0, at >= 24 ? 24 : at);
-    static const std::regex negated(R"((\bno|\bnot|\bwithout|instead of|rather than|\bnor)( the| a| an)? $)");
-    static const std::regex unused(R"(^[^.;]{0,24}(not used|disabled|switched off|turned off))");
+    // Negated, or left open ("whether DeepEP ...", "DeepEP or not").
+    static const std::regex negated(R"((\bno|\bnot|\bwithout|instead of|rather than|\bnor|\bwhether)( the| a| an)? $)");
+    static const std::regex unused(R"(^([^.;]{0,24}(not used|disabled|switched off|turned off)| or not\b))");
     if (std::regex_search(before, negated) || std::regex_search(t.substr(end, 40), unused)) continue;
     // A component pinned at a commit ("submodules Megatron-LM 5a676b36, torchtitan 4c4388f6"):
     // listed as present, not named as the framework that ran.
@@ -138,8 +140,12 @@ long long number_after(const std::string& text, const std::string& phrase) {
 
 // Software generation: Hopper-era runs use Megatron-Core/NeMo (sequence parallelism with TP, the
 // distributed optimizer, fused attention, async TP backward by default); Volta/Ampere-era runs
-// used Megatron-LM, which had none of these by default. The GPU is the proxy.
-bool volta_ampere_era(const std::string& gpu) { return gpu.rfind("V100", 0) == 0 || gpu.rfind("A100", 0) == 0; }
+// used Megatron-LM, which had none of these by default. The GPU is the proxy: the parts launched
+// before 2022 (V100, A100, AMD's MI250X, whose published runs used Megatron-DeepSpeed); not the
+// A800, a 2022-23 export part.
+bool volta_ampere_era(const std::string& gpu) {
+  return gpu.rfind("V100", 0) == 0 || gpu.rfind("A100", 0) == 0 || gpu.rfind("MI250", 0) == 0;
+}
 
 // The catalogue part of the case's GPU. An H100 SXM whose case text (notes, system) says HBM2e is
 // the 96 GB HBM2e, 500 W part of Meta's Grand Teton hosts (the SXM5 80GB is HBM3; torchtitan's
@@ -840,12 +846,17 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
       defaults.push_back("parallelism.etp: 1 (the notes state expert tensor parallel 1: whole experts)");
     }
   }
+  // Megatron-DeepSpeed named: DeepSpeed's pipeline engine, which has no interleaved schedule, and
+  // Megatron's sequence parallelism off unless stated (its own default).
+  const bool megatron_deepspeed = notes_name(case_notes, "Megatron-DeepSpeed");
   if (has(p, "sequence_parallel")) {
     pl["sequence_parallel"] = get<bool>(p, "sequence_parallel");
   } else {
-    pl["sequence_parallel"] = !old_gen && tp > 1;
+    const bool sp = !old_gen && !megatron_deepspeed && tp > 1;
+    pl["sequence_parallel"] = sp;
     defaults.push_back(std::string("parallelism.sequence_parallel: ") +
-                       (!old_gen && tp > 1 ? "true (Megatron-Core/NeMo and torchtitan default with TP on Hopper-and-later stacks)" : "false"));
+                       (sp ? "true (Megatron-Core/NeMo and torchtitan default with TP on Hopper-and-later stacks)"
+                           : megatron_deepspeed && tp > 1 ? "false (Megatron-DeepSpeed's default)" : "false"));
   }
   // Megatron-LM before v3.0 (2022, which brought sequence parallelism and selective recompute)
   // ran the backward TP collectives in sequence; later Megatron and Transformer Engine overlap
@@ -942,7 +953,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     pl["schedule"] = "dualpipe";
     defaults.push_back("parallelism.schedule: dualpipe (the notes name DualPipe)");
   }
-  pipeline_split(positive<int>(m, "layers"), pp, dualpipe ? 1 : has(p, "vp") ? positive<int>(p, "vp") : torchtitan_vp, !old_gen,
+  pipeline_split(positive<int>(m, "layers"), pp, dualpipe || (megatron_deepspeed && !has(p, "vp")) ? 1 : has(p, "vp") ? positive<int>(p, "vp") : torchtitan_vp, !old_gen,
                  pl["global_batch"].as<int>() / (pl["micro_batch"].as<int>() * dp), pl, defaults);
   // Interleaved pipelines send asynchronously with today's launchers (the plan default); the
   // Megatron-LM of Volta/Ampere-era runs (2020-22) sent blocking: overlap_p2p_comm came in 2023.

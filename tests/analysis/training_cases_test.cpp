@@ -219,6 +219,10 @@ TEST(TrainingCasePolicy, UnstatedInterleavingOnHopperIsTheFinestTheLayersAllow) 
   EXPECT_EQ(hopper.first_stage_layers, 1);
   EXPECT_EQ(hopper.last_stage_layers, 1);
   EXPECT_EQ(plan_for("A100-SXM4-80GB", 32, YAML::Node()).vp, 1);  // Ampere-era Megatron: plain 1F1B
+  // The era is the part's: MI250X launched with the A100, the A800 (2022-23) and MI300X later.
+  EXPECT_EQ(plan_for("MI250X", 32, YAML::Node()).vp, 1);
+  EXPECT_EQ(plan_for("A800-SXM4-80GB", 32, YAML::Node()).vp, 4);
+  EXPECT_EQ(plan_for("MI300X", 32, YAML::Node()).vp, 4);
   EXPECT_EQ(plan_for("H100-SXM5-80GB", 24, YAML::Node()).vp, 1);  // Megatron interleaves multiples of pp
   const auto stated = plan_for("H100-SXM5-80GB", 32, YAML::Node(2));
   EXPECT_EQ(stated.vp, 2);
@@ -478,6 +482,23 @@ TEST(TrainingCasePolicy, AmpereEraPipelinesScatterTheirSendsOverTensorParallelRa
   EXPECT_FALSE(scattered("A100-SXM4-80GB", 1, 2, false)); // nothing to scatter
   EXPECT_FALSE(scattered("A100-SXM4-80GB", 8, 1, false)); // no pipeline
   EXPECT_FALSE(scattered("H100-SXM5-80GB", 8, 2, false)); // Megatron-Core sends whole tensors
+}
+
+TEST(TrainingCasePolicy, MegatronDeepSpeedNamedRunsDeepSpeedsPipelineWithoutSequenceParallelism) {
+  // DeepSpeed's pipeline engine has no interleaved schedule; Megatron-DeepSpeed leaves SP off.
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["hardware"]["num_gpus"] = 32;
+  c["model"]["layers"] = 32;
+  c["parallelism"]["tp"] = 2;
+  c["parallelism"]["pp"] = 4;
+  c["parallelism"]["dp"] = 4;
+  c["parallelism"]["global_batch"] = 64;
+  const YAML::Node hopper = built_with_notes(c, "Megatron-LM.");
+  EXPECT_GT(hopper["parallelism"]["vp"].as<int>(), 1);
+  EXPECT_TRUE(hopper["parallelism"]["sequence_parallel"].as<bool>());
+  const YAML::Node ds = built_with_notes(c, "A fork of Megatron-DeepSpeed (commit 6732bc9).");
+  EXPECT_EQ(ds["parallelism"]["vp"].as<int>(), 1);
+  EXPECT_FALSE(ds["parallelism"]["sequence_parallel"].as<bool>());
 }
 
 TEST(TrainingCasePolicy, TorchtitanPipelinesTakeItsMicroBatchAndStageDefaults) {
@@ -1216,6 +1237,8 @@ TEST(TrainingCasePolicy, DeepEpNamedAsUsedSelectsItsDispatch) {
   EXPECT_EQ(dispatch("The all-to-all dispatcher, without DeepEP."), "alltoall");
   EXPECT_EQ(dispatch("AllToAll baseline (instead of DeepEP)."), "alltoall");
   EXPECT_EQ(dispatch("DeepEP was not used in this run."), "alltoall");
+  EXPECT_EQ(dispatch("Dispatcher (DeepEP or not) not stated."), "alltoall");  // left open
+  EXPECT_EQ(dispatch("The source does not say whether DeepEP ran."), "alltoall");
   EXPECT_EQ(dispatch(""), "alltoall");
 }
 
