@@ -35,12 +35,16 @@ std::string flash_kernel(const std::string& text) {
   static const std::regex switched_off("(flash[ -_]?attn|flash[ -]?attention)[^.;,]{0,24}(disabled|switched off|turned off|not used|: ?false)");
   if (std::regex_search(t, negated) || std::regex_search(t, switched_off)) return "unfused";
   // A package version names the major one: "Flash Attention 2.6.3", "flash-attn==2.5.8", "flash_attn v3.0".
-  static const std::regex versioned(R"(flash[ _-]?(attn|attention)\s*(==|v)?\s*([23])\.[0-9])");
+  // FlashAttention-3 (Hopper) and -4 (Blackwell) are their generation's best fused kernels.
+  static const std::regex versioned(R"(flash[ _-]?(attn|attention)\s*(==|v)?\s*([234])\.[0-9])");
   std::smatch version;
   const bool versioned_name = std::regex_search(t, version, versioned);
-  const bool v3 = versioned_name && version[3].str() == "3", v2 = versioned_name && !v3;
-  if (v3 || names({"flashattention-3", "flashattention 3", "flashattention3", "fa3", "flash-attn 3"})) return "flash";
-  if (v2 || names({"flashattention-2", "flashattention 2", "flashattention2", "fa2", "flash-attn 2", "flash_attn_2"}))
+  const bool v34 = versioned_name && version[3].str() != "2", v2 = versioned_name && !v34;
+  if (v34 || names({"flashattention-3", "flashattention 3", "flashattention3", "fa3", "flash-attn 3", "flash-attn-3",
+                    "flashattention-4", "flashattention 4", "flashattention4", "fa4", "flash-attn 4", "flash-attn-4"}))
+    return "flash";
+  if (v2 || names({"flashattention-2", "flashattention 2", "flashattention2", "fa2", "flash-attn 2", "flash-attn-2",
+                   "flash-attn2", "flash_attn_2", "flash_attn2"}))
     return "flash2";
   // xformers' memory-efficient attention ran the original FlashAttention kernels where they apply
   // (its flshatt operators, from xformers 0.0.16, January 2023).
@@ -65,6 +69,17 @@ bool stated_for_this_run(const std::string& notes, const std::regex& pattern) {
     const size_t from = open == std::string::npos ? 0 : open + 1;
     const std::string clause = notes.substr(from, (close == std::string::npos ? notes.size() : close) - from);
     if (!std::regex_search(clause, advice)) return true;
+  }
+  return false;
+}
+
+// Whether `pattern` matches the (lower-case) notes outside a commented-out line ("#export
+// TP_COMM_OVERLAP=True" quoted from a config did not run).
+bool set_not_commented_out(const std::string& low_notes, const std::regex& pattern) {
+  static const std::regex commented_out(R"(#\s*(export\s+)?[a-z_.]*$)");
+  for (auto it = std::sregex_iterator(low_notes.begin(), low_notes.end(), pattern); it != std::sregex_iterator(); ++it) {
+    const size_t at = static_cast<size_t>(it->position());
+    if (!std::regex_search(low_notes.substr(at >= 16 ? at - 16 : 0, at >= 16 ? 16 : at), commented_out)) return true;
   }
   return false;
 }
@@ -125,7 +140,10 @@ std::pair<long long, std::string> default_vocab(const std::string& name) {
 
 // The integer that follows `phrase` in `text` (case-insensitive), or 0.
 long long number_after(const std::string& text, const std::string& phrase) {
-  const std::string t = lowercase(text), p = lowercase(phrase);
+  // Config-key spellings read as the words: "head_dim 128" is "head dim 128".
+  std::string t = lowercase(text), p = lowercase(phrase);
+  std::replace(t.begin(), t.end(), '_', ' ');
+  std::replace(p.begin(), p.end(), '_', ' ');
   const size_t at = t.find(p);
   if (at == std::string::npos) return 0;
   size_t i = at + p.size();
@@ -527,9 +545,19 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     defaults.push_back("hardware.gpus_per_node: the node type's (" + std::to_string(per_node) + ")");
   }
   if (gpus < per_node) cl["gpus_per_node"] = gpus;  // a single partial node
-  const int nodes = std::max(1, (gpus + per_node - 1) / per_node);
+  int nodes = std::max(1, (gpus + per_node - 1) / per_node);
+  // GPUs that do not fill whole nodes: spread evenly over the fewest nodes that hold them; NVLink
+  // racks, partly filled in whole trays (1,024 GB200 as 16 racks of 64), over the fewest racks
+  // that take an equal number of trays each.
+  if (rack_scale && gpus > per_node && gpus % per_node != 0) {
+    const int tray = tray_gpus > 0 ? tray_gpus : 4;
+    for (int n = nodes; n <= gpus / tray; ++n)
+      if (gpus % n == 0 && (gpus / n) % tray == 0) {
+        nodes = n;
+        break;
+      }
+  }
   cl["nodes"] = nodes;
-  // GPUs that do not fill whole nodes: spread evenly over the fewest nodes that hold them.
   if (gpus > per_node && gpus % per_node != 0) {
     if (gpus % nodes != 0)
       throw std::runtime_error("hardware.num_gpus (" + std::to_string(gpus) + ") does not spread evenly over " +
@@ -871,8 +899,9 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   }
   // Transformer Engine's userbuffer overlap of the sequence-parallel collectives with their GEMMs,
   // where the notes say it ran ("--tp-comm-overlap", "TP_COMM_OVERLAP True", "ub_tp_comm_overlap=true").
+  // A line commented out ("#export TP_COMM_OVERLAP=True") did not run.
   static const std::regex tp_overlap(R"(--tp-comm-overlap\b|tp_comm_overlap\s*[=:]?\s*(true|1)\b)");
-  if (tp > 1 && sequence_parallel && std::regex_search(low_notes, tp_overlap)) {
+  if (tp > 1 && sequence_parallel && set_not_commented_out(low_notes, tp_overlap)) {
     pl["tp_comm_overlap"] = true;
     defaults.push_back("parallelism.tp_comm_overlap: true (the notes: TP communication overlapped with the GEMMs)");
   }
@@ -1000,16 +1029,23 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
       pl["grad_reduce_fp32"] = fp32;
       defaults.push_back(std::string("parallelism.grad_reduce_fp32: ") + (fp32 ? "true" : "false") +
                          " (the notes state the gradient reduction's precision)");
+    } else if (notes_name(case_notes, "torchtitan") && !has(p, "grad_reduce_fp32")) {
+      // torchtitan's own default (its job config's mixed_precision_reduce = "float32").
+      pl["grad_reduce_fp32"] = true;
+      defaults.push_back("parallelism.grad_reduce_fp32: true (torchtitan's default mixed_precision_reduce float32)");
     }
   }
   // PyTorch FSDP's HYBRID_SHARD, HSDP or hybrid-sharded data parallelism named in the notes, or
   // shards said to stay inside a node ("sharded over the 8 GPUs of a VM"): shards inside a node,
   // replicas across nodes.
   static const std::regex hybrid(
-      R"(HYBRID_SHARD|\bHSDP\b|hybrid[- ]shard|shard(ed|s)? [^.;]{0,60}(within|inside|over the [0-9]+ GPUs of) (a|each|one|the) (node|VM|server|host))",
+      R"(HYBRID_SHARD|\bHSDP\b|hybrid[- ]shard|(shard(ed|s)?|distributed|partitioned) [^.;]{0,60}(within|inside|over the [0-9]+ GPUs of)[^.;]{0,30}\b(a|each|one|the)( single)? (node|VM|server|host))",
       std::regex::icase);
   if (pl["zero"].as<int>() >= 1 && stated_for_this_run(case_notes, hybrid)) {
-    const int node_gpus = s["cluster"]["gpus_per_node"] ? s["cluster"]["gpus_per_node"].as<int>() : per_node;
+    // The source's node (a GB200 compute tray of 4, not the NVL72 rack the cluster is built as).
+    const int node_gpus = has(hw, "gpus_per_node")            ? positive<int>(hw, "gpus_per_node")
+                          : s["cluster"]["gpus_per_node"] ? s["cluster"]["gpus_per_node"].as<int>()
+                                                          : per_node;
     const int span = dp * cp, in_node = std::max(1, std::min(span, node_gpus / tp));
     if (span % in_node == 0 && in_node < span) {
       pl["shard_size"] = in_node;
@@ -1021,9 +1057,9 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   // HSDP with its shard group named; a JAX mesh's lower-case "fsdp=128" axis beside its data
   // axis, not the tables' "FSDP = 1" on/off flag): ZeRO state shards over that many ranks,
   // replicas across.
-  static const std::regex shard_group(R"([Ss]harded across ([0-9]+) GPUs|\bfsdp=([0-9]+))");
+  static const std::regex shard_group(R"([Ss]harded across ([0-9]+) GPUs|\bfsdp=([0-9]+)|data_parallel_shard_degree\s*[=:]\s*([0-9]+))");
   if (std::smatch hit; pl["zero"].as<int>() >= 1 && std::regex_search(case_notes, hit, shard_group)) {
-    const int group = std::stoi(hit[hit[1].matched ? 1 : 2].str()), span = dp * cp;
+    const int group = std::stoi(hit[hit[1].matched ? 1 : hit[2].matched ? 2 : 3].str()), span = dp * cp;
     if (group > 1 && group < span && span % group == 0) {
       pl["shard_size"] = group;
       defaults.push_back("parallelism.shard_size: " + std::to_string(group) + " (the notes: sharded across " +
@@ -1044,6 +1080,9 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     } else if (!fsdp2_named && std::regex_search(case_notes, std::regex(R"(\bFSDP ?(1|v1)\b|\bFSDP-1\b)"))) {
       pl["fsdp_impl"] = "fsdp1";
       defaults.push_back("parallelism.fsdp_impl: fsdp1 (the notes name FSDP 1)");
+    } else {
+      defaults.push_back(std::string("parallelism.fsdp_impl: fsdp2 (") +
+                         (fsdp2_named ? "the notes name FSDP2" : "PyTorch's current FSDP, the plan default") + ")");
     }
   }
   // The FP8 recipe, from the notes: MXFP8 where the run's precision is FP8-MX / MXFP8, current
@@ -1073,8 +1112,11 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   }
   // All-gather-based context parallelism named in the notes (Llama 3's training): K/V gathered
   // before the attention, not passed around a ring under it.
+  // Also said as the K/V all-gather itself, or by ring-flash-attn's Llama-3-style kernel name.
   static const std::regex cp_all_gather(
-      "all-gather[- ]based context parallel|context parallel(ism)?( is|:)? all-gather[- ]based", std::regex::icase);
+      "all-gather[- ]based context parallel|context parallel(ism)?( is|:)? all-gather[- ]based|all-gather(s|ed)? (of )?"
+      "(the )?k/?v\\b|llama3_flash_attn",
+      std::regex::icase);
   if (cp > 1 && std::regex_search(case_notes, cp_all_gather)) {
     pl["cp_comm"] = "all_gather";
     defaults.push_back("parallelism.cp_comm: all_gather (the notes: all-gather-based context parallelism)");
@@ -1101,10 +1143,10 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   // and Hugging Face Transformers' model code unless the notes say torch.compile ran (torchtitan's
   // training.compile is off by default).
   // torch.compile named as used ("torch.compile on", "use torch.compile", "torch.compile, FSDP2",
-  // "--training.compile", "compile = true"), not as off ("torch.compile off", "is off by default",
-  // "without torch.compile", "compile = false").
+  // "--training.compile", "compile = true"), not as off ("torch.compile off", "torch.compile: off",
+  // "is off by default", "without torch.compile", "compile = false").
   static const std::regex compile_on(R"(torch\.compile|--training\.compile\b|\bcompile\s*[=:]\s*true|compiles each)");
-  static const std::regex compile_off(R"(torch\.compile (is )?(off|disabled|not used)|(without|no|not) (using )?torch\.compile|\bcompile\s*[=:]\s*false)");
+  static const std::regex compile_off(R"(torch\.compile\s*[:=]?\s*(is )?(off|disabled|not used|false)\b|(without|no|not) (using )?torch\.compile|\bcompile\s*[=:]\s*false)");
   static const std::regex transformers_code(R"(hugging ?face transformers|\bhf transformers|(llama|mistral|qwen2?|gpt2)forcausallm|modeling_llama)");
   const bool compiled = std::regex_search(low_notes, compile_on) && !std::regex_search(low_notes, compile_off) &&
                         low_notes.find("eager pytorch") == std::string::npos;
@@ -1116,6 +1158,24 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     defaults.push_back(std::string("parallelism.kernels: eager (") +
                        (torchtitan ? "torchtitan" : "Hugging Face Transformers") +
                        "'s PyTorch modules, torch.compile not stated on)");
+  }
+  // CUDA graphs the notes state: Megatron-Core's full_iteration scope (NeMo's
+  // cuda_graph_scope full_iteration, MLPerf's FULL_CUDA_GRAPH=True) captures the whole step, which
+  // needs static shapes (not a dropless MoE); enable_cuda_graph alone captures each layer
+  // (Transformer Engine's per-layer graphs: the attention and MLP blocks). A flag set false, or
+  // commented out, captures nothing.
+  static const std::regex full_graph(R"(full_cuda_graph\s*[=:]\s*(true|1)\b|cuda_graph_scope\s*[=:]?\s*full_iteration)");
+  static const std::regex layer_graph(R"(enable_cuda_graph\s*[=:]?\s*(true|1)\b)");
+  const bool moe_model = s["model"]["moe"] && s["model"]["moe"].IsMap() && s["model"]["moe"]["experts"];
+  const bool dropless = !(moe_model && s["model"]["moe"]["capacity_factor"]);
+  if (!has(p, "cuda_graphs")) {
+    if (set_not_commented_out(low_notes, full_graph) && !(moe_model && dropless)) {
+      pl["cuda_graphs"] = "full";
+      defaults.push_back("parallelism.cuda_graphs: full (the notes: the whole iteration captured)");
+    } else if (set_not_commented_out(low_notes, layer_graph) && !moe_model) {
+      pl["cuda_graphs"] = YAML::Load("[attn, mlp]");
+      defaults.push_back("parallelism.cuda_graphs: [attn, mlp] (the notes: Transformer Engine's per-layer CUDA graphs)");
+    }
   }
   const YAML::Node meas = c["measured"];
   if (has(p, "recompute")) {

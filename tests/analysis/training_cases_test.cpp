@@ -87,6 +87,9 @@ TEST(TrainingCasePolicy, FlashAttentionVersionIsReadLiterally) {
   EXPECT_EQ(kernel_for("A100-SXM4-80GB", "Flash Attention 2.6.3 in the image"), "flash2");
   EXPECT_EQ(kernel_for("H100-SXM5-80GB", "pip install flash-attn==2.5.8"), "flash2");
   EXPECT_EQ(kernel_for("H100-SXM5-80GB", "flash_attn v3.0 beta"), "flash");
+  // FlashAttention-4 (Blackwell) is its generation's best; package names without a space.
+  EXPECT_EQ(kernel_for("B200", "flash-attn-4 through torch's FA4 registry"), "flash");
+  EXPECT_EQ(kernel_for("H100-SXM5-80GB", "kernels-community/flash-attn2"), "flash2");
 }
 
 TEST(TrainingCasePolicy, Flash1IsSlowerThanFlash2AtLongSequences) {
@@ -660,6 +663,7 @@ TEST(TrainingCasePolicy, NodeCountsFollowTheNodeTypeAndSpreadPartialNodesEvenly)
   EXPECT_EQ(cluster_of("H100-SXM5-80GB", 4, YAML::Node(8)), std::make_pair(1, 4));   // one partial node
   EXPECT_EQ(cluster_of("GB200", 144, YAML::Node()), std::make_pair(2, 0));           // two NVL72 racks
   EXPECT_EQ(cluster_of("GB200", 144, YAML::Node(4)), std::make_pair(2, 0));          // 4 per tray, 72 per rack
+  EXPECT_EQ(cluster_of("GB200", 1024, YAML::Node(4)), std::make_pair(16, 64));       // racks of 16 whole trays
   // A NIC count stated beside a tray's GPU count is the tray's: the rack keeps the NICs per GPU.
   const auto nics_of = [](int gpus, int tray_gpus, int tray_nics) {
     YAML::Node c = training_case("GB300", "FlashAttention-2");
@@ -753,6 +757,19 @@ TEST(TrainingCasePolicy, HybridShardInTheNotesShardsInsideANode) {
   EXPECT_EQ(scenario_from_yaml(training_case_scenario(c, defaults), "case t").training.plan.shard_size, 16);
   c["notes"] = "FSDP = 1 in the table (--use-torch-fsdp2).";
   EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["shard_size"]);
+  // torchtitan's shard degree; a shard group inside a node said in other words.
+  c["notes"] = "torchtitan HSDP: data_parallel_shard_degree = 4, replicate 8.";
+  EXPECT_EQ(scenario_from_yaml(training_case_scenario(c, defaults), "case t").training.plan.shard_size, 4);
+  c["notes"] = "ZeRO-1 optimizer states distributed within 8 GPUs in a single node.";
+  EXPECT_EQ(scenario_from_yaml(training_case_scenario(c, defaults), "case t").training.plan.shard_size, 8);
+  // On a rack-scale machine the node of "inside a node" is the source's (a 4-GPU tray).
+  YAML::Node g = training_case("GB200", "");
+  g["hardware"]["num_gpus"] = 64;
+  g["hardware"]["gpus_per_node"] = 4;
+  g["parallelism"]["dp"] = 64;
+  g["parallelism"]["global_batch"] = 64;
+  g["notes"] = "FSDP2 HSDP: shard within a node, replicate across nodes.";
+  EXPECT_EQ(scenario_from_yaml(training_case_scenario(g, defaults), "case t").training.plan.shard_size, 4);
 }
 
 TEST(TrainingCasePolicy, TheNotesVocabularySaysWhoseFsdp) {
@@ -857,6 +874,9 @@ TEST(TrainingCasePolicy, HeadDimAndSlidingWindowAreReadFromTheAttentionText) {
   EXPECT_EQ(s.training.model.head_dim, 64);
   EXPECT_EQ(s.training.model.attention_window(0), 128);
   EXPECT_EQ(s.training.model.attention_window(1), 0);
+  // A config key's spelling reads as the words.
+  c["model"]["attention"] = "GQA, head_dim 64";
+  EXPECT_EQ(scenario_from_yaml(training_case_scenario(c, defaults), "case t").training.model.head_dim, 64);
   // MLA's "RoPE head dim" is not a head dimension.
   EXPECT_FALSE(training_case_scenario(training_case("H100-SXM5-80GB", "MLA: kv compression 512, decoupled RoPE head dim 64"),
                                       defaults)["model"]["head_dim"]);
@@ -912,6 +932,9 @@ TEST(TrainingCasePolicy, AllGatherContextParallelismIsReadFromTheNotesAndCostsMo
   // torchtitan's default rotate method gathers too.
   EXPECT_EQ(built_with_notes(c, "torchtitan, rotate method not stated")["parallelism"]["cp_comm"].as<std::string>(),
             "all_gather");
+  // Said as the K/V all-gather itself, or by ring-flash-attn's Llama-3-style kernel.
+  for (const char* words : {"ring-flash-attn's llama3_flash_attn_varlen_func", "an all-gather of K/V before attention"})
+    EXPECT_EQ(built_with_notes(c, words)["parallelism"]["cp_comm"].as<std::string>(), "all_gather") << words;
   ASSERT_TRUE(gathered["parallelism"]["cp_comm"]);
   EXPECT_EQ(gathered["parallelism"]["cp_comm"].as<std::string>(), "all_gather");
   const double t_ring = simulate_training(scenario_from_yaml(ring, "ring").training, {}).step_time_s;
@@ -1171,6 +1194,28 @@ TEST(TrainingCasePolicy, TorchtitanAndTransformersModelCodeRunsEagerUnlessCompil
   EXPECT_EQ(kernels("torchtitan: both bf16 and float8 use torch.compile"), "fused");
   EXPECT_EQ(kernels("torchtitan (torch.compile, FSDP2)"), "fused");
   EXPECT_EQ(kernels("torchtitan's Llama; torch.compile is off by default"), "eager");
+  EXPECT_EQ(kernels("torchtitan; torch.compile: off (not enabled in this config)"), "eager");
+}
+
+TEST(TrainingCasePolicy, StatedCudaGraphsAndTorchtitansReduceDtypeAreRead) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  const auto graphs = [&](const std::string& notes) {
+    const YAML::Node pl = built_with_notes(c, notes)["parallelism"];
+    return pl["cuda_graphs"] ? YAML::Dump(pl["cuda_graphs"]) : std::string("none");
+  };
+  EXPECT_EQ(graphs("enable_cuda_graph 1, cuda_graph_scope full_iteration"), "full");
+  EXPECT_EQ(graphs("config: FULL_CUDA_GRAPH=True"), "full");
+  EXPECT_EQ(graphs("'#export FULL_CUDA_GRAPH=True'"), "none");  // commented out
+  EXPECT_EQ(graphs("enable_cuda_graph=True"), "[attn, mlp]");   // Transformer Engine's per-layer graphs
+  EXPECT_EQ(graphs("MCORE_CUDA_GRAPH=False"), "none");
+  // torchtitan reduces gradients in fp32 unless told otherwise.
+  const auto fp32 = [&](const std::string& notes) {
+    const YAML::Node pl = built_with_notes(c, notes)["parallelism"];
+    return pl["grad_reduce_fp32"] && pl["grad_reduce_fp32"].as<bool>();
+  };
+  EXPECT_TRUE(fp32("torchtitan, FSDP2"));
+  EXPECT_FALSE(fp32("torchtitan, mixed_precision_reduce = bfloat16"));
+  EXPECT_FALSE(fp32("Megatron-LM"));
 }
 
 TEST(TrainingCasePolicy, StatedTpCommOverlapIsRead) {
@@ -1186,6 +1231,7 @@ TEST(TrainingCasePolicy, StatedTpCommOverlapIsRead) {
   EXPECT_TRUE(overlap("model.sequence_parallel=true, model.ub_tp_comm_overlap=true"));
   EXPECT_TRUE(overlap("launched with --tp-comm-overlap"));
   EXPECT_FALSE(overlap("TP_COMM_OVERLAP False"));
+  EXPECT_FALSE(overlap("config_common.sh: '#export TP_COMM_OVERLAP=True' (commented out)"));
   EXPECT_FALSE(overlap("Megatron-LM"));
   c["parallelism"]["sequence_parallel"] = false;  // userbuffer overlap needs sequence parallelism
   EXPECT_FALSE(overlap("TP_COMM_OVERLAP True"));
