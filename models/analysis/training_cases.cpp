@@ -1117,7 +1117,13 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
       "all-gather[- ]based context parallel|context parallel(ism)?( is|:)? all-gather[- ]based|all-gather(s|ed)? (of )?"
       "(the )?k/?v\\b|llama3_flash_attn",
       std::regex::icase);
-  if (cp > 1 && std::regex_search(case_notes, cp_all_gather)) {
+  // DeepSpeed-Ulysses named (its all-to-all sequence parallelism, typed as cp): heads split over cp.
+  const int rank_heads = s["model"]["heads"] ? s["model"]["heads"].as<int>() / tp : 0;
+  static const std::regex ulysses(R"(\bulysses\b)");
+  if (cp > 1 && std::regex_search(low_notes, ulysses) && rank_heads > 0 && rank_heads % cp == 0) {
+    pl["cp_comm"] = "all_to_all";
+    defaults.push_back("parallelism.cp_comm: all_to_all (the notes name Ulysses: DeepSpeed-Ulysses' all-to-all)");
+  } else if (cp > 1 && std::regex_search(case_notes, cp_all_gather)) {
     pl["cp_comm"] = "all_gather";
     defaults.push_back("parallelism.cp_comm: all_gather (the notes: all-gather-based context parallelism)");
   } else if (cp > 1 && torchtitan) {

@@ -186,7 +186,7 @@ void emit_backward_ops(std::vector<Op>& out, const std::vector<Op>& fwd) {
         Op b = f;
         b.backward = true;
         if (f.comm_backward == Op::Backward::None) break;
-        if (f.group == CommGroup::CP) {
+        if (f.group == CommGroup::CP && f.comm == CommKind::AllGather) {
           // K/V to the context-parallel ranks again before the attention backward (emitted just
           // before), the dK/dV partials home: with p2p both around the ring under the attention
           // backward, with all_gather gathered before it and reduce-scattered after it.
@@ -292,15 +292,28 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
     b.inner.back().mm_parts = {q, k, v};
     b.inner.push_back(rotary_op(p, static_cast<double>(d.T) * (q + k)));
   }
-  if (p.cp > 1) {
+  // Ulysses: the sequence shards of Q, K and V all-to-all into whole sequences of heads/cp heads
+  // (K/V groups fewer than cp are replicated), the output back after the attention.
+  const bool ulysses = p.cp > 1 && p.cp_comm == CpComm::AllToAll;
+  if (ulysses) {
+    b.inner.push_back(comm("cp all-to-all q/k/v (Ulysses)", CommKind::AllToAll, CommGroup::CP,
+                           kAct * static_cast<double>(d.T) * (q + k + v)));
+  } else if (p.cp > 1) {
     Op kv = comm("cp k/v exchange", CommKind::AllGather, CommGroup::CP,
                  kAct * static_cast<double>(p.micro_batch) * m.seq_len * (k + v));
     kv.overlaps_next = p.cp_comm == CpComm::P2P;  // the ring runs under the attention
     b.inner.push_back(kv);
   }
   // (Unfused attention with a window is refused by the model check.)
-  const AttentionShape sh{p.micro_batch,  heads, kv_heads, m.seq_len / p.cp, m.seq_len, m.head_dim,
-                          m.v_head_dim(), true,  m.attention_window(layer)};
+  const AttentionShape sh{p.micro_batch,
+                          ulysses ? heads / p.cp : heads,
+                          ulysses ? std::max<int64_t>(1, kv_heads / p.cp) : kv_heads,
+                          ulysses ? m.seq_len : m.seq_len / p.cp,
+                          m.seq_len,
+                          m.head_dim,
+                          m.v_head_dim(),
+                          true,
+                          m.attention_window(layer)};
   if (m.attention == AttentionImpl::Unfused) {
     // Megatron's unfused core attention on b*(a/t) heads: scores over the full s x s (masked, not
     // skipped), softmax and dropout as memory-bound passes over the 16-bit scores (+ a 1-byte mask).
@@ -323,6 +336,9 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
     a.flops = 2.0 * sh.batch * sh.heads * sh.seq_q * keys * (sh.head_dim + sh.v_head_dim);
     b.inner.push_back(a);
   }
+  if (ulysses)
+    b.inner.push_back(comm("cp all-to-all output (Ulysses)", CommKind::AllToAll, CommGroup::CP,
+                           kAct * static_cast<double>(d.T) * heads * m.v_head_dim()));
   b.inner.push_back(gemm("attention output projection", d.T, d.h, heads * m.v_head_dim()));
   b.post.push_back(dropout_residual(d));
   capture(b, kGraphAttn);

@@ -217,9 +217,11 @@ ParallelPlan parse_plan(const config::Node& n) {
   p.overlap_p2p_comm = n.bool_or("overlap_p2p_comm", p.vp > 1);
   p.p2p_scatter_gather = n.bool_or("p2p_scatter_gather", false);
   p.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
-  p.cp_comm = choose<CpComm>(n, "cp_comm", "p2p", {{"p2p", CpComm::P2P}, {"all_gather", CpComm::AllGather}},
+  p.cp_comm = choose<CpComm>(n, "cp_comm", "p2p",
+                             {{"p2p", CpComm::P2P}, {"all_gather", CpComm::AllGather}, {"all_to_all", CpComm::AllToAll}},
                              "context-parallel exchange",
-                             "use p2p (ring, overlapped with attention; Transformer Engine's default) or all_gather");
+                             "use p2p (ring, overlapped with attention; Transformer Engine's default), all_gather or "
+                             "all_to_all (DeepSpeed-Ulysses)");
   p.ep_dispatch = choose<EpDispatch>(n, "ep_dispatch", "alltoall",
                                      {{"alltoall", EpDispatch::AllToAll}, {"deepep", EpDispatch::DeepEP}},
                                      "MoE token dispatcher",
@@ -315,6 +317,11 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
   if (m.kv_heads % p.tp != 0)
     n.fail("tp", "kv_heads (" + str(m.kv_heads) + ") are not divisible by tp (" + str(p.tp) + ")",
            "use tp in {" + divisors(head_gcd, 64) + "} (Megatron needs whole K/V groups per tensor-parallel rank)");
+  // Ulysses splits each tensor-parallel rank's heads over the context-parallel ranks.
+  if (p.cp > 1 && p.cp_comm == CpComm::AllToAll && (m.heads / p.tp) % p.cp != 0)
+    n.fail("cp", "cp_comm all_to_all (Ulysses) splits the " + str(m.heads / p.tp) +
+                     " attention heads per tensor-parallel rank over cp (" + str(p.cp) + "), which does not divide them",
+           "use a cp that divides heads/tp, or cp_comm: p2p");
   // Column-parallel linears split whole output columns (Megatron's divide() asserts it).
   if (m.ffn_hidden % p.tp != 0)
     n.fail("tp", "ffn_hidden (" + str(m.ffn_hidden) + ") is not divisible by tp (" + str(p.tp) + ")",

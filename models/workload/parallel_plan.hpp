@@ -5,7 +5,7 @@
 //     pp: 4                  # pipeline parallel
 //     dp: 4                  # data parallel
 //     cp: 1                  # context parallel (load-balanced ring attention, 2*cp sequence chunks)
-//     cp_comm: p2p           # p2p | all_gather: how K/V reach the context-parallel ranks (below)
+//     cp_comm: p2p           # p2p | all_gather | all_to_all: how the context-parallel ranks attend (below)
 //     ep_dispatch: alltoall  # alltoall | deepep: how MoE tokens reach their experts (below)
 //     ep: 1                  # expert parallel, carved out of dp (see check_plan)
 //     etp: 4                 # expert tensor parallel: tp (default) or 1 (MoE parallel folding:
@@ -142,7 +142,11 @@
 // and the dK/dV partials back, under the attention backward. all_gather: the whole sequence's K/V
 // are all-gathered before the attention and the dK/dV reduce-scattered after it, in sequence with
 // it ("the all-gather is not async, and cannot be overlapped"); Llama 3's training (its paper,
-// Section 3.3.2) gathers this way.
+// Section 3.3.2) gathers this way. all_to_all: DeepSpeed-Ulysses (Jacobs et al. 2023): an
+// all-to-all turns each rank's sequence shard of Q, K and V into the whole sequence for heads/cp
+// of its heads, the attention runs on those, and a second all-to-all returns the output to
+// sequence shards (the backward runs both in reverse); neither overlaps the attention. Needs
+// the rank's heads (heads/tp) divisible by cp; K/V groups fewer than that are replicated.
 // ep_dispatch: alltoall (Megatron-Core's alltoall token dispatcher): every (token, expert) copy
 // crosses the network to its expert's rank. deepep (Megatron-Core's flex dispatcher with DeepEP):
 // a token crosses to a remote node once if any of its top_k experts is there and is fanned out
@@ -178,7 +182,7 @@ enum class Precision { FP32, TF32, FP16, BF16, FP8 };
 enum class Recompute { None, Selective, Full, Op };
 enum class Schedule { OneFOneB, GPipe, DualPipe };  // 1F1B is interleaved when vp > 1
 enum class Kernels { Fused, Eager };
-enum class CpComm { P2P, AllGather };
+enum class CpComm { P2P, AllGather, AllToAll };
 enum class EpDispatch { AllToAll, DeepEP };
 enum class FsdpImpl { Fsdp2, Fsdp1, Megatron };
 enum class Fp8Recipe { Delayed, Current, Mxfp8 };

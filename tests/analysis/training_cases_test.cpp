@@ -932,6 +932,9 @@ TEST(TrainingCasePolicy, AllGatherContextParallelismIsReadFromTheNotesAndCostsMo
   // torchtitan's default rotate method gathers too.
   EXPECT_EQ(built_with_notes(c, "torchtitan, rotate method not stated")["parallelism"]["cp_comm"].as<std::string>(),
             "all_gather");
+  // DeepSpeed-Ulysses named: the all-to-all sequence parallelism (32 heads split over cp 8).
+  EXPECT_EQ(built_with_notes(c, "DeepSpeed-Ulysses sequence parallelism")["parallelism"]["cp_comm"].as<std::string>(),
+            "all_to_all");
   // Said as the K/V all-gather itself, or by ring-flash-attn's Llama-3-style kernel.
   for (const char* words : {"ring-flash-attn's llama3_flash_attn_varlen_func", "an all-gather of K/V before attention"})
     EXPECT_EQ(built_with_notes(c, words)["parallelism"]["cp_comm"].as<std::string>(), "all_gather") << words;

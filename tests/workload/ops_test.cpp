@@ -364,6 +364,31 @@ TEST(LayerOps, ContextParallelRingAttention) {
   EXPECT_DOUBLE_EQ(flops_of(fwd, OpKind::Gemm) * 4 * 2, flops_of(layer_forward_ops(m, plan(1), 0), OpKind::Gemm));
 }
 
+TEST(LayerOps, UlyssesAllToAllsTurnSequenceShardsIntoHeadShards) {
+  // DeepSpeed-Ulysses on cp 4 (tp 2): Q, K, V of this rank's s/cp tokens all-to-all into the
+  // whole sequence for heads/(tp*cp) heads, the output back; the same attention FLOPs as the ring.
+  const ModelConfig m = gpt();  // 32 heads of 128, MHA
+  ParallelPlan ring = plan(2);
+  ring.cp = 4;
+  ParallelPlan ulysses = ring;
+  ulysses.cp_comm = CpComm::AllToAll;
+  const auto fwd = layer_forward_ops(m, ulysses, 0);
+  EXPECT_EQ(count(fwd, CommKind::AllGather, CommGroup::CP), 0);
+  EXPECT_EQ(count(fwd, CommKind::AllToAll, CommGroup::CP), 2);
+  const double tokens = 2048 / 4, width = 4096 / 2;  // per cp rank, per tp rank
+  EXPECT_DOUBLE_EQ(comm_bytes(fwd, CommKind::AllToAll, CommGroup::CP), 2.0 * tokens * (3 * width + width));
+  for (const Op& o : fwd)
+    if (o.kind == OpKind::Attention) {
+      EXPECT_EQ(o.attention.heads, 32 / 2 / 4);
+      EXPECT_EQ(o.attention.seq_q, 2048);
+      EXPECT_EQ(o.attention.seq_kv, 2048);
+      for (const Op& r : layer_forward_ops(m, ring, 0))
+        if (r.kind == OpKind::Attention) EXPECT_DOUBLE_EQ(o.flops, r.flops);
+    }
+  // The backward runs both all-to-alls again (dO in, dQ/dK/dV out).
+  EXPECT_EQ(count(layer_backward_ops(m, ulysses, 0), CommKind::AllToAll, CommGroup::CP), 2);
+}
+
 TEST(LayerOps, ContextParallelExchangeRunsUnderTheAttentionOnlyWithP2p) {
   // p2p (Transformer Engine's ring): the forward K/V exchange runs under the attention, the
   // backward's K/V and dK/dV exchanges under the attention backward (placed right before it).

@@ -262,6 +262,15 @@ TEST(Plan, ExpertParallelRules) {
   EXPECT_TRUE(has(odd, "neither tp (4) nor 1")) << odd;
 }
 
+TEST(Plan, UlyssesNeedsTheHeadsOfATensorParallelRankToSplitOverCp) {
+  // 96 heads over tp 8: 12 per rank, which cp 8 does not divide (cp 4 and 6 do).
+  const std::string bad = check(gpt(), "{tp: 8, cp: 8, dp: 1, cp_comm: all_to_all, global_batch: 1}", 64);
+  EXPECT_TRUE(has(bad, "cp_comm all_to_all")) << bad;
+  EXPECT_TRUE(has(bad, "cp")) << bad;
+  EXPECT_EQ(check(gpt(), "{tp: 8, cp: 4, dp: 1, cp_comm: all_to_all, global_batch: 1}", 32), "");
+  EXPECT_EQ(check(gpt(), "{tp: 8, cp: 8, dp: 1, global_batch: 1}", 64), "");  // the ring has no such rule
+}
+
 TEST(Plan, BadValuesAreInputErrors) {
   EXPECT_TRUE(has(check(gpt(), "{tp: 0, global_batch: 1}", 1), "at least 1"));
   EXPECT_TRUE(has(check(gpt(), "{zero: 4, global_batch: 1}", 1), "0, 1, 2 or 3"));
