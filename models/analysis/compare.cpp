@@ -144,7 +144,8 @@ Comparison compare(const std::string& path, const std::vector<std::string>& base
         {"gpu_flops", &ResourceScales::gpu_flops}, {"hbm_bandwidth", &ResourceScales::hbm},
         {"nvlink", &ResourceScales::nvlink},       {"network", &ResourceScales::network},
         {"pcie", &ResourceScales::pcie},           {"cpu_loader", &ResourceScales::cpu_loader},
-        {"storage", &ResourceScales::storage},     {"host_launch", &ResourceScales::host_launch}};
+        {"storage", &ResourceScales::storage},     {"host_launch", &ResourceScales::host_launch},
+        {"host_memory", &ResourceScales::host_memory}};
     for (const auto& [name, field] : classes) {
       Job j{base, name, {}};
       j.scenario.training.scales.*field = 2.0;

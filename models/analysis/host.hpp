@@ -86,6 +86,10 @@ HostConfig parse_host(const config::Node& host);
 // PCIe efficiency of host <-> device copies (nvbandwidth's pinned and pageable ratios).
 inline constexpr double kPinnedCopyEfficiency = 0.85;
 inline constexpr double kPageableCopyEfficiency = 0.5;
+// Sustained fraction of a server CPU's DRAM peak that a streaming kernel (STREAM triad, DeepSpeed's
+// vectorised CPU-Adam) reaches with every core busy. Assumption: no measurement in the sources;
+// STREAM results on two-socket servers commonly land at 70-85 % of the channels' peak.
+inline constexpr double kHostMemoryEfficiency = 0.8;
 
 // Closed form of the loader's steady state (fixed costs), kept as the oracle the engine model is
 // tested against.

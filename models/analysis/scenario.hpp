@@ -29,6 +29,7 @@ enum class WorkloadKind { Training, CollectiveBenchmark };
 // Multipliers on hardware rates, for elasticity studies ("what if only X were 2x faster").
 struct ResourceScales {
   double gpu_flops = 1, hbm = 1, nvlink = 1, network = 1, pcie = 1, cpu_loader = 1, storage = 1;
+  double host_memory = 1;  // the host CPUs' DRAM bandwidth (an offloaded optimizer's step)
   double host_launch = 1;  // kernel launches per second of the training processes' host threads
 };
 

@@ -118,6 +118,21 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   workload::StepProgram program = workload::build_step_program(setup.model, plan, gpu_model);
   program.host_launch_s = setup.host.kernel_launch_s / setup.scales.host_launch;
   program.host_step_s = setup.host.step_overhead_s / setup.scales.host_launch;
+  if (plan.offload_optimizer) {
+    if (cc.node.socket_memory_Bps <= 0)
+      throw config::InputError(setup.origin, 0, "parallelism.offload_optimizer",
+                               "runs Adam on the host, but node type " + cc.node.name +
+                                   " gives no CPU memory bandwidth",
+                               "add cpu.memory_bandwidth (per socket) to " +
+                                   (cc.node.file.empty() ? "its node file" : cc.node.file));
+    program.offload_optimizer = true;
+    program.offload_d2h_per_grad_byte = 4.0 / plan.grad_bytes_per_param();  // fp32 copies
+    // DeepSpeed's CPU-Adam per parameter: fp32 gradient read (4), weight and two moments read and
+    // written (24), the 16-bit weight written for the copy back (2).
+    program.offload_host_bytes_per_param = 4.0 + 2.0 * plan.adam_state_bytes_per_param() + 2.0;
+    program.host_memory_Bps =
+        cc.node.cpu_sockets * cc.node.socket_memory_Bps * kHostMemoryEfficiency * setup.scales.host_memory;
+  }
   r.host_launches_per_step = workload::host_launches_per_rank(program);
   const double samples_per_gpu = static_cast<double>(plan.global_batch) / plan.dp;
   if (setup.host.enabled && setup.host.sample_bytes > 0) {

@@ -131,7 +131,9 @@ NodeSpec parse_node(const config::Node& n) {
   const config::Node cpu = n["cpu"];
   cpu.require_map();
   cpu.check_keys({"sockets", "cores_per_socket", "threads_per_core", "model", "inter_socket_bandwidth",
-                  "inter_socket_latency"});
+                  "inter_socket_latency", "memory_bandwidth"});
+  if (cpu.has("memory_bandwidth"))
+    s.socket_memory_Bps = cpu.positive("memory_bandwidth", cpu.required_quantity("memory_bandwidth", Dimension::Bandwidth));
   s.cpu_sockets = positive_int(cpu, "sockets", cpu.required_int("sockets"));
   s.cores_per_socket = positive_int(cpu, "cores_per_socket", cpu.required_int("cores_per_socket"));
   s.cpu_model = cpu.string_or("model", "");

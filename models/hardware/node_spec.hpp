@@ -26,6 +26,9 @@
 //     gpus_per_switch: 2           # GPUs behind one PCIe switch
 //     switches_per_socket: 2       # PCIe switches under each CPU socket
 //   cpu: {sockets: 2, cores_per_socket: 56, model: ..., inter_socket_bandwidth: 120 GB/s,
+//         memory_bandwidth: 307.2 GB/s,        # per socket, the DRAM channels' peak (channels x
+//                                              # transfer rate x 8 B); optional, needed by
+//                                              # offload_optimizer (CPU Adam)
 //         inter_socket_latency: 0.1 us,        # optional
 //         threads_per_core: 2}                 # optional SMT, default 1
 //   host_memory: 2 TB
@@ -80,6 +83,7 @@ struct NodeSpec {
   std::string cpu_model;
   double inter_socket_Bps = 0;          // per direction
   double inter_socket_latency_s = 0;
+  double socket_memory_Bps = 0;         // DRAM peak per socket; 0 = not in the node file
   double host_memory_bytes = 0;
   int nics = 8;
   std::string nic;                      // NIC catalogue name

@@ -95,7 +95,8 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
   // master weights) are cast at each gather, so only the gathered layers (below) are 16-bit.
   if (p.zero >= 3 && !keep_gathered && p.fsdp_impl != FsdpImpl::Megatron) f.weights_bytes = 0;
   f.gradients_bytes = p.grad_bytes_per_param() * sharded(p.zero >= 2 && !keep_gathered);
-  f.optimizer_bytes = p.optimizer_bytes_per_param() * sharded(p.zero >= 1);
+  // Offloaded (ZeRO-Offload), the master weights and moments are in host memory.
+  f.optimizer_bytes = p.offload_optimizer ? 0.0 : p.optimizer_bytes_per_param() * sharded(p.zero >= 1);
 
   const std::vector<int> bounds = virtual_stage_bounds(m, p);
   const int V = p.pp * p.vp;

@@ -839,6 +839,12 @@ std::vector<Op> optimizer_ops(const ModelConfig& m, const ParallelPlan& p) {
   // from ZeRO-2 on; FSDP frees it). Under autocast Adam updates the fp32 weights themselves: the
   // same 24 B, with no 16-bit copy to refresh.
   const double g = p.grad_bytes_per_param();
+  if (p.offload_optimizer) {
+    // ZeRO-Offload: the step runs on the host (the replay's host phase); the GPU casts its
+    // gradient shard to fp32 for the copy and zeroes the gradient buffer.
+    return {memory("gradient shard to fp32 (for the host copy)", OpClass::Optimizer, (g + 4.0) * local),
+            memory("zero gradients", OpClass::Optimizer, g * most(p.zero >= 2))};
+  }
   const bool fsdp = p.zero >= 3;
   const bool copy16 = !fsdp && !p.autocast;
   std::vector<Op> ops{memory("gradient norm + adam step" + std::string(copy16 ? " + 16-bit weights" : ""),

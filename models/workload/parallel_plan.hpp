@@ -26,6 +26,7 @@
 //     precision: bf16        # fp32 | tf32 | fp16 | bf16 | fp8 (FP8 GEMMs, 16-bit elsewhere)
 //     fp8_recipe: delayed    # fp8: delayed | current | mxfp8: how tensors are quantised (below)
 //     optimizer_moments: fp32  # fp32 | bf16: Adam's first and second moments (below)
+//     offload_optimizer: false # true: Adam's state and step on the host CPU (ZeRO-Offload, below)
 //     fp8_swiglu_cache: false  # fp8 MoE: the experts' SwiGLU inputs kept in FP8 (below)
 //     schedule: 1f1b         # 1f1b | gpipe | interleaved (= 1f1b with vp > 1) | dualpipe (below)
 //     dp_bucket_size: 80 MB  # gradient bucket (default below)
@@ -109,6 +110,13 @@
 // captures every layer, the embedding and the head (Megatron-Core's full_iteration), which needs
 // static shapes: refused for a dropless MoE model. The GPU side is unchanged (each kernel keeps
 // its floor; a graph's replay gap, 1.4 us on an H100, is below it).
+// offload_optimizer (DeepSpeed's offload_optimizer: {device: cpu}; ZeRO-Offload, Ren et al. 2021):
+// the fp32 master weights and Adam's moments live in host memory. Each rank's reduced gradient
+// shard is copied to the host in fp32 as its bucket completes (DeepSpeed casts it on the GPU and
+// copies it under the backward), the host runs Adam on it (DeepSpeed's CPU-Adam: fp32 gradient,
+// weight and two moments read, the weight and moments written, a 16-bit copy of the weight
+// written: 30 B per parameter, bound by the node's DRAM bandwidth, which all the node's ranks
+// share), and the 16-bit shard is copied back before the parameter all-gather. Needs zero 1 or 2.
 // optimizer_moments: the dtype of Adam's two moments next to the fp32 master weights: fp32 (12 B
 // of optimizer state per parameter, the frameworks' default) or bf16 (8 B; DeepSeek-V3 report
 // section 3.3.3, Megatron-Core's --exp-avg-dtype/--exp-avg-sq-dtype bf16).
@@ -245,6 +253,7 @@ struct ParallelPlan {
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  // fp8: Transformer Engine's quantisation recipe
   bool bf16_optimizer_moments = false;         // optimizer_moments: bf16
   bool fp8_swiglu_cache = false;               // MoE SwiGLU inputs stored in FP8
+  bool offload_optimizer = false;              // Adam on the host CPU (DeepSpeed ZeRO-Offload)
   int shard_size = 0;  // ZeRO/FSDP shard group size over the dp*cp ranks; 0 = all of them
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;

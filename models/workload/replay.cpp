@@ -689,6 +689,40 @@ class StepBuilder {
       for (StageState& st : stages_) g_.add_dependency(batch_copy_, st.cursor);
   }
 
+  // Copies between host memory and every GPU of `node` (bytes_per_gpu each), each over the route
+  // from (to_host: to) the GPU's nearest CPU socket, after `deps`; one activity over the union of
+  // the routes, as build_batch_copy's.
+  sim::TaskId add_host_copies(int node, double bytes_per_gpu, bool to_host, const std::vector<sim::TaskId>& deps,
+                              const char* name, sim::TrackId track) {
+    if (bytes_per_gpu <= 0) return sim::kNoTask;
+    std::vector<topo::DeviceId> sockets;
+    for (topo::DeviceId d = 0; d < cluster_.num_devices(); ++d) {
+      const topo::Device& dev = cluster_.device(d);
+      if (dev.kind == topo::DeviceKind::Cpu && dev.node == node) sockets.push_back(d);
+    }
+    if (sockets.empty()) throw std::invalid_argument("replay: a host copy needs a CPU socket on the GPU's node");
+    std::map<topo::LinkId, int> flows_on_link;
+    for (int r = 0; r < cluster_.num_gpus(); ++r) {
+      if (cluster_.node_of_gpu(r) != node) continue;
+      topo::Route best;
+      for (topo::DeviceId socket : sockets) {
+        topo::Route route = to_host ? cluster_.route(cluster_.gpu(r), socket) : cluster_.route(socket, cluster_.gpu(r));
+        if (best.links.empty() || route.links.size() < best.links.size()) best = std::move(route);
+      }
+      for (topo::LinkId l : best.links) ++flows_on_link[l];
+    }
+    sim::TaskSpec t;
+    t.activity.work = bytes_per_gpu;
+    for (const auto& [l, n] : flows_on_link) t.activity.usages.push_back({link_res_[l], static_cast<double>(n)});
+    t.category = kCatOptimizer;
+    t.track = track;
+    t.name = g_.intern(name);
+    const sim::TaskId id = g_.add(t);
+    for (sim::TaskId d : deps)
+      if (d != sim::kNoTask) g_.add_dependency(d, id);
+    return id;
+  }
+
   void build_pipeline() {
     const bool zero12_overlapped_gather = p_.zero >= 1 && p_.zero <= 2 && p_.overlap_param_gather && reduces_gradients();
     for (int s = 0; s < p_.pp; ++s) {
@@ -852,6 +886,19 @@ class StepBuilder {
     for (int s = 0; s < p_.pp; ++s) {
       StageState& st = stages_[s];
       std::vector<sim::TaskId> before_optimizer{st.cursor, st.rs_cursor, st.ag_cursor};
+      // ZeRO-Offload: each reduced bucket's shard to the host as it completes.
+      const int node = cluster_.node_of_gpu(st.rep);
+      const sim::TrackId host_track = p_.offload_optimizer ? g_.add_track("host", "optimizer offload (stage " +
+                                                                                      std::to_string(s) + ")")
+                                                           : sim::kNoTrack;
+      std::vector<sim::TaskId> to_host;
+      const auto offload_bucket = [&](sim::TaskId reduced, double bytes, Group g) {
+        if (!p_.offload_optimizer || reduced == sim::kNoTask) return;
+        to_host.push_back(add_host_copies(node, bytes / group_size(g) * p_.offload_d2h_per_grad_byte, true, {reduced},
+                                          "gradient shard to host", host_track));
+        offload_tasks_.resize(p_.pp);
+        offload_tasks_[s].push_back(to_host.back());
+      };
       if (p_.zero < 3 && reduces_gradients()) {
         // Gradient buckets in backward order, each reduced once its last gradient is ready; the
         // routed experts' buffers over their own group, on their own communicator's stream.
@@ -867,6 +914,7 @@ class StepBuilder {
                                                     {st.dp_cursor, ready}, st.dp_track, kCatDpComm)
                              : reduce_scatter_gradients(s, bucket, {st.dp_cursor, ready});
             if (e != sim::kNoTask) st.dp_cursor = e;
+            offload_bucket(e, bucket, Group::DpShard);
             bucket = 0;
           }
           if (expert_bucket >= p_.dp_bucket_bytes || (last && expert_bucket > 0)) {
@@ -874,6 +922,7 @@ class StepBuilder {
                 s, Group::ExpertDp, p_.zero == 0 ? coll::CollectiveOp::AllReduce : coll::CollectiveOp::ReduceScatter,
                 expert_bucket, {st.edp_cursor, ready}, st.dp_track, kCatDpComm);
             if (e != sim::kNoTask) st.edp_cursor = e;
+            offload_bucket(e, expert_bucket, Group::ExpertDp);
             expert_bucket = 0;
           }
         }
@@ -882,6 +931,28 @@ class StepBuilder {
       }
       st.cursor = add_join(before_optimizer);
       run_ops(s, p_.optimizer);
+      if (p_.offload_optimizer && !to_host.empty()) {
+        // Adam on the host over the shards of every rank on the node (DRAM-bound, shared), then
+        // this rank's 16-bit shard back to the GPU.
+        double shard16 = 0;  // this rank's 16-bit parameter shard, dense and expert
+        for (int c = 0; c < chunks(); ++c)
+          shard16 += chunk_param_bytes(s, c) / group_size(Group::DpShard) +
+                     chunk_expert_param_bytes(s, c) / std::max(1, group_size(Group::ExpertDp));
+        int node_gpus = 0;
+        for (int r = 0; r < cluster_.num_gpus(); ++r) node_gpus += cluster_.node_of_gpu(r) == node;
+        to_host.push_back(st.cursor);
+        sim::TaskSpec adam;
+        adam.activity.work = node_gpus * shard16 / 2.0 * p_.offload_host_bytes_per_param;
+        adam.activity.bound = p_.host_memory_Bps;
+        adam.category = kCatOptimizer;
+        adam.track = host_track;
+        adam.name = g_.intern("host Adam (CPU, the node's shards)");
+        const sim::TaskId step = g_.add(adam);
+        for (sim::TaskId d : to_host) g_.add_dependency(d, step);
+        st.cursor = add_host_copies(node, shard16, false, {step}, "updated 16-bit shard to GPU", host_track);
+        offload_tasks_[s].push_back(step);
+        offload_tasks_[s].push_back(st.cursor);
+      }
       if (p_.zero >= 1 && p_.zero <= 2 && reduces_gradients() && !p_.overlap_param_gather) {
         double bytes = 0, expert_bytes = 0;
         for (int c = 0; c < chunks(); ++c) {
@@ -952,6 +1023,13 @@ class StepBuilder {
     }
     // The batch copy: a pageable one holds the stage from its start; a pinned one only where it
     // outlasts the stage's own work.
+    // The offloaded optimizer's host phase: copies and the host's Adam, the GPU waiting on them.
+    if (s < static_cast<int>(offload_tasks_.size()))
+      for (sim::TaskId t : offload_tasks_[s])
+        if (t != sim::kNoTask && r.end[t] > r.start[t]) {
+          edges.push_back({r.start[t].ps(), +1, kCatOptimizer, false});
+          edges.push_back({r.end[t].ps(), -1, kCatOptimizer, false});
+        }
     if (batch_copy_ != sim::kNoTask) {
       const int64_t begin = p_.batch_copy_blocking ? r.start[batch_copy_].ps()
                                                    : std::max(r.start[batch_copy_].ps(), r.end[stage_end_[s]].ps());
@@ -966,8 +1044,9 @@ class StepBuilder {
     });
     std::array<int, kNumCategories> compute_active{}, comm_active{};
     int running = 0;  // compute parts active now (the sum of compute_active)
-    static constexpr std::array<uint16_t, 7> kCommPriority = {kCatTpComm, kCatEpComm, kCatCpComm, kCatPpComm,
-                                                              kCatDpComm, kCatHostLaunch, kCatDataWait};
+    static constexpr std::array<uint16_t, 8> kCommPriority = {kCatTpComm, kCatEpComm,    kCatCpComm,
+                                                              kCatPpComm, kCatDpComm,    kCatHostLaunch,
+                                                              kCatDataWait, kCatOptimizer};
     int64_t prev = 0;
     const int64_t end = r.makespan.ps();
     size_t i = 0;
@@ -1020,6 +1099,7 @@ class StepBuilder {
   std::vector<LaunchWait> launch_waits_;
   bool launches_free_ = false;  // host_stays_ahead: only each stage's first launch is charged
   sim::TaskId batch_copy_ = sim::kNoTask;  // build_batch_copy
+  std::vector<std::vector<sim::TaskId>> offload_tasks_;  // per stage: ZeRO-Offload's host phase
   std::vector<sim::TaskId> stage_end_;     // per stage: its last task before the step's end
   std::map<uint64_t, sim::TaskId> item_entry_, item_exit_;
   std::map<uint64_t, std::vector<uint64_t>> next_items_;  // item -> the item(s) after it on its stage

@@ -128,6 +128,14 @@ struct StepProgram {
   // bookkeeping, zero_grad), before each stage's first launch: a loop that synchronises once per
   // step (the loss read back) starts it with the GPU idle. 0 = none.
   double host_step_s = 0.0;
+  // ZeRO-Offload (ParallelPlan::offload_optimizer): each gradient bucket's reduced shard goes to
+  // the host (offload_d2h_per_grad_byte bytes per byte of gradient: fp32 copies), the host runs
+  // Adam (offload_host_bytes_per_param of DRAM traffic per parameter, at host_memory_Bps per node,
+  // shared by the node's ranks), and the 16-bit shard comes back before the parameter gather.
+  bool offload_optimizer = false;
+  double offload_d2h_per_grad_byte = 0.0;
+  double offload_host_bytes_per_param = 0.0;
+  double host_memory_Bps = 0.0;
 };
 
 struct ReplayResult {

@@ -47,7 +47,7 @@ TEST(Compare, FewerNicsSlowTheGradientReduction) {
 
 TEST(Compare, ElasticityRanksGpuFlopsFirstForAComputeBoundJobAndIsDeterministic) {
   const Comparison a = compare(scenario(), {}, {}, true);
-  ASSERT_EQ(a.elasticity.size(), 8u);
+  ASSERT_EQ(a.elasticity.size(), 9u);
   EXPECT_EQ(a.elasticity.front().label, "gpu_flops");
   EXPECT_GT(a.elasticity.front().speedup, 1.3);   // most of the step is GEMM/attention
   EXPECT_LT(a.elasticity.front().speedup, 2.0);   // but not all of it
@@ -70,7 +70,7 @@ TEST(Compare, JsonCarriesTheContractFieldsWithSetAsAnObject) {
   EXPECT_TRUE(v["reason"].is_string());
   EXPECT_TRUE(v["breakdown"].is_object());
   EXPECT_FALSE(v.contains("cost_change_pct"));  // no prices in this scenario
-  ASSERT_EQ(j["elasticity"].size(), 8u);
+  ASSERT_EQ(j["elasticity"].size(), 9u);
   for (const auto& e : j["elasticity"]) {
     std::set<std::string> keys;
     for (const auto& [k, x] : e.items()) keys.insert(k);

@@ -352,3 +352,38 @@ TEST(Host, TheStorageSectionIsTheStorageTheLoadersReadAndCheckpointsWrite) {
   EXPECT_THROW(load_scenario(kStory, {"storage.read_GBps=0"}), stacksim::config::InputError);
   EXPECT_THROW(load_scenario(kStory, {"storage.read_GB=20"}), stacksim::config::InputError);
 }
+
+TEST(Host, OffloadedOptimizerRunsAdamAtTheNodesDramBandwidth) {
+  // ZeRO-2 on one DGX H100 (2 sockets x 8 DDR5-4800 channels = 614.4 GB/s peak): offloaded, the
+  // eight ranks' shards (the whole model) pass through CPU-Adam at 30 B per parameter, then each
+  // 16-bit shard crosses PCIe back; the GPU's own Adam goes, and so does its state in HBM.
+  const std::string path = std::string(STACKSIM_SOURCE_DIR) + "/scenarios/fsdp-7b-8xh100.yaml";
+  const Scenario on_gpu = load_scenario(path, {"parallelism.zero=2"});
+  const Scenario offloaded = load_scenario(path, {"parallelism.zero=2", "parallelism.offload_optimizer=true"});
+  const TrainingResult a = simulate_training(on_gpu.training, RunOptions{});
+  const TrainingResult b = simulate_training(offloaded.training, RunOptions{});
+  const double params = on_gpu.training.model.total_params();
+  const double host_adam_s = params * 30.0 / (2 * 307.2e9 * kHostMemoryEfficiency);
+  const double copy_back_s = params / 8 * 2.0 / (63e9 / 2);  // two GPUs per PCIe switch uplink, at most
+  EXPECT_GT(b.step_time_s - a.step_time_s, host_adam_s - category(a, "optimizer"));
+  EXPECT_LT(b.step_time_s - a.step_time_s, host_adam_s + copy_back_s);
+  EXPECT_GT(category(b, "optimizer"), host_adam_s);  // the host phase is the optimizer's
+  EXPECT_NEAR(a.memory.optimizer_bytes - b.memory.optimizer_bytes, a.memory.optimizer_bytes, 1e-6);
+  EXPECT_GT(a.memory.optimizer_bytes, 11.9 * params / 8);  // 12 B of Adam state per parameter
+  // Twice the host's DRAM bandwidth (compare's host_memory class) halves the host Adam.
+  Scenario faster = offloaded;
+  faster.training.scales.host_memory = 2;
+  EXPECT_NEAR(b.step_time_s - simulate_training(faster.training, RunOptions{}).step_time_s, host_adam_s / 2,
+              0.05 * host_adam_s);
+}
+
+TEST(Host, OffloadNeedsZeroOneOrTwoAndTheNodesMemoryBandwidth) {
+  const std::string path = std::string(STACKSIM_SOURCE_DIR) + "/scenarios/fsdp-7b-8xh100.yaml";
+  try {
+    load_scenario(path, {"parallelism.offload_optimizer=true"});  // the scenario is zero 3
+    FAIL() << "expected an InputError";
+  } catch (const stacksim::config::InputError& e) {
+    EXPECT_EQ(e.key(), "parallelism.offload_optimizer") << e.what();
+    EXPECT_NE(e.fix().find("zero: 1 or 2"), std::string::npos) << e.fix();
+  }
+}
