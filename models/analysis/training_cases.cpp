@@ -87,7 +87,7 @@ bool set_not_commented_out(const std::string& low_notes, const std::regex& patte
 // Whether the notes name `term` (a framework or library, e.g. "torchtitan", "DeepEP") as used: as
 // a word of its own, not inside a file name or path ("llama3_h100_torchtitan.md"), not negated
 // ("without DeepEP", "no DeepEP", "instead of DeepEP", "DeepEP ... not used") and not left open
-// ("whether DeepEP ran", "DeepEP or not").
+// ("whether DeepEP ran", "DeepEP or not"); one such mention outweighs the others.
 bool notes_name(const std::string& notes, const std::string& term) {
   const std::string t = lowercase(notes), w = lowercase(term);
   bool used = false;
@@ -101,7 +101,9 @@ bool notes_name(const std::string& notes, const std::string& term) {
     // Negated, or left open ("whether DeepEP ...", "DeepEP or not").
     static const std::regex negated(R"((\bno|\bnot|\bwithout|instead of|rather than|\bnor|\bwhether)( the| a| an)? $)");
     static const std::regex unused(R"(^([^.;]{0,24}(not used|disabled|switched off|turned off)| or not\b))");
-    if (std::regex_search(before, negated) || std::regex_search(t.substr(end, 40), unused)) continue;
+    // A mention negated or left open says this run did not use it, whatever else mentions it
+    // ("the dispatcher without DeepEP, compared with the DeepEP row").
+    if (std::regex_search(before, negated) || std::regex_search(t.substr(end, 40), unused)) return false;
     // A component pinned at a commit ("submodules Megatron-LM 5a676b36, torchtitan 4c4388f6"):
     // listed as present, not named as the framework that ran.
     static const std::regex pinned(R"(^[ @:=]+[0-9a-f]{7,40}\b)");
@@ -140,10 +142,13 @@ std::pair<long long, std::string> default_vocab(const std::string& name) {
 
 // The integer that follows `phrase` in `text` (case-insensitive), or 0.
 long long number_after(const std::string& text, const std::string& phrase) {
-  // Config-key spellings read as the words: "head_dim 128" is "head dim 128".
+  // Config-key and hyphenated spellings read as the words: "head_dim 128" is "head dim 128",
+  // "sliding-window attention (window 4096)" is "sliding window attention (window 4096)".
   std::string t = lowercase(text), p = lowercase(phrase);
-  std::replace(t.begin(), t.end(), '_', ' ');
-  std::replace(p.begin(), p.end(), '_', ' ');
+  for (std::string* x : {&t, &p}) {
+    std::replace(x->begin(), x->end(), '_', ' ');
+    std::replace(x->begin(), x->end(), '-', ' ');
+  }
   const size_t at = t.find(p);
   if (at == std::string::npos) return 0;
   size_t i = at + p.size();
@@ -688,6 +693,17 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     mo["norm"] = "rmsnorm";
     defaults.push_back("model.norm: rmsnorm (gated-MLP families)");
   }
+  const std::string low_notes_all = lowercase(notes_of(c));
+  // A norm the notes state as a config value ("norm_type = layernorm", "normalization: RMSNorm")
+  // wins over the catalogue's and the family default.
+  static const std::regex norm_said(R"((norm_type|normalization)\W{0,4}(layernorm|rmsnorm|layer_norm|rms_norm)\b)");
+  if (std::smatch nm; std::regex_search(low_notes_all, nm, norm_said)) {
+    const std::string norm = nm[2].str().find("rms") != std::string::npos ? "rmsnorm" : "layernorm";
+    if (!mo["norm"] || mo["norm"].as<std::string>() != norm) {
+      mo["norm"] = norm;
+      defaults.push_back("model.norm: " + norm + " (the notes' " + nm[1].str() + ")");
+    }
+  }
   // Multi-head latent attention stated in words (DeepSeek-V2/V3): its latent ranks, read literally;
   // the per-head dimensions are DeepSeek's 128 (nope and value) when not stated.
   if (att.find("MLA") != std::string::npos || att.find("latent") != std::string::npos) {
@@ -806,11 +822,19 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     else { mm["expert_ffn_hidden"] = ffn; defaults.push_back("model.moe.expert_ffn_hidden: = ffn_hidden"); }
     // Token dropping at a stated capacity factor ("a capacity factor equal to 1",
     // "moe_expert_capacity_factor 1.0"): every expert takes at most that many times its mean share.
-    static const std::regex capacity(R"(capacity[ _-]factor(?:\s+(?:equal to|of|is))?\s*[=:]?\s*([0-9]+(?:\.[0-9]+)?))");
+    // Not Megatron's moe_expert_rank_capacity_factor (a per-rank receive buffer for static
+    // shapes under forced balancing: no token is dropped).
+    static const std::regex capacity(R"((rank[ _])?capacity[ _-]factor(?:\s+(?:equal to|of|is))?\s*[=:]?\s*([0-9]+(?:\.[0-9]+)?))");
     std::smatch cf;
-    if (std::regex_search(low_notes, cf, capacity) && std::stod(cf[1].str()) > 0) {
-      mm["capacity_factor"] = std::stod(cf[1].str());
-      defaults.push_back("model.moe.capacity_factor: " + cf[1].str() + " (the notes: token dropping at that capacity)");
+    std::string rest = low_notes;
+    bool dropping = false;
+    while (std::regex_search(rest, cf, capacity)) {
+      if (!cf[1].matched && std::stod(cf[2].str()) > 0) { dropping = true; break; }
+      rest = cf.suffix().str();
+    }
+    if (dropping) {
+      mm["capacity_factor"] = std::stod(cf[2].str());
+      defaults.push_back("model.moe.capacity_factor: " + cf[2].str() + " (the notes: token dropping at that capacity)");
     }
     // Group-limited routing of the family's public config (DeepSeek-V3's config.json: n_group 8,
     // topk_group 4); it matters where the dispatch crosses to a node once (ep_dispatch deepep).
@@ -990,8 +1014,20 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     pl["overlap_p2p_comm"] = false;
     defaults.push_back("parallelism.overlap_p2p_comm: false (Volta/Ampere-era Megatron-LM: blocking pipeline sends)");
   }
-  if (has(p, "zero")) {
+  // DeepSpeed's bf16 path at ZeRO stage 0 is its BF16_Optimizer, which partitions the fp32 master
+  // weights and Adam's state over the data-parallel ranks: ZeRO-1 in effect.
+  const bool deepspeed = notes_name(case_notes, "DeepSpeed") || notes_name(case_notes, "Megatron-DeepSpeed");
+  const bool bf16_case = has(p, "precision") && lowercase(get<std::string>(p, "precision")) == "bf16";
+  if (has(p, "zero") && get<int>(p, "zero") == 0 && deepspeed && bf16_case && dp > 1) {
+    pl["zero"] = 1;
+    defaults.push_back("parallelism.zero: 1 (DeepSpeed's bf16 optimizer at stage 0 partitions the fp32 state over dp)");
+  } else if (has(p, "zero")) {
     pl["zero"] = get<int>(p, "zero");
+  } else if (static const std::regex zero_named(R"(\bZeRO\b(?![- ]?(stage ?)?[0-9])|Zero Redundancy)");
+             dp > 1 && std::regex_search(case_notes, zero_named) && !std::regex_search(case_notes, std::regex(R"((no|without) ZeRO\b)"))) {
+    // ZeRO named without its stage: the least sharding that is ZeRO.
+    pl["zero"] = 1;
+    defaults.push_back("parallelism.zero: 1 (the notes name ZeRO without its stage)");
   } else {
     const int z = !old_gen && dp > 1 ? 1 : 0;
     pl["zero"] = z;
@@ -1057,7 +1093,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   // HSDP with its shard group named; a JAX mesh's lower-case "fsdp=128" axis beside its data
   // axis, not the tables' "FSDP = 1" on/off flag): ZeRO state shards over that many ranks,
   // replicas across.
-  static const std::regex shard_group(R"([Ss]harded across ([0-9]+) GPUs|\bfsdp=([0-9]+)|data_parallel_shard_degree\s*[=:]\s*([0-9]+))");
+  static const std::regex shard_group(R"([Ss]harded (?:across|over groups of) ([0-9]+)(?: GPUs)?|\bfsdp=([0-9]+)|shard_degree\s*[=:]\s*([0-9]+))");
   if (std::smatch hit; pl["zero"].as<int>() >= 1 && std::regex_search(case_notes, hit, shard_group)) {
     const int group = std::stoi(hit[hit[1].matched ? 1 : hit[2].matched ? 2 : 3].str()), span = dp * cp;
     if (group > 1 && group < span && span % group == 0) {
@@ -1080,6 +1116,10 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     } else if (!fsdp2_named && std::regex_search(case_notes, std::regex(R"(\bFSDP ?(1|v1)\b|\bFSDP-1\b)"))) {
       pl["fsdp_impl"] = "fsdp1";
       defaults.push_back("parallelism.fsdp_impl: fsdp1 (the notes name FSDP 1)");
+    } else if (!fsdp2_named && old_gen && !notes_name(case_notes, "torchtitan")) {
+      // FSDP2 came with PyTorch 2.4 (2024), after the Volta/Ampere generation's published runs.
+      pl["fsdp_impl"] = "fsdp1";
+      defaults.push_back("parallelism.fsdp_impl: fsdp1 (PyTorch's FSDP of the Volta/Ampere era)");
     } else {
       defaults.push_back(std::string("parallelism.fsdp_impl: fsdp2 (") +
                          (fsdp2_named ? "the notes name FSDP2" : "PyTorch's current FSDP, the plan default") + ")");
@@ -1092,8 +1132,13 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     // "Precision FP8-MX", 'Precision "MXFP8"', "uses the parenthesised FP8-MX figures" (a table
     // row printing FP8-CS with its FP8-MX figures in parentheses).
     static const std::regex mx(R"(precision\W{0,3}(fp8-mx|mxfp8)|uses the (parenthesi[sz]ed )?(fp8-mx|mxfp8) figures)", std::regex::icase),
+        cs_precision(R"(precision\W{0,3}fp8-cs)", std::regex::icase),
+        mx_named(R"(\bfp8_mx\b|mxfp8 ?block ?scaling)", std::regex::icase),
         cs(R"(precision\W{0,3}fp8-cs|current scaling|\btorchao\b|tensorwise|rowwise|dynamic scaling)", std::regex::icase);
-    if (std::regex_search(case_notes, mx)) {
+    // A precision statement first; then the recipe by its other names (fp8_mx, "MXFP8 block
+    // scaling", MXFP8BlockScaling), which a stated FP8-CS precision outranks.
+    if (std::regex_search(case_notes, mx) ||
+        (!std::regex_search(case_notes, cs_precision) && std::regex_search(case_notes, mx_named))) {
       pl["fp8_recipe"] = "mxfp8";
       defaults.push_back("parallelism.fp8_recipe: mxfp8 (the notes' precision is MXFP8)");
     } else if (std::regex_search(case_notes, cs)) {
@@ -1137,10 +1182,12 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   // once over InfiniBand and fans it out over NVLink), or DeepSeek's own training stack (DualPipe
   // named: the schedule DeepSeek released with DeepEP, its dispatch): tokens cross to a node once.
   static const std::regex node_limited("routed to at most [0-9]+ nodes", std::regex::icase);
-  const bool deepep = notes_name(case_notes, "DeepEP");
+  // NVIDIA's HybridEP (Megatron-Core's flex dispatcher backend) forwards the same way: once per
+  // destination node over RDMA, fanned out over NVLink.
+  const bool deepep = notes_name(case_notes, "DeepEP") || notes_name(case_notes, "HybridEP");
   if (ep > 1 && (deepep || dualpipe || std::regex_search(case_notes, node_limited))) {
     pl["ep_dispatch"] = "deepep";
-    defaults.push_back(deepep     ? "parallelism.ep_dispatch: deepep (the notes name DeepEP)"
+    defaults.push_back(deepep     ? "parallelism.ep_dispatch: deepep (the notes name DeepEP or HybridEP)"
                        : dualpipe ? "parallelism.ep_dispatch: deepep (DualPipe named: DeepSeek's stack, whose dispatch "
                                     "DeepEP is)"
                                   : "parallelism.ep_dispatch: deepep (the notes: node-limited routing, one crossing per node)");
@@ -1151,7 +1198,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   // torch.compile named as used ("torch.compile on", "use torch.compile", "torch.compile, FSDP2",
   // "--training.compile", "compile = true"), not as off ("torch.compile off", "torch.compile: off",
   // "is off by default", "without torch.compile", "compile = false").
-  static const std::regex compile_on(R"(torch\.compile|--training\.compile\b|\bcompile\s*[=:]\s*true|compiles each)");
+  static const std::regex compile_on(R"(torch\.compile|--training\.compile\b|\bcompile\s*[=:]\s*true|compiles each|\bcompile (is )?(enabled|on)\b)");
   static const std::regex compile_off(R"(torch\.compile\s*[:=]?\s*(is )?(off|disabled|not used|false)\b|(without|no|not) (using )?torch\.compile|\bcompile\s*[=:]\s*false)");
   static const std::regex transformers_code(R"(hugging ?face transformers|\bhf transformers|(llama|mistral|qwen2?|gpt2)forcausallm|modeling_llama)");
   const bool compiled = std::regex_search(low_notes, compile_on) && !std::regex_search(low_notes, compile_off) &&
@@ -1178,9 +1225,36 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     if (set_not_commented_out(low_notes, full_graph) && !(moe_model && dropless)) {
       pl["cuda_graphs"] = "full";
       defaults.push_back("parallelism.cuda_graphs: full (the notes: the whole iteration captured)");
+    } else if (std::smatch scopes; std::regex_search(low_notes, scopes, std::regex(R"(cuda_graph_scope\W{0,4}((?:[\s,'"]*(?:attn|mlp|moe_router|moe_preprocess)\b)+))"))) {
+      // Megatron-Core's scope list ("cuda_graph_scope [attn, moe_router, moe_preprocess]").
+      YAML::Node list;
+      std::string said = scopes[1].str(), listed;
+      for (const char* scope : {"attn", "mlp", "moe_router", "moe_preprocess"})
+        if (std::regex_search(said, std::regex(std::string("\\b") + scope + "\\b")) && (std::string(scope) != "mlp" || !moe_model)) {
+          list.push_back(scope);
+          listed += std::string(listed.empty() ? "" : ", ") + scope;
+        }
+      if (list.size() > 0) {
+        list.SetStyle(YAML::EmitterStyle::Flow);
+        pl["cuda_graphs"] = list;
+        defaults.push_back("parallelism.cuda_graphs: [" + listed + "] (the notes' cuda_graph_scope)");
+      }
     } else if (set_not_commented_out(low_notes, layer_graph) && !moe_model) {
       pl["cuda_graphs"] = YAML::Load("[attn, mlp]");
       defaults.push_back("parallelism.cuda_graphs: [attn, mlp] (the notes: Transformer Engine's per-layer CUDA graphs)");
+    }
+  }
+  // The optimizer offloaded to the host CPU (DeepSpeed's offload_optimizer / ZeRO-Offload), with
+  // ZeRO-1/2; parameters offloaded too (ZeRO-Infinity, FSDP's CPUOffload) are not modelled.
+  static const std::regex offload(R"(offload_optimizer|zero-offload|optimizer (state )?offload|offload(ing|ed)? (of )?(the )?optimizer|cpu[ -]?adam)");
+  if (!has(p, "offload_optimizer") && std::regex_search(low_notes, offload) &&
+      !std::regex_search(low_notes, std::regex(R"((no|without) (cpu )?(optimizer )?offload)"))) {
+    const int z = pl["zero"].as<int>();
+    if (z == 1 || z == 2) {
+      pl["offload_optimizer"] = true;
+      defaults.push_back("parallelism.offload_optimizer: true (the notes: the optimizer offloaded to the CPU)");
+    } else {
+      defaults.push_back("note: the notes offload the optimizer, not modelled with zero " + std::to_string(z));
     }
   }
   const YAML::Node meas = c["measured"];
@@ -1236,10 +1310,15 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
         for (std::string w; words >> w && workload::recompute_module_bit(w) != 0;)
           if (model_has(w)) named.push_back(w);
         why = "the notes quote recompute-modules";
-      } else if (at != std::string::npos) {
-        const std::string said = notes.substr(at, notes.find('.', at) - at);
-        const std::pair<const char*, const char*> phrases[] = {
-            {"norm", "layernorm"}, {"up-projection", "mla_up_proj"}, {"swiglu", "moe_act"}, {"core attention", "core_attn"}};
+      } else if (std::smatch phrase; at != std::string::npos ||
+                                     std::regex_search(notes, phrase, std::regex(R"(selective ([a-z ,/-]{3,80}?) recomput)"))) {
+        // The "recompute:" sentence, or "selective layernorm and MoE activation recompute".
+        const std::string said = at != std::string::npos ? notes.substr(at, notes.find('.', at) - at) : phrase[1].str();
+        const std::pair<const char*, const char*> phrases[] = {{"norm", "layernorm"},
+                                                               {"up-projection", "mla_up_proj"},
+                                                               {"swiglu", "moe_act"},
+                                                               {"moe activation", "moe_act"},
+                                                               {"core attention", "core_attn"}};
         for (const auto& [phrase, module] : phrases)
           if (model_has(module) && said.find(phrase) != std::string::npos) named.push_back(module);
         why = "the modules the notes name";

@@ -808,6 +808,8 @@ TEST(TrainingCasePolicy, TheNotesPrecisionStatementSaysTheFp8Recipe) {
   EXPECT_EQ(recipe("Precision \"MXFP8\" as the table names it (block-scaled FP8)."), Fp8Recipe::Mxfp8);
   EXPECT_EQ(recipe("Precision: the row reads \"FP8-CS (FP8-MX)\"; this case uses the parenthesised FP8-MX figures."),
             Fp8Recipe::Mxfp8);
+  EXPECT_EQ(recipe("recipe flag fp8_mx (MXFP8 block scaling)"), Fp8Recipe::Mxfp8);  // the recipe by its names
+  EXPECT_EQ(recipe("Precision FP8-CS; the MXFP8 block scaling column is not used."), Fp8Recipe::Current);
 }
 
 TEST(TrainingCasePolicy, GatedMlpFamiliesNormaliseWithRmsNorm) {
@@ -1198,6 +1200,7 @@ TEST(TrainingCasePolicy, TorchtitanAndTransformersModelCodeRunsEagerUnlessCompil
   EXPECT_EQ(kernels("torchtitan (torch.compile, FSDP2)"), "fused");
   EXPECT_EQ(kernels("torchtitan's Llama; torch.compile is off by default"), "eager");
   EXPECT_EQ(kernels("torchtitan; torch.compile: off (not enabled in this config)"), "eager");
+  EXPECT_EQ(kernels("torchtitan, compile enabled for model and loss"), "fused");
 }
 
 TEST(TrainingCasePolicy, StatedCudaGraphsAndTorchtitansReduceDtypeAreRead) {
@@ -1219,6 +1222,51 @@ TEST(TrainingCasePolicy, StatedCudaGraphsAndTorchtitansReduceDtypeAreRead) {
   EXPECT_TRUE(fp32("torchtitan, FSDP2"));
   EXPECT_FALSE(fp32("torchtitan, mixed_precision_reduce = bfloat16"));
   EXPECT_FALSE(fp32("Megatron-LM"));
+}
+
+TEST(TrainingCasePolicy, ThisRoundsReadingsOfStatedSettings) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["parallelism"]["zero"] = YAML::Node();
+  const auto plan = [&](const std::string& notes) { return built_with_notes(c, notes)["parallelism"]; };
+  // ZeRO named without its stage: ZeRO-1; the word "zero" alone is not ZeRO.
+  c["hardware"]["gpu"] = "A100-SXM4-80GB";
+  EXPECT_EQ(plan("data parallelism with ZeRO")["zero"].as<int>(), 1);
+  EXPECT_EQ(plan("zero gradients after each step")["zero"].as<int>(), 0);
+  // DeepSpeed's bf16 optimizer at stage 0 partitions the fp32 state: ZeRO-1 in effect.
+  c["parallelism"]["zero"] = 0;
+  EXPECT_EQ(plan("Megatron-DeepSpeed, --bf16, ZeRO stage 0")["zero"].as<int>(), 1);
+  EXPECT_EQ(plan("Megatron-LM, --bf16")["zero"].as<int>(), 0);
+  // FSDP of the Volta/Ampere era is FSDP 1 unless FSDP2 (or torchtitan) is named.
+  c["parallelism"]["zero"] = 3;
+  EXPECT_EQ(plan("PyTorch FSDP, 2023")["fsdp_impl"].as<std::string>(), "fsdp1");
+  EXPECT_FALSE(plan("torchtitan on A100")["fsdp_impl"]);  // FSDP2, the plan default
+  // The optimizer offloaded to the CPU (with ZeRO-1/2).
+  c["parallelism"]["zero"] = 2;
+  EXPECT_TRUE(plan("DeepSpeed ZeRO-2 with offload_optimizer device cpu")["offload_optimizer"].as<bool>());
+  EXPECT_FALSE(plan("DeepSpeed ZeRO-2, no optimizer offload")["offload_optimizer"]);
+  // A stated norm; a hyphenated sliding window; a shard degree.
+  c["hardware"]["gpu"] = "H100-SXM5-80GB";
+  c["model"]["mlp"] = "swiglu";
+  EXPECT_EQ(built_with_notes(c, "config: norm_type = \"layernorm\"")["model"]["norm"].as<std::string>(), "layernorm");
+  c["model"]["attention"] = "GQA; sliding-window attention (window 512) on every layer";
+  EXPECT_EQ(built_with_notes(c, "")["model"]["sliding_window"].as<int>(), 512);
+  c["model"]["attention"] = YAML::Node();
+  c["parallelism"]["zero"] = 3;
+  EXPECT_EQ(plan("HSDP, shard_degree=4")["shard_size"].as<int>(), 4);
+  // Megatron-Core's CUDA graph scopes; the per-rank capacity buffer is not token dropping.
+  EXPECT_EQ(YAML::Dump(plan("cuda_graph_impl transformer_engine, cuda_graph_scope [attn]")["cuda_graphs"]), "[attn]");
+  YAML::Node moe = c;
+  moe["model"]["moe"] = YAML::Load("{experts: 16, top_k: 2, expert_ffn_hidden: 1024}");
+  moe["parallelism"]["zero"] = 1;
+  EXPECT_FALSE(built_with_notes(moe, "moe_expert_rank_capacity_factor 1.5")["model"]["moe"]["capacity_factor"]);
+  EXPECT_DOUBLE_EQ(built_with_notes(moe, "moe_expert_capacity_factor 1.0")["model"]["moe"]["capacity_factor"].as<double>(),
+                   1.0);
+  // Selective recompute of named modules said in one phrase.
+  moe["parallelism"]["recompute"] = "selective";
+  const YAML::Node modules =
+      built_with_notes(moe, "selective layernorm and MoE activation recompute")["parallelism"]["recompute_modules"];
+  ASSERT_TRUE(modules);
+  EXPECT_EQ(YAML::Dump(modules), "[layernorm, moe_act]");
 }
 
 TEST(TrainingCasePolicy, StatedTpCommOverlapIsRead) {
@@ -1286,6 +1334,9 @@ TEST(TrainingCasePolicy, DeepEpNamedAsUsedSelectsItsDispatch) {
   EXPECT_EQ(dispatch("The all-to-all dispatcher, without DeepEP."), "alltoall");
   EXPECT_EQ(dispatch("AllToAll baseline (instead of DeepEP)."), "alltoall");
   EXPECT_EQ(dispatch("DeepEP was not used in this run."), "alltoall");
+  // A negated mention outweighs a passing one; NVIDIA's HybridEP forwards as DeepEP does.
+  EXPECT_EQ(dispatch("the all-to-all dispatcher without DeepEP, compared with the DeepEP row"), "alltoall");
+  EXPECT_EQ(dispatch("dispatcher: HybridEP"), "deepep");
   EXPECT_EQ(dispatch("Dispatcher (DeepEP or not) not stated."), "alltoall");  // left open
   EXPECT_EQ(dispatch("The source does not say whether DeepEP ran."), "alltoall");
   EXPECT_EQ(dispatch(""), "alltoall");
