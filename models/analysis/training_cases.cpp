@@ -535,6 +535,14 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
       defaults.push_back("cluster.node: " + instance + " (the system names the AWS instance)");
     }
   }
+  // Four A100 SXM4 per node: the HGX 4-GPU board (JUWELS Booster, Perlmutter, Polaris), its GPUs
+  // joined all-to-all by NVLink without NVSwitch; unless the case says NVSwitch.
+  const std::string intra = has(hw, "intra_node") ? lowercase(get<std::string>(hw, "intra_node")) : "";
+  if (gpu.rfind("A100-SXM4", 0) == 0 && has(hw, "gpus_per_node") && positive<int>(hw, "gpus_per_node") == 4 &&
+      intra != "nvswitch" && cl["node"].as<std::string>().rfind("aws-", 0) != 0) {
+    cl["node"] = "hgx-a100-4gpu";
+    defaults.push_back("cluster.node: hgx-a100-4gpu (four A100 SXM4 per node: the HGX 4-GPU board, NVLink all-to-all)");
+  }
   cl["gpu"] = gpu;
   int per_node = hw::bundled_nodes().node(cl["node"].as<std::string>()).gpus_per_node;
   const bool rack_scale = per_node > 16;  // an NVL72 rack modelled as one NVLink node

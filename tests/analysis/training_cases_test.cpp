@@ -664,6 +664,19 @@ TEST(TrainingCasePolicy, NodeCountsFollowTheNodeTypeAndSpreadPartialNodesEvenly)
   EXPECT_EQ(cluster_of("GB200", 144, YAML::Node()), std::make_pair(2, 0));           // two NVL72 racks
   EXPECT_EQ(cluster_of("GB200", 144, YAML::Node(4)), std::make_pair(2, 0));          // 4 per tray, 72 per rack
   EXPECT_EQ(cluster_of("GB200", 1024, YAML::Node(4)), std::make_pair(16, 64));       // racks of 16 whole trays
+  // Four A100 SXM4 per node: the HGX 4-GPU board (NVLink all-to-all, no NVSwitch), unless stated.
+  const auto node_of = [](const char* intra) {
+    YAML::Node c = training_case("A100-SXM4-40GB", "FlashAttention-2");
+    c["hardware"]["num_gpus"] = 16;
+    c["hardware"]["gpus_per_node"] = 4;
+    c["hardware"]["intra_node"] = intra;
+    c["parallelism"]["dp"] = 16;
+    c["parallelism"]["global_batch"] = 16;
+    std::vector<std::string> defaults;
+    return training_case_scenario(c, defaults)["cluster"]["node"].as<std::string>();
+  };
+  EXPECT_EQ(node_of("nvlink"), "hgx-a100-4gpu");
+  EXPECT_EQ(node_of("nvswitch"), "dgx-a100-40gb");
   // A NIC count stated beside a tray's GPU count is the tray's: the rack keeps the NICs per GPU.
   const auto nics_of = [](int gpus, int tray_gpus, int tray_nics) {
     YAML::Node c = training_case("GB300", "FlashAttention-2");
