@@ -655,27 +655,34 @@ class StepBuilder {
   // traffic (GPUDirect RDMA) and staged transfers. The other nodes copy the same over their own
   // PCIe trees and so load the collectives' routes there as these copies do here (symmetry). One
   // activity over the union of the routes, as a merged collective phase.
-  void build_batch_copy() {
-    if (p_.batch_copy_bytes <= 0) return;
-    std::vector<char> copies_on_node(cluster_.num_nodes(), 0);
-    for (const StageState& st : stages_) copies_on_node[cluster_.node_of_gpu(st.rep)] = 1;
+  // The links of every GPU's host copy on the nodes marked in `on_node`, each over the route from
+  // (to_host: to) the GPU's nearest CPU socket, with the number of copies on each.
+  std::map<topo::LinkId, int> host_copy_links(const std::vector<char>& on_node, bool to_host) const {
     std::vector<std::vector<topo::DeviceId>> sockets(cluster_.num_nodes());
     for (topo::DeviceId d = 0; d < cluster_.num_devices(); ++d) {
       const topo::Device& dev = cluster_.device(d);
-      if (dev.kind == topo::DeviceKind::Cpu && dev.node >= 0 && copies_on_node[dev.node]) sockets[dev.node].push_back(d);
+      if (dev.kind == topo::DeviceKind::Cpu && dev.node >= 0 && on_node[dev.node]) sockets[dev.node].push_back(d);
     }
     std::map<topo::LinkId, int> flows_on_link;
     for (int r = 0; r < cluster_.num_gpus(); ++r) {
       const int node = cluster_.node_of_gpu(r);
-      if (!copies_on_node[node]) continue;
-      if (sockets[node].empty()) throw std::invalid_argument("replay: a batch copy needs a CPU socket on the GPU's node");
+      if (!on_node[node]) continue;
+      if (sockets[node].empty()) throw std::invalid_argument("replay: a host copy needs a CPU socket on the GPU's node");
       topo::Route best;
       for (topo::DeviceId socket : sockets[node]) {
-        topo::Route route = cluster_.route(socket, cluster_.gpu(r));
+        topo::Route route = to_host ? cluster_.route(cluster_.gpu(r), socket) : cluster_.route(socket, cluster_.gpu(r));
         if (best.links.empty() || route.links.size() < best.links.size()) best = std::move(route);
       }
       for (topo::LinkId l : best.links) ++flows_on_link[l];
     }
+    return flows_on_link;
+  }
+
+  void build_batch_copy() {
+    if (p_.batch_copy_bytes <= 0) return;
+    std::vector<char> copies_on_node(cluster_.num_nodes(), 0);
+    for (const StageState& st : stages_) copies_on_node[cluster_.node_of_gpu(st.rep)] = 1;
+    const std::map<topo::LinkId, int> flows_on_link = host_copy_links(copies_on_node, false);
     sim::TaskSpec t;
     t.activity.work = p_.batch_copy_bytes;
     t.activity.bound = p_.batch_copy_Bps;
@@ -689,31 +696,17 @@ class StepBuilder {
       for (StageState& st : stages_) g_.add_dependency(batch_copy_, st.cursor);
   }
 
-  // Copies between host memory and every GPU of `node` (bytes_per_gpu each), each over the route
-  // from (to_host: to) the GPU's nearest CPU socket, after `deps`; one activity over the union of
-  // the routes, as build_batch_copy's.
+  // Copies between host memory and every GPU of `node` (bytes_per_gpu each), after `deps`; one
+  // activity over the union of their routes, as build_batch_copy's.
   sim::TaskId add_host_copies(int node, double bytes_per_gpu, bool to_host, const std::vector<sim::TaskId>& deps,
                               const char* name, sim::TrackId track) {
     if (bytes_per_gpu <= 0) return sim::kNoTask;
-    std::vector<topo::DeviceId> sockets;
-    for (topo::DeviceId d = 0; d < cluster_.num_devices(); ++d) {
-      const topo::Device& dev = cluster_.device(d);
-      if (dev.kind == topo::DeviceKind::Cpu && dev.node == node) sockets.push_back(d);
-    }
-    if (sockets.empty()) throw std::invalid_argument("replay: a host copy needs a CPU socket on the GPU's node");
-    std::map<topo::LinkId, int> flows_on_link;
-    for (int r = 0; r < cluster_.num_gpus(); ++r) {
-      if (cluster_.node_of_gpu(r) != node) continue;
-      topo::Route best;
-      for (topo::DeviceId socket : sockets) {
-        topo::Route route = to_host ? cluster_.route(cluster_.gpu(r), socket) : cluster_.route(socket, cluster_.gpu(r));
-        if (best.links.empty() || route.links.size() < best.links.size()) best = std::move(route);
-      }
-      for (topo::LinkId l : best.links) ++flows_on_link[l];
-    }
+    std::vector<char> on_node(cluster_.num_nodes(), 0);
+    on_node[node] = 1;
     sim::TaskSpec t;
     t.activity.work = bytes_per_gpu;
-    for (const auto& [l, n] : flows_on_link) t.activity.usages.push_back({link_res_[l], static_cast<double>(n)});
+    for (const auto& [l, n] : host_copy_links(on_node, to_host))
+      t.activity.usages.push_back({link_res_[l], static_cast<double>(n)});
     t.category = kCatOptimizer;
     t.track = track;
     t.name = g_.intern(name);
@@ -883,6 +876,7 @@ class StepBuilder {
 
   void build_tail() {
     std::vector<sim::TaskId> ends;
+    if (p_.offload_optimizer) offload_tasks_.resize(p_.pp);
     for (int s = 0; s < p_.pp; ++s) {
       StageState& st = stages_[s];
       std::vector<sim::TaskId> before_optimizer{st.cursor, st.rs_cursor, st.ag_cursor};
@@ -896,7 +890,6 @@ class StepBuilder {
         if (!p_.offload_optimizer || reduced == sim::kNoTask) return;
         to_host.push_back(add_host_copies(node, bytes / group_size(g) * p_.offload_d2h_per_grad_byte, true, {reduced},
                                           "gradient shard to host", host_track));
-        offload_tasks_.resize(p_.pp);
         offload_tasks_[s].push_back(to_host.back());
       };
       if (p_.zero < 3 && reduces_gradients()) {
@@ -1021,8 +1014,6 @@ class StepBuilder {
       edges.push_back({begin, +1, sp.category, false});
       edges.push_back({r.end[sp.exit].ps(), -1, sp.category, false});
     }
-    // The batch copy: a pageable one holds the stage from its start; a pinned one only where it
-    // outlasts the stage's own work.
     // The offloaded optimizer's host phase: copies and the host's Adam, the GPU waiting on them.
     if (s < static_cast<int>(offload_tasks_.size()))
       for (sim::TaskId t : offload_tasks_[s])
@@ -1030,6 +1021,8 @@ class StepBuilder {
           edges.push_back({r.start[t].ps(), +1, kCatOptimizer, false});
           edges.push_back({r.end[t].ps(), -1, kCatOptimizer, false});
         }
+    // The batch copy: a pageable one holds the stage from its start; a pinned one only where it
+    // outlasts the stage's own work.
     if (batch_copy_ != sim::kNoTask) {
       const int64_t begin = p_.batch_copy_blocking ? r.start[batch_copy_].ps()
                                                    : std::max(r.start[batch_copy_].ps(), r.end[stage_end_[s]].ps());
