@@ -46,6 +46,9 @@ std::string flash_kernel(const std::string& text) {
   if (v2 || names({"flashattention-2", "flashattention 2", "flashattention2", "fa2", "flash-attn 2", "flash-attn-2",
                    "flash-attn2", "flash_attn_2", "flash_attn2"}))
     return "flash2";
+  // cuDNN's fused attention (Transformer Engine's, XLA's cudnn fmha) is the generation's best
+  // fused kernel, whatever else the text calls it.
+  if (names({"cudnn fused attention", "cudnn flash attention", "cudnn fmha", "cudnn_fmha", "cudnn attention"})) return "flash";
   // xformers' memory-efficient attention ran the original FlashAttention kernels where they apply
   // (its flshatt operators, from xformers 0.0.16, January 2023).
   if (names({"flashattention", "flash attention", "attn_impl: flash", "xformers"})) return "flash1";
@@ -701,11 +704,10 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     mo["norm"] = "rmsnorm";
     defaults.push_back("model.norm: rmsnorm (gated-MLP families)");
   }
-  const std::string low_notes_all = lowercase(notes_of(c));
   // A norm the notes state as a config value ("norm_type = layernorm", "normalization: RMSNorm")
   // wins over the catalogue's and the family default.
   static const std::regex norm_said(R"((norm_type|normalization)\W{0,4}(layernorm|rmsnorm|layer_norm|rms_norm)\b)");
-  if (std::smatch nm; std::regex_search(low_notes_all, nm, norm_said)) {
+  if (std::smatch nm; std::regex_search(low_notes, nm, norm_said)) {
     const std::string norm = nm[2].str().find("rms") != std::string::npos ? "rmsnorm" : "layernorm";
     if (!mo["norm"] || mo["norm"].as<std::string>() != norm) {
       mo["norm"] = norm;
@@ -764,6 +766,8 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   // kernels (cuDNN) on Hopper and later, and Megatron's unfused attention on Volta/Ampere, the
   // stacks those generations shipped with.
   static const std::regex te_fused_off(R"(nvte_fused_attn\s*=\s*0\b)");
+  static const std::regex pytorch_native_stack(
+      R"(\btorchtune\b|hugging ?face transformers|\bhf transformers|(llama|mistral|qwen[0-9]?|gpt2)forcausallm|modeling_llama|\btrl\b|\baccelerate\b|\baxolotl\b)");
   const hw::GpuCatalog& gpu_profiles = hw::bundled_gpus();
   const bool runs_flash1 = gpu_profiles.has(gpu) && gpu_profiles.get(gpu).flash1_forward_efficiency > 0;
   if (const std::string kernel = flash_kernel(att); !kernel.empty() && (kernel != "flash1" || runs_flash1)) {
@@ -784,12 +788,14 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     // 22 May 2024 (NeMo PR #9188: before it, "with the inclusion of Flash Attention 2").
     mo["attention"] = "flash2";
     defaults.push_back("model.attention: flash2 (a NeMo container before 24.05: Transformer Engine's FlashAttention-2)");
-  } else if (!old_gen && notes_name(case_notes, "torchtitan")) {
-    // torchtitan calls PyTorch's scaled_dot_product_attention, whose flash backend is
-    // FlashAttention-2; its cuDNN backend was opt-in from PyTorch 2.5.1 (pytorch#138522, Oct 2024)
-    // until 2.9 made it the default on sm90/sm100 (pytorch#162073, Sept 2025).
+  } else if (gpu.rfind("V100", 0) != 0 &&
+             (notes_name(case_notes, "torchtitan") || std::regex_search(low_notes, pytorch_native_stack))) {
+    // torchtitan, torchtune and Hugging Face's stacks call PyTorch's scaled_dot_product_attention,
+    // whose flash backend is FlashAttention-2 (Ampere and later); its cuDNN backend was opt-in from
+    // PyTorch 2.5.1 (pytorch#138522, Oct 2024) until 2.9 made it the default on sm90/sm100
+    // (pytorch#162073, Sept 2025).
     mo["attention"] = "flash2";
-    defaults.push_back("model.attention: flash2 (torchtitan: PyTorch SDPA's FlashAttention-2 backend)");
+    defaults.push_back("model.attention: flash2 (a PyTorch-native stack: SDPA's FlashAttention-2 backend)");
   } else {
     mo["attention"] = old_gen ? "unfused" : "flash";
     defaults.push_back(std::string("model.attention: ") +
@@ -1254,9 +1260,10 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   }
   // The optimizer offloaded to the host CPU (DeepSpeed's offload_optimizer / ZeRO-Offload), with
   // ZeRO-1/2; parameters offloaded too (ZeRO-Infinity, FSDP's CPUOffload) are not modelled.
+  // Not a config quoted with the device none ("offload_optimizer device none").
   static const std::regex offload(R"(offload_optimizer|zero-offload|optimizer (state )?offload|offload(ing|ed)? (of )?(the )?optimizer|cpu[ -]?adam)");
-  if (!has(p, "offload_optimizer") && std::regex_search(low_notes, offload) &&
-      !std::regex_search(low_notes, std::regex(R"((no|without) (cpu )?(optimizer )?offload)"))) {
+  static const std::regex offload_off(R"(offload_optimizer\W{0,12}(device\W{0,6})?(none|null|false)\b|(no|without) (cpu )?(optimizer )?offload)");
+  if (!has(p, "offload_optimizer") && std::regex_search(low_notes, offload) && !std::regex_search(low_notes, offload_off)) {
     const int z = pl["zero"].as<int>();
     if (z == 1 || z == 2) {
       pl["offload_optimizer"] = true;

@@ -90,6 +90,13 @@ TEST(TrainingCasePolicy, FlashAttentionVersionIsReadLiterally) {
   // FlashAttention-4 (Blackwell) is its generation's best; package names without a space.
   EXPECT_EQ(kernel_for("B200", "flash-attn-4 through torch's FA4 registry"), "flash");
   EXPECT_EQ(kernel_for("H100-SXM5-80GB", "kernels-community/flash-attn2"), "flash2");
+  // cuDNN's fused attention is the generation's best, whatever else the text calls it.
+  EXPECT_EQ(kernel_for("H100-SXM5-80GB", "flash attention (cuDNN fused attention through XLA)"), "flash");
+  // Unstated on a PyTorch-native stack: SDPA's FlashAttention-2 backend, whatever the era.
+  std::vector<std::string> defaults;
+  YAML::Node tune = training_case("A100-SXM4-80GB", "");
+  tune["notes"] = "torchtune full finetune recipe";
+  EXPECT_EQ(training_case_scenario(tune, defaults)["model"]["attention"].as<std::string>(), "flash2");
 }
 
 TEST(TrainingCasePolicy, Flash1IsSlowerThanFlash2AtLongSequences) {
@@ -1257,6 +1264,7 @@ TEST(TrainingCasePolicy, ThisRoundsReadingsOfStatedSettings) {
   c["parallelism"]["zero"] = 2;
   EXPECT_TRUE(plan("DeepSpeed ZeRO-2 with offload_optimizer device cpu")["offload_optimizer"].as<bool>());
   EXPECT_FALSE(plan("DeepSpeed ZeRO-2, no optimizer offload")["offload_optimizer"]);
+  EXPECT_FALSE(plan("ds_config: offload_optimizer device none")["offload_optimizer"]);
   // A stated norm; a hyphenated sliding window; a shard degree.
   c["hardware"]["gpu"] = "H100-SXM5-80GB";
   c["model"]["mlp"] = "swiglu";
@@ -1369,8 +1377,9 @@ TEST(TrainingCasePolicy, AnUnnamedMoeCountsItsExpertsFromTheNameAndRoutesTopTwo)
 }
 
 TEST(TrainingCasePolicy, AServerWithFewerGpusKeepsTheNodeTypesNicsPerGpu) {
-  // Four A100s per server (Perlmutter, Polaris): four of the DGX A100's eight NICs, one per GPU.
-  YAML::Node c = training_case("A100-SXM4-80GB", "");
+  // Four H100s per server: four of the DGX H100's eight NICs, one per GPU. (Four A100 SXM4 per
+  // node are the HGX 4-GPU board's, a node type of its own with four NICs.)
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
   c["hardware"]["num_gpus"] = 16;
   c["hardware"]["gpus_per_node"] = 4;
   c["parallelism"]["dp"] = 16;
