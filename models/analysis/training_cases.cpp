@@ -36,7 +36,8 @@ std::string flash_kernel(const std::string& text) {
   if (std::regex_search(t, negated) || std::regex_search(t, switched_off)) return "unfused";
   // A package version names the major one: "Flash Attention 2.6.3", "flash-attn==2.5.8", "flash_attn v3.0".
   // FlashAttention-3 (Hopper) and -4 (Blackwell) are their generation's best fused kernels.
-  static const std::regex versioned(R"(flash[ _-]?(attn|attention)\s*(==|v)?\s*([234])\.[0-9])");
+  // A bare major number too: "flash attention 2", "FlashAttention v3", "flash-attn-2".
+  static const std::regex versioned(R"(flash[ _-]?(attn|attention)\s*(==|v|-)?\s*([234])(\.[0-9]|\b))");
   std::smatch version;
   const bool versioned_name = std::regex_search(t, version, versioned);
   const bool v34 = versioned_name && version[3].str() != "2", v2 = versioned_name && !v34;
@@ -118,10 +119,11 @@ bool notes_name(const std::string& notes, const std::string& term) {
 
 // Whether the notes say the input and output embeddings are tied ("tied embeddings",
 // "tie_word_embeddings: true") or untied ("untied embeddings", ", untied,",
-// "untie_embeddings_and_output_weights"); nothing when they say neither or both.
+// "untie_embeddings_and_output_weights", Megatron's --untie-embeddings-and-output-weights);
+// nothing when they say neither or both.
 std::optional<bool> notes_tied_embeddings(const std::string& notes) {
   const std::string t = lowercase(notes);
-  static const std::regex untied(R"(\buntied\b|\buntie_embeddings|tie_word_embeddings\s*[=:]\s*false|share_embeddings_and_output_weights\s*[=:]\s*false)");
+  static const std::regex untied(R"(\buntied\b|\buntie[_-]embeddings|tie_word_embeddings\s*[=:]\s*false|share_embeddings_and_output_weights\s*[=:]\s*false)");
   static const std::regex tied(R"((^|[^a-z])tied (input[ /-]output |word |input and output )?embeddings?\b|tie_word_embeddings\s*[=:]\s*true|share_embeddings_and_output_weights\s*[=:]\s*true)");
   const bool says_untied = std::regex_search(t, untied), says_tied = std::regex_search(t, tied);
   if (says_untied == says_tied) return std::nullopt;
@@ -772,6 +774,8 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   const bool runs_flash1 = gpu_profiles.has(gpu) && gpu_profiles.get(gpu).flash1_forward_efficiency > 0;
   if (const std::string kernel = flash_kernel(att); !kernel.empty() && (kernel != "flash1" || runs_flash1)) {
     mo["attention"] = kernel;
+    if (kernel == "flash1")
+      defaults.push_back("model.attention: flash1 (an unversioned FlashAttention: the original kernels)");
   } else if (!kernel.empty()) {
     // The original FlashAttention has kernels for Turing/Ampere (and ran on Hopper) only: on a GPU
     // without them an unversioned "FlashAttention" is that generation's fused attention.

@@ -90,6 +90,8 @@ TEST(TrainingCasePolicy, FlashAttentionVersionIsReadLiterally) {
   // FlashAttention-4 (Blackwell) is its generation's best; package names without a space.
   EXPECT_EQ(kernel_for("B200", "flash-attn-4 through torch's FA4 registry"), "flash");
   EXPECT_EQ(kernel_for("H100-SXM5-80GB", "kernels-community/flash-attn2"), "flash2");
+  EXPECT_EQ(kernel_for("A100-SXM4-80GB", "optimisation strategy: flash attention 2"), "flash2");
+  EXPECT_EQ(kernel_for("A100-SXM4-80GB", "flash attention at 2048 tokens"), "flash1");  // not a version
   // cuDNN's fused attention is the generation's best, whatever else the text calls it.
   EXPECT_EQ(kernel_for("H100-SXM5-80GB", "flash attention (cuDNN fused attention through XLA)"), "flash");
   // Unstated on a PyTorch-native stack: SDPA's FlashAttention-2 backend, whatever the era.
@@ -584,6 +586,7 @@ TEST(TrainingCasePolicy, StatedCapacityFactorTiedEmbeddingsAndAttentionBackendAr
   };
   EXPECT_EQ(tied("SwiGLU, RMSNorm, untied embeddings, 128 experts"), "untied");
   EXPECT_EQ(tied("128 experts of FFN 768, top-8, untied, vocab 151936"), "untied");
+  EXPECT_EQ(tied("flags: --untie-embeddings-and-output-weights --use-flash-attn"), "untied");
   EXPECT_EQ(tied("vocab 131072, tied embeddings)"), "tied");
   EXPECT_EQ(tied("tie_word_embeddings: false"), "untied");
   EXPECT_EQ(tied("tied embeddings here, untied there"), "unstated");
