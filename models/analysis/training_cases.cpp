@@ -1041,8 +1041,9 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     defaults.push_back("parallelism.zero: 1 (DeepSpeed's bf16 optimizer at stage 0 partitions the fp32 state over dp)");
   } else if (has(p, "zero")) {
     pl["zero"] = get<int>(p, "zero");
-  } else if (static const std::regex zero_named(R"(\bZeRO\b(?![- ]?(stage ?)?[0-9])|Zero Redundancy)");
-             dp > 1 && std::regex_search(case_notes, zero_named) && !std::regex_search(case_notes, std::regex(R"((no|without) ZeRO\b)"))) {
+  } else if (static const std::regex zero_named(R"(\bZeRO\b(?![- ]?(stage ?)?[0-9])|Zero Redundancy)"),
+             zero_denied(R"((no|without) ZeRO\b)");
+             dp > 1 && std::regex_search(case_notes, zero_named) && !std::regex_search(case_notes, zero_denied)) {
     // ZeRO named without its stage: the least sharding that is ZeRO.
     pl["zero"] = 1;
     defaults.push_back("parallelism.zero: 1 (the notes name ZeRO without its stage)");
@@ -1237,20 +1238,25 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   // commented out, captures nothing.
   static const std::regex full_graph(R"(full_cuda_graph\s*[=:]\s*(true|1)\b|cuda_graph_scope\s*[=:]?\s*full_iteration)");
   static const std::regex layer_graph(R"(enable_cuda_graph\s*[=:]?\s*(true|1)\b)");
+  static const std::regex scope_list(R"(cuda_graph_scope\W{0,4}((?:[\s,'"]*(?:attn|mlp|moe_router|moe_preprocess)\b)+))");
   const bool moe_model = s["model"]["moe"] && s["model"]["moe"].IsMap() && s["model"]["moe"]["experts"];
   const bool dropless = !(moe_model && s["model"]["moe"]["capacity_factor"]);
   if (!has(p, "cuda_graphs")) {
     if (set_not_commented_out(low_notes, full_graph) && !(moe_model && dropless)) {
       pl["cuda_graphs"] = "full";
       defaults.push_back("parallelism.cuda_graphs: full (the notes: the whole iteration captured)");
-    } else if (std::smatch scopes; std::regex_search(low_notes, scopes, std::regex(R"(cuda_graph_scope\W{0,4}((?:[\s,'"]*(?:attn|mlp|moe_router|moe_preprocess)\b)+))"))) {
-      // Megatron-Core's scope list ("cuda_graph_scope [attn, moe_router, moe_preprocess]").
+    } else if (std::smatch scopes; std::regex_search(low_notes, scopes, scope_list)) {
+      // Megatron-Core's scope list ("cuda_graph_scope [attn, moe_router, moe_preprocess]"): its
+      // words, each scope once (mlp only for a dense model).
       YAML::Node list;
       std::string said = scopes[1].str(), listed;
-      for (const char* scope : {"attn", "mlp", "moe_router", "moe_preprocess"})
-        if (std::regex_search(said, std::regex(std::string("\\b") + scope + "\\b")) && (std::string(scope) != "mlp" || !moe_model)) {
-          list.push_back(scope);
-          listed += std::string(listed.empty() ? "" : ", ") + scope;
+      for (char& ch : said)
+        if (ch == ',' || ch == '\'' || ch == '"') ch = ' ';
+      std::istringstream words(said);
+      for (std::string w; words >> w;)
+        if (listed.find(w) == std::string::npos && (w != "mlp" || !moe_model)) {
+          list.push_back(w);
+          listed += (listed.empty() ? "" : ", ") + w;
         }
       if (list.size() > 0) {
         list.SetStyle(YAML::EmitterStyle::Flow);
@@ -1320,6 +1326,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
       // "--recompute_modules mla_up_proj", "recompute_modules: [layernorm, mla_up_proj]",
       // "recompute modules 'mla_up_proj'".
       static const std::regex flag(R"(recompute[-_ ]modules\s*[=:]?\s*\[?((?:[\s,'"]*[a-z_]+)+))");
+      static const std::regex selective_phrase(R"(selective ([a-z ,/-]{3,80}?) recomput)");
       std::smatch quoted;
       if (!torchtitan && std::regex_search(notes, quoted, flag)) {
         std::string list = quoted[1].str();
@@ -1329,8 +1336,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
         for (std::string w; words >> w && workload::recompute_module_bit(w) != 0;)
           if (model_has(w)) named.push_back(w);
         why = "the notes quote recompute-modules";
-      } else if (std::smatch phrase; at != std::string::npos ||
-                                     std::regex_search(notes, phrase, std::regex(R"(selective ([a-z ,/-]{3,80}?) recomput)"))) {
+      } else if (std::smatch phrase; at != std::string::npos || std::regex_search(notes, phrase, selective_phrase)) {
         // The "recompute:" sentence, or "selective layernorm and MoE activation recompute".
         const std::string said = at != std::string::npos ? notes.substr(at, notes.find('.', at) - at) : phrase[1].str();
         const std::pair<const char*, const char*> phrases[] = {{"norm", "layernorm"},

@@ -66,6 +66,17 @@ LayerProgram negligible_layer(double grad_bytes, double param_bytes) {
   return layer;
 }
 
+// ZeRO-1 on one layer of negligible compute (gradients G, parameters P), nothing overlapped and
+// all of it in one bucket: its data-parallel traffic is timed alone.
+StepProgram unoverlapped_zero1(double grad_bytes, double param_bytes) {
+  StepProgram p;
+  p.zero = 1;
+  p.overlap_grad_reduce = p.overlap_param_gather = false;
+  p.dp_bucket_bytes = 1e12;
+  p.layers.push_back(negligible_layer(grad_bytes, param_bytes));
+  return p;
+}
+
 double bubble_fraction(const ReplayResult& r) { return r.breakdown_s[kCatPipelineBubble] / r.step_time_s; }
 
 }  // namespace
@@ -361,16 +372,11 @@ TEST(Replay, RoutedExpertsAreReducedOverTheirOwnDataParallelGroup) {
   // them: reduce-scatter and all-gather over 2, (G + P) / 2 / nic, nothing overlapped. With ep 4
   // every rank holds experts of its own: nothing to reduce.
   const double nic_Bps = 10e9, G = 2e9, P = 1e9;
-  StepProgram p;
+  StepProgram p = unoverlapped_zero1(0, 0);
   p.dp = 4;
   p.ep = 2;
-  p.zero = 1;
-  p.overlap_grad_reduce = p.overlap_param_gather = false;
-  p.dp_bucket_bytes = 1e12;
-  LayerProgram layer = negligible_layer(0, 0);
-  layer.expert_grad_bytes = G;
-  layer.expert_param_bytes = P;
-  p.layers.push_back(layer);
+  p.layers.front().expert_grad_bytes = G;
+  p.layers.front().expert_param_bytes = P;
   const topo::Cluster cluster = two_nodes(2, nic_Bps);
   const auto dp_s = [&](const StepProgram& q) { return replay_step(q, cluster, coll::CommTuning{}, {}).breakdown_s[kCatDpComm]; };
   EXPECT_EQ(group_size(p, Group::ExpertDp), 2);
@@ -393,12 +399,8 @@ TEST(Replay, ContextParallelRanksReduceGradientsWithoutDataParallelism) {
   // their gradients and gathers their parameters over both (Megatron's data-parallel-with-
   // context-parallel group): 1/2 (G + P) / B, nothing overlapped.
   const double B = 100e9, G = 2e9, P = 1e9;
-  StepProgram p;
+  StepProgram p = unoverlapped_zero1(G, P);
   p.cp = 2;
-  p.zero = 1;
-  p.overlap_grad_reduce = p.overlap_param_gather = false;
-  p.dp_bucket_bytes = 1e12;
-  p.layers.push_back(negligible_layer(G, P));
   const ReplayResult r = replay_step(p, ideal_cluster(2, B), coll::CommTuning{}, {});
   EXPECT_NEAR(r.breakdown_s[kCatDpComm], 0.5 * (G + P) / B, 1e-4);
 }
@@ -423,12 +425,8 @@ TEST(Replay, HybridShardingReducesOverTheShardThenAcrossReplicas) {
   // reduce-scatter over 2 (G/2), all-reduce of the half over the 2 replicas (G/2), all-gather over
   // 2 (P/2): (G + P/2) / B.
   const double B = 100e9, G = 2e9, P = 1e9;
-  StepProgram p;
+  StepProgram p = unoverlapped_zero1(G, P);
   p.dp = 4;
-  p.zero = 1;
-  p.overlap_grad_reduce = p.overlap_param_gather = false;
-  p.dp_bucket_bytes = 1e12;
-  p.layers.push_back(negligible_layer(G, P));
   const auto dp_s = [&](int shard) {
     p.shard_size = shard;
     return replay_step(p, ideal_cluster(4, B), coll::CommTuning{}, {}).breakdown_s[kCatDpComm];
