@@ -701,11 +701,16 @@ class StepBuilder {
   sim::TaskId add_host_copies(int node, double bytes_per_gpu, bool to_host, const std::vector<sim::TaskId>& deps,
                               const char* name, sim::TrackId track) {
     if (bytes_per_gpu <= 0) return sim::kNoTask;
-    std::vector<char> on_node(cluster_.num_nodes(), 0);
-    on_node[node] = 1;
+    // One node's routes, each direction, worked out once (every gradient bucket copies).
+    auto cached = node_copy_links_.find({node, to_host});
+    if (cached == node_copy_links_.end()) {
+      std::vector<char> on_node(cluster_.num_nodes(), 0);
+      on_node[node] = 1;
+      cached = node_copy_links_.emplace(std::make_pair(node, to_host), host_copy_links(on_node, to_host)).first;
+    }
     sim::TaskSpec t;
     t.activity.work = bytes_per_gpu;
-    for (const auto& [l, n] : host_copy_links(on_node, to_host))
+    for (const auto& [l, n] : cached->second)
       t.activity.usages.push_back({link_res_[l], static_cast<double>(n)});
     t.category = kCatOptimizer;
     t.track = track;
@@ -1093,6 +1098,7 @@ class StepBuilder {
   bool launches_free_ = false;  // host_stays_ahead: only each stage's first launch is charged
   sim::TaskId batch_copy_ = sim::kNoTask;  // build_batch_copy
   std::vector<std::vector<sim::TaskId>> offload_tasks_;  // per stage: ZeRO-Offload's host phase
+  std::map<std::pair<int, bool>, std::map<topo::LinkId, int>> node_copy_links_;  // add_host_copies' routes
   std::vector<sim::TaskId> stage_end_;     // per stage: its last task before the step's end
   std::map<uint64_t, sim::TaskId> item_entry_, item_exit_;
   std::map<uint64_t, std::vector<uint64_t>> next_items_;  // item -> the item(s) after it on its stage
