@@ -386,4 +386,14 @@ TEST(Host, OffloadNeedsZeroOneOrTwoAndTheNodesMemoryBandwidth) {
     EXPECT_EQ(e.key(), "parallelism.offload_optimizer") << e.what();
     EXPECT_NE(e.fix().find("zero: 1 or 2"), std::string::npos) << e.fix();
   }
+  // A node file without the CPUs' memory bandwidth: the error names the key to add.
+  Scenario s = load_scenario(path, {"parallelism.zero=2", "parallelism.offload_optimizer=true"});
+  s.training.cluster.node.socket_memory_Bps = 0;
+  try {
+    simulate_training(s.training, RunOptions{});
+    FAIL() << "expected an InputError";
+  } catch (const stacksim::config::InputError& e) {
+    EXPECT_EQ(e.key(), "parallelism.offload_optimizer") << e.what();
+    EXPECT_NE(e.fix().find("cpu.memory_bandwidth"), std::string::npos) << e.fix();
+  }
 }
