@@ -73,7 +73,7 @@ std::vector<CaseOutcome> validate_file(const std::string& cases_path, const Vali
         predict_training_case(c, o);
       } else if (o.kind == "memory" && is_copy_case(c)) {
         predict_host_copy_case(c, o);
-      } else if (o.kind == "gemm" || o.kind == "memory") {
+      } else if (o.kind == "gemm" || o.kind == "memory" || o.kind == "attention") {
         const compute::KernelCaseResult r = compute::predict_kernel_case(c);
         o.metric = r.metric; o.predicted = r.predicted; o.measured = r.measured; o.error = r.error;
       } else if (o.kind == "collective") {

@@ -14,6 +14,46 @@ namespace {
 
 std::string text(const YAML::Node& n) { return n && n.IsScalar() ? n.as<std::string>() : ""; }
 
+// An attention benchmark's TFLOP/s as FlashAttention's benchmarks count it: forward 4*b*h*s^2*d,
+// halved when causal, backward 2.5x that; over the modelled forward, backward or both.
+double attention_tflops(const GpuModel& model, const YAML::Node& op, std::string& error) {
+  for (const char* key : {"kernel", "batch", "heads", "seq", "head_dim", "causal", "pass", "dtype"})
+    if (!op[key] || op[key].IsNull()) {
+      error = std::string("the attention case does not state op.") + key;
+      return 0;
+    }
+  const std::string name = text(op["kernel"]);
+  AttentionKernel kernel;
+  if (name == "flash2") kernel = AttentionKernel::Flash2;
+  else if (name == "flash1") kernel = AttentionKernel::Flash1;
+  else if (name == "fused") kernel = AttentionKernel::Fused;
+  else {
+    error = "op.kernel '" + name + "' is not flash1, flash2 or fused";
+    return 0;
+  }
+  const std::string pass = text(op["pass"]);
+  if (pass != "forward" && pass != "backward" && pass != "forward+backward") {
+    error = "op.pass '" + pass + "' is not forward, backward or forward+backward";
+    return 0;
+  }
+  const int64_t b = op["batch"].as<int64_t>(), h = op["heads"].as<int64_t>(), s = op["seq"].as<int64_t>(),
+                d = op["head_dim"].as<int64_t>();
+  const int64_t kvh = op["kv_heads"] && !op["kv_heads"].IsNull() ? op["kv_heads"].as<int64_t>() : h;
+  const bool causal = op["causal"].as<bool>();
+  const DType dtype = parse_dtype(text(op["dtype"]));
+  const double forward_flops = 4.0 * b * h * static_cast<double>(s) * s * d / (causal ? 2.0 : 1.0);
+  double flops = 0, seconds = 0;
+  if (pass != "backward") {
+    flops += forward_flops;
+    seconds += model.attention_forward(b, h, kvh, s, s, d, causal, dtype, kernel).seconds;
+  }
+  if (pass != "forward") {
+    flops += 2.5 * forward_flops;
+    seconds += model.attention_backward(b, h, kvh, s, s, d, causal, dtype, kernel).seconds;
+  }
+  return flops / seconds / 1e12;
+}
+
 }  // namespace
 
 KernelCaseResult predict_kernel_case(const YAML::Node& c) { return predict_kernel_case(c, hw::bundled_gpus()); }
@@ -25,11 +65,11 @@ KernelCaseResult predict_kernel_case(const YAML::Node& c, const hw::GpuCatalog& 
   const YAML::Node op = c["op"];
   r.op = op ? text(op["name"]) : "";
   const YAML::Node measured = c["measured"];
-  r.metric = r.kind == "gemm" ? "tflops" : "bandwidth_GBps";
+  r.metric = r.kind == "gemm" || r.kind == "attention" ? "tflops" : "bandwidth_GBps";
   const YAML::Node value = measured ? measured[r.metric] : YAML::Node();
   r.measured = value && value.IsScalar() ? value.as<double>() : 0.0;
   try {
-    if (r.kind != "gemm" && r.kind != "memory") {
+    if (r.kind != "gemm" && r.kind != "memory" && r.kind != "attention") {
       r.error = "not a kernel case (kind '" + r.kind + "')";
       return r;
     }
@@ -48,6 +88,9 @@ KernelCaseResult predict_kernel_case(const YAML::Node& c, const hw::GpuCatalog& 
       const DType d = parse_dtype(op["dtype"].as<std::string>());
       const KernelCost k = model.gemm(op["m"].as<int64_t>(), op["n"].as<int64_t>(), op["k"].as<int64_t>(), d);
       r.predicted = k.flops / k.seconds / 1e12;
+    } else if (r.kind == "attention") {
+      r.predicted = attention_tflops(model, op, r.error);
+      if (!r.error.empty()) return r;
     } else if (r.op.rfind("stream_", 0) == 0) {
       r.predicted = model.hbm_rate_Bps() / 1e9;
     } else if (r.op.empty()) {
@@ -75,7 +118,7 @@ std::vector<KernelCaseResult> validate_kernel_cases(const std::string& cases_pat
   for (size_t i = 0; i < cases.size(); ++i) {
     const YAML::Node c = cases.at(i).yaml();
     const std::string kind = text(c["kind"]);
-    if (kind == "gemm" || kind == "memory") out.push_back(predict_kernel_case(c, gpus));
+    if (kind == "gemm" || kind == "memory" || kind == "attention") out.push_back(predict_kernel_case(c, gpus));
   }
   return out;
 }
