@@ -214,6 +214,25 @@ bool nemo_container_before(const YAML::Node& c, int year, int month) {
   return m >= 1 && m <= 12 && (y < year || (y == year && m < month));
 }
 
+// The PyTorch release the notes state ("PyTorch 2.9.0+cu128", "torch 2.14.0", "pytorch-v2.6.0"), as
+// major * 100 + minor; 0 when none is stated.
+int stated_pytorch_release(const std::string& low_notes) {
+  static const std::regex release(R"(\b(py)?torch[ -]?v?([0-9])\.([0-9]{1,2})\b)");
+  std::smatch hit;
+  if (!std::regex_search(low_notes, hit, release)) return 0;
+  return std::stoi(hit[2].str()) * 100 + std::stoi(hit[3].str());
+}
+
+// PyTorch's scaled_dot_product_attention prefers cuDNN's fused attention over its FlashAttention-2
+// backend on sm90 and sm100 from 2.9 (pytorch#162073, Sept 2025), and on sm103 (Blackwell Ultra)
+// from 2.10 (pytorch#170800, Dec 2025).
+bool sdpa_prefers_cudnn(int pytorch_release, const hw::GpuSpec& g) {
+  if (g.architecture == "hopper") return pytorch_release >= 209;
+  if (g.architecture != "blackwell") return false;
+  const bool ultra = g.name.rfind("GB300", 0) == 0 || g.name.rfind("B300", 0) == 0;
+  return pytorch_release >= (ultra ? 210 : 209);
+}
+
 // The case publishes the time of one transformer layer (forward and backward) in measured.other.
 bool publishes_layer_time(const YAML::Node& c) {
   const YAML::Node other = c["measured"]["other"];
@@ -797,9 +816,24 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     // torchtitan, torchtune and Hugging Face's stacks call PyTorch's scaled_dot_product_attention,
     // whose flash backend is FlashAttention-2 (Ampere and later); its cuDNN backend was opt-in from
     // PyTorch 2.5.1 (pytorch#138522, Oct 2024) until 2.9 made it the default on sm90/sm100
-    // (pytorch#162073, Sept 2025).
-    mo["attention"] = "flash2";
-    defaults.push_back("model.attention: flash2 (a PyTorch-native stack: SDPA's FlashAttention-2 backend)");
+    // (sdpa_prefers_cudnn): a stated release of 2.9 or later on those GPUs runs the fused kernels.
+    // torchtitan sets SDPA's backend order itself: cuDNN first on compute capability 10.0 and later
+    // (Blackwell), FlashAttention-2 first before it (torchtitan/models/attention.py,
+    // ScaledDotProductAttention._init_backend).
+    const int release = stated_pytorch_release(low_notes);
+    const bool titan = notes_name(case_notes, "torchtitan");
+    const bool blackwell = gpu_profiles.has(gpu) && gpu_profiles.get(gpu).architecture == "blackwell";
+    if (titan && blackwell) {
+      mo["attention"] = "flash";
+      defaults.push_back("model.attention: flash (torchtitan puts cuDNN's fused attention first on Blackwell)");
+    } else if (!titan && gpu_profiles.has(gpu) && sdpa_prefers_cudnn(release, gpu_profiles.get(gpu))) {
+      mo["attention"] = "flash";
+      defaults.push_back("model.attention: flash (a PyTorch-native stack on PyTorch " + std::to_string(release / 100) +
+                         "." + std::to_string(release % 100) + ": SDPA prefers cuDNN's fused attention on this GPU)");
+    } else {
+      mo["attention"] = "flash2";
+      defaults.push_back("model.attention: flash2 (a PyTorch-native stack: SDPA's FlashAttention-2 backend)");
+    }
   } else {
     mo["attention"] = old_gen ? "unfused" : "flash";
     defaults.push_back(std::string("model.attention: ") +

@@ -101,6 +101,27 @@ TEST(TrainingCasePolicy, FlashAttentionVersionIsReadLiterally) {
   EXPECT_EQ(training_case_scenario(tune, defaults)["model"]["attention"].as<std::string>(), "flash2");
 }
 
+TEST(TrainingCasePolicy, SdpaBackendFollowsThePyTorchReleaseAndTorchtitansOwnOrder) {
+  const auto kernel = [](const std::string& gpu, const std::string& notes) {
+    std::vector<std::string> defaults;
+    YAML::Node c = training_case(gpu, "");
+    c["notes"] = notes;
+    return training_case_scenario(c, defaults)["model"]["attention"].as<std::string>();
+  };
+  // SDPA prefers cuDNN's fused attention on sm90/sm100 from PyTorch 2.9, on sm103 from 2.10.
+  EXPECT_EQ(kernel("H100-SXM5-80GB", "Hugging Face Transformers, PyTorch 2.8.0"), "flash2");
+  EXPECT_EQ(kernel("H100-SXM5-80GB", "Hugging Face Transformers, PyTorch 2.9.0+cu128"), "flash");
+  EXPECT_EQ(kernel("B200", "torchtune recipe on torch 2.10.1"), "flash");
+  EXPECT_EQ(kernel("GB300", "torchtune recipe, PyTorch 2.9.1"), "flash2");
+  EXPECT_EQ(kernel("GB300", "torchtune recipe, PyTorch 2.10.0"), "flash");
+  EXPECT_EQ(kernel("A100-SXM4-80GB", "torchtune recipe, PyTorch 2.11"), "flash2");  // Ampere: FA2 stays first
+  // Without a stated release the FlashAttention-2 backend, which on Blackwell runs its sm80 code.
+  EXPECT_EQ(kernel("B200", "torchtune recipe"), "flash2");
+  // torchtitan orders the backends itself: cuDNN first on Blackwell, FlashAttention-2 first before it.
+  EXPECT_EQ(kernel("B200", "torchtitan, PyTorch 2.7"), "flash");
+  EXPECT_EQ(kernel("H100-SXM5-80GB", "torchtitan, PyTorch 2.9.0"), "flash2");
+}
+
 TEST(TrainingCasePolicy, Flash1IsSlowerThanFlash2AtLongSequences) {
   // Attention dominates a small model at 16k tokens: the older kernel must cost real time.
   const auto step = [](const std::string& kernel) {
