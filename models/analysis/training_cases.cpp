@@ -811,6 +811,10 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     // 22 May 2024 (NeMo PR #9188: before it, "with the inclusion of Flash Attention 2").
     mo["attention"] = "flash2";
     defaults.push_back("model.attention: flash2 (a NeMo container before 24.05: Transformer Engine's FlashAttention-2)");
+  } else if (gpu.rfind("V100", 0) != 0 && notes_name(case_notes, "nanotron")) {
+    // nanotron's attention calls the flash-attn package (flash_attn_varlen_func), FlashAttention-2.
+    mo["attention"] = "flash2";
+    defaults.push_back("model.attention: flash2 (nanotron calls the flash-attn package's FlashAttention-2)");
   } else if (gpu.rfind("V100", 0) != 0 &&
              (notes_name(case_notes, "torchtitan") || std::regex_search(low_notes, pytorch_native_stack))) {
     // torchtitan, torchtune and Hugging Face's stacks call PyTorch's scaled_dot_product_attention,

@@ -120,6 +120,8 @@ TEST(TrainingCasePolicy, SdpaBackendFollowsThePyTorchReleaseAndTorchtitansOwnOrd
   // torchtitan orders the backends itself: cuDNN first on Blackwell, FlashAttention-2 first before it.
   EXPECT_EQ(kernel("B200", "torchtitan, PyTorch 2.7"), "flash");
   EXPECT_EQ(kernel("H100-SXM5-80GB", "torchtitan, PyTorch 2.9.0"), "flash2");
+  // nanotron calls the flash-attn package itself: FlashAttention-2 whatever PyTorch's SDPA prefers.
+  EXPECT_EQ(kernel("H100-SXM5-80GB", "trained with nanotron on PyTorch 2.9"), "flash2");
 }
 
 TEST(TrainingCasePolicy, Flash1IsSlowerThanFlash2AtLongSequences) {
