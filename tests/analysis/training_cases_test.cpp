@@ -103,10 +103,7 @@ TEST(TrainingCasePolicy, FlashAttentionVersionIsReadLiterally) {
 
 TEST(TrainingCasePolicy, SdpaBackendFollowsThePyTorchReleaseAndTorchtitansOwnOrder) {
   const auto kernel = [](const std::string& gpu, const std::string& notes) {
-    std::vector<std::string> defaults;
-    YAML::Node c = training_case(gpu, "");
-    c["notes"] = notes;
-    return training_case_scenario(c, defaults)["model"]["attention"].as<std::string>();
+    return built_with_notes(training_case(gpu, ""), notes)["model"]["attention"].as<std::string>();
   };
   // SDPA prefers cuDNN's fused attention on sm90/sm100 from PyTorch 2.9, on sm103 from 2.10.
   EXPECT_EQ(kernel("H100-SXM5-80GB", "Hugging Face Transformers, PyTorch 2.8.0"), "flash2");
