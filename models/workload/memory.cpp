@@ -72,11 +72,13 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelPlan& p, i
 
 int in_flight_micro_batches(const ParallelPlan& p, int stage) {
   const int m = p.num_micro_batches();
-  if (p.pp == 1) return 1;
+  // ep_overlap's pairs start a forward before the backward beside it has freed its activations.
+  const int paired = p.ep_overlap ? 1 : 0;
+  if (p.pp == 1) return std::min(m, 1 + paired);
   if (p.schedule == Schedule::GPipe) return m;
   // DualPipe: PP + 1 chunks' activations at the peak (the DeepSeek-V3 report's Table 2).
   if (p.dualpipe()) return p.pp + 1;
-  if (p.vp > 1) return std::min(m * p.vp, 2 * (p.pp - stage - 1) + (p.vp - 1) * p.pp + 1);
+  if (p.vp > 1) return std::min(m * p.vp, 2 * (p.pp - stage - 1) + (p.vp - 1) * p.pp + 1 + paired);
   return std::min(m, p.pp - stage);
 }
 

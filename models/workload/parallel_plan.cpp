@@ -92,7 +92,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "recompute_modules", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "autocast", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "kernels", "cuda_graphs", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "offload_optimizer", "fp8_swiglu_cache", "shard_size", "dp_bucket_size",
+                "async_tp_backward", "grad_reduce_fp32", "autocast", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "ep_overlap", "kernels", "cuda_graphs", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "offload_optimizer", "fp8_swiglu_cache", "shard_size", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers", "stage_layers", "account_for_embedding_in_pipeline_split",
                 "account_for_loss_in_pipeline_split"});
   ParallelPlan p;
@@ -217,6 +217,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   p.overlap_p2p_comm = n.bool_or("overlap_p2p_comm", p.vp > 1);
   p.p2p_scatter_gather = n.bool_or("p2p_scatter_gather", false);
   p.tp_comm_overlap = n.bool_or("tp_comm_overlap", false);
+  p.ep_overlap = n.bool_or("ep_overlap", false);
   p.cp_comm = choose<CpComm>(n, "cp_comm", "p2p",
                              {{"p2p", CpComm::P2P}, {"all_gather", CpComm::AllGather}, {"all_to_all", CpComm::AllToAll}},
                              "context-parallel exchange",
@@ -289,6 +290,21 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
       n.fail("recompute_modules", "moe and moe_act need an MoE model (model.moe)", "remove them, or use mlp");
     if ((p.recompute_modules & kRecomputeSharedExperts) && m.moe.shared_experts <= 0)
       n.fail("recompute_modules", "shared_experts needs shared experts (model.moe.shared_experts)", "remove shared_experts");
+  }
+  if (p.ep_overlap) {
+    if (!m.is_moe() || p.ep < 2)
+      n.fail("ep_overlap", "overlaps expert-parallel all-to-alls, but " +
+                               std::string(m.is_moe() ? "ep is " + str(p.ep) : "the model has no MoE layers"),
+             m.is_moe() ? "set ep > 1, or remove ep_overlap" : "remove ep_overlap");
+    if (p.dualpipe())
+      n.fail("ep_overlap", "dualpipe already runs its forward and backward chunks in pairs", "remove ep_overlap");
+    if (p.schedule == Schedule::GPipe)
+      n.fail("ep_overlap", "pairs the 1F1B steady state's forwards and backwards; gpipe has none", "use schedule: 1f1b");
+    if (p.pp > 1 && p.vp < 2)
+      n.fail("ep_overlap",
+             "needs interleaving (vp > 1) when pp > 1 (Megatron-Core's rule for overlap_moe_expert_parallel_comm), vp is " +
+                 str(p.vp),
+             "set vp > 1, or remove ep_overlap");
   }
   if ((p.cuda_graphs & (kGraphMoeRouter | kGraphMoePreprocess)) && !m.is_moe())
     n.fail("cuda_graphs", "moe_router and moe_preprocess need an MoE model (model.moe)", "remove them, or use attn and mlp");

@@ -37,6 +37,7 @@
 //     overlap_p2p_comm: true         # interleaved: pipeline sends asynchronous (default: vp > 1)
 //     p2p_scatter_gather: false      # tp without sp: each rank sends 1/tp, then all-gather (below)
 //     tp_comm_overlap: false         # SP collectives pipelined with their GEMMs (below)
+//     ep_overlap: false              # MoE: a forward and another micro-batch's backward run together (below)
 //     kernels: fused                 # fused | eager: the element-wise kernels' implementation (below)
 //     cuda_graphs: none              # none | full | [attn, mlp, moe_router, moe_preprocess] (below)
 //     first_stage_layers: 7  # optional uneven split (Llama 3 405B: 7 + 14x8 + 7)
@@ -144,6 +145,12 @@
 // reduce-scatter into chunks pipelined with the QKV/fc1 and output-projection/fc2 GEMMs, and the
 // backward's output-gradient all-gather with the dgrad GEMM; false (Megatron-Core's default) =
 // those collectives in sequence with their GEMMs. Needs sequence_parallel.
+// ep_overlap: Megatron-Core's --overlap-moe-expert-parallel-comm (MoE, ep > 1): the 1F1B steady
+// state runs each forward together with the backward that follows it (another micro-batch's or
+// chunk's), so one's expert all-to-alls hide under the other's compute, as DualPipe's F&B chunks
+// do; one more forward runs in the warm-up, so the pair's two halves never depend on each other,
+// and its activations are one more micro-batch (chunk) in flight. Needs interleaving (vp > 1) or
+// no pipeline (pp 1), Megatron's rule; not with dualpipe, which pairs its chunks itself.
 // cp_comm: Transformer Engine's cp_comm_type. p2p (its and Megatron-Core's default): K/V chunks
 // go around the ring with point-to-point sends that run under the attention of the chunk before
 // ("P2P is async and can be overlapped with attention compute"); in backward K/V go around again
@@ -245,6 +252,7 @@ struct ParallelPlan {
   bool overlap_p2p_comm = false;
   bool p2p_scatter_gather = false;
   bool tp_comm_overlap = false;
+  bool ep_overlap = false;  // Megatron-Core's overlap_moe_expert_parallel_comm (F&B pairs)
   Kernels kernels = Kernels::Fused;
   unsigned cuda_graphs = 0;  // GraphScope bits (0 = every kernel launched by the host)
   CpComm cp_comm = CpComm::P2P;

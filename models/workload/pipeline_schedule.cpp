@@ -72,9 +72,12 @@ std::vector<PipelineItem> dualpipe_schedule(int pp, int m, int rank) {
 
 }  // namespace
 
-std::vector<PipelineItem> stage_schedule(ScheduleKind kind, int pp, int vp, int m, int stage) {
+std::vector<PipelineItem> stage_schedule(ScheduleKind kind, int pp, int vp, int m, int stage,
+                                         bool pair_forward_backward) {
   if (pp < 1 || vp < 1 || m < 1 || stage < 0 || stage >= pp)
     throw std::invalid_argument("stage_schedule: bad pipeline shape");
+  if (pair_forward_backward && (kind == ScheduleKind::GPipe || kind == ScheduleKind::DualPipe))
+    throw std::invalid_argument("stage_schedule: only 1F1B pairs its forwards and backwards");
   if (kind == ScheduleKind::DualPipe) {
     if (vp != 1) throw std::invalid_argument("stage_schedule: DualPipe holds its two chunks itself (vp 1)");
     return dualpipe_schedule(pp, m, stage);
@@ -92,12 +95,15 @@ std::vector<PipelineItem> stage_schedule(ScheduleKind kind, int pp, int vp, int 
       return items;
     }
   }
+  const int extra = pair_forward_backward ? 1 : 0;
   if (kind == ScheduleKind::OneFOneB || vp == 1) {
-    const int warmup = std::min(pp - stage - 1, m);
+    const int warmup = std::min(pp - stage - 1 + extra, m);
     int f = 0, b = 0;
     for (; f < warmup; ++f) items.push_back({f, 0, false});
     while (f < m) {
-      items.push_back({f++, 0, false});
+      PipelineItem fwd{f++, 0, false};
+      fwd.overlap_next = pair_forward_backward;
+      items.push_back(fwd);
       items.push_back({b++, 0, true});
     }
     while (b < m) items.push_back({b++, 0, true});
@@ -105,11 +111,13 @@ std::vector<PipelineItem> stage_schedule(ScheduleKind kind, int pp, int vp, int 
   }
   // Interleaved.
   const int total = m * vp;
-  const int warmup = std::min((pp - stage - 1) * 2 + (vp - 1) * pp, total);
+  const int warmup = std::min((pp - stage - 1) * 2 + (vp - 1) * pp + extra, total);
   int f = 0, b = 0;
   for (; f < warmup; ++f) items.push_back(interleaved_item(f, pp, vp, false));
   while (f < total) {
-    items.push_back(interleaved_item(f++, pp, vp, false));
+    PipelineItem fwd = interleaved_item(f++, pp, vp, false);
+    fwd.overlap_next = pair_forward_backward;
+    items.push_back(fwd);
     items.push_back(interleaved_item(b++, pp, vp, true));
   }
   while (b < total) items.push_back(interleaved_item(b++, pp, vp, true));

@@ -33,11 +33,13 @@ struct PipelineItem {
 };
 
 // Items of pipeline rank `stage` in execution order: 2 * m * vp items (DualPipe: 2 m, plus one
-// `weight` item per deferring backward).
+// `weight` item per deferring backward). `pair_forward_backward` (1F1B, interleaved or one stage:
+// Megatron-Core's overlap_moe_expert_parallel_comm): one more warm-up forward, then every steady-
+// state forward runs beside the backward after it (overlap_next).
 // Requires m % pp == 0 for Interleaved with vp > 1 (Megatron's rule), and for DualPipe pp even,
 // vp 1, m even and m >= 2 pp; checked by the plan.
 std::vector<PipelineItem> stage_schedule(ScheduleKind kind, int pp, int vp, int micro_batches,
-                                         int stage);
+                                         int stage, bool pair_forward_backward = false);
 
 // The virtual stage index of a chunk on a rank (layers are assigned in this order).
 inline int virtual_stage(int chunk, int stage, int pp) { return chunk * pp + stage; }

@@ -172,6 +172,7 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
   p.schedule = plan.schedule == Schedule::GPipe ? ScheduleKind::GPipe
                : plan.dualpipe()                ? ScheduleKind::DualPipe
                                                 : ScheduleKind::OneFOneB;
+  p.pair_forward_backward = plan.ep_overlap;
   p.zero = plan.zero;
   p.overlap_grad_reduce = plan.overlap_grad_reduce;
   p.overlap_param_gather = plan.overlap_param_gather;

@@ -55,14 +55,14 @@ class StepBuilder {
       stages_[s].compute_track = g_.add_track(proc, "compute");
       stages_[s].comm_track = g_.add_track(proc, "tp/cp/ep comm");
       stages_[s].pp_track = g_.add_track(proc, "pp receive");
-      if (p.schedule == ScheduleKind::DualPipe) {  // DualPipe's F&B pairs: the backward chunk's own tracks
+      if (paired()) {  // F&B pairs (DualPipe, ep_overlap): the backward chunk's own tracks
         stages_[s].paired_compute_track = g_.add_track(proc, "compute (paired backward)");
         stages_[s].paired_comm_track = g_.add_track(proc, "tp/cp/ep comm (paired backward)");
       }
       stages_[s].dp_track = g_.add_track(proc, "dp comm");
       if (host_modelled()) {
         stages_[s].host_track = g_.add_track(proc, "host launches");
-        if (p.schedule == ScheduleKind::DualPipe)
+        if (paired())
           stages_[s].paired_host_track = g_.add_track(proc, "host launches (paired backward)");
       }
       stages_[s].cursor = add_join({});
@@ -203,6 +203,8 @@ class StepBuilder {
   }
 
   bool host_modelled() const { return p_.host_launch_s > 0 || p_.host_step_s > 0; }
+  // Whether the schedule runs forward and backward items in concurrent pairs.
+  bool paired() const { return p_.schedule == ScheduleKind::DualPipe || p_.pair_forward_backward; }
 
   // True when the host provably never falls behind the GPU after the step's first launch. Along an
   // op list in issue order, the host's lead changes by each op's GPU seconds less its launches
@@ -214,7 +216,7 @@ class StepBuilder {
   // previous stage's first list's surplus.) No host sync anywhere; DualPipe, whose backward
   // lists are split at replay time, always takes the chain.
   bool host_stays_ahead() const {
-    if (p_.schedule == ScheduleKind::DualPipe) return false;
+    if (paired()) return false;
     struct Walk {
       double behind_s = 0, surplus_s = 0;  // the furthest behind along the list; its net lead gained
       bool sync = false;
@@ -778,7 +780,7 @@ class StepBuilder {
       std::vector<uint64_t> previous;  // the item(s) the next item follows
       sim::TaskId pair_start = sim::kNoTask, pair_first_exit = sim::kNoTask;
       std::vector<uint64_t> pair_keys;
-      for (const PipelineItem& it : stage_schedule(schedule_kind(), p_.pp, p_.vp, p_.micro_batches, s)) {
+      for (const PipelineItem& it : stage_schedule(schedule_kind(), p_.pp, p_.vp, p_.micro_batches, s, p_.pair_forward_backward)) {
         StageState& st = stages_[s];
         const bool second_of_pair = pair_start != sim::kNoTask;
         if (it.overlap_next) pair_start = st.cursor = add_join({st.cursor});

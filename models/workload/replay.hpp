@@ -91,6 +91,7 @@ struct StepProgram {
   bool experts_folded = false;  // ep groups run along tp, then cp, then dp (etp 1)
   int micro_batches = 1;
   ScheduleKind schedule = ScheduleKind::OneFOneB;  // OneFOneB is interleaved when vp > 1
+  bool pair_forward_backward = false;  // 1F1B's steady-state F&B pairs run together (ep_overlap)
   int zero = 0;                    // 0..3
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false;

@@ -131,6 +131,23 @@ TEST(Memory, FirstStageHoldsPpMicroBatches) {
   EXPECT_NEAR(memory_per_gpu(m, p, 0).activations_bytes / (2 * 12 * per_layer), 1.0, 1e-12);
 }
 
+TEST(Memory, EpOverlapHoldsOneMoreMicroBatchOrChunkInFlight) {
+  // Its pairs start a forward before the backward beside it frees its activations.
+  const ModelConfig m = gpt3();
+  ParallelPlan p = plan(8, true, Recompute::Selective);
+  p.global_batch = 64;
+  ParallelPlan paired = p;
+  paired.ep_overlap = true;
+  EXPECT_EQ(in_flight_micro_batches(p, 0), 1);
+  EXPECT_EQ(in_flight_micro_batches(paired, 0), 2);
+  EXPECT_DOUBLE_EQ(memory_per_gpu(m, paired, 0).activations_bytes, 2 * memory_per_gpu(m, p, 0).activations_bytes);
+  p.pp = paired.pp = 8;
+  p.vp = paired.vp = 3;
+  EXPECT_EQ(in_flight_micro_batches(paired, 0), in_flight_micro_batches(p, 0) + 1);
+  p.global_batch = paired.global_batch = 8;  // 8 micro-batches of 3 chunks: the last stage too
+  EXPECT_EQ(in_flight_micro_batches(paired, 7), in_flight_micro_batches(p, 7) + 1);
+}
+
 TEST(Memory, DualPipeHoldsTwoStagesAndPpPlusOneChunksOfActivations) {
   // The DeepSeek-V3 report's Table 2: parameters 2x, activations PP + 1 (chunks of one stage).
   ModelConfig m = gpt3();

@@ -107,3 +107,31 @@ TEST(PipelineSchedule, RejectsBadShapes) {
   EXPECT_THROW(stage_schedule(ScheduleKind::OneFOneB, 0, 1, 4, 0), std::invalid_argument);
   EXPECT_THROW(stage_schedule(ScheduleKind::OneFOneB, 4, 1, 4, 4), std::invalid_argument);
 }
+
+TEST(PipelineSchedule, PairedOneFOneBWarmsUpOneMoreAndPairsEachSteadyForwardWithTheNextBackward) {
+  // Megatron-Core's EP all-to-all overlap: one extra warm-up forward, then F(i + w) beside B(i),
+  // never a forward beside its own micro-batch's backward.
+  for (const auto& [kind, pp, vp] : {std::tuple{ScheduleKind::OneFOneB, 1, 1}, std::tuple{ScheduleKind::Interleaved, 4, 2}}) {
+    const int m = 8;
+    for (int s = 0; s < pp; ++s) {
+      const auto plain = stage_schedule(kind, pp, vp, m, s);
+      const auto items = stage_schedule(kind, pp, vp, m, s, true);
+      expect_complete(items, m, vp);
+      size_t warmup = 0, plain_warmup = 0;
+      while (!items[warmup].backward) ++warmup;
+      while (!plain[plain_warmup].backward) ++plain_warmup;
+      EXPECT_EQ(warmup, std::min(plain_warmup + 1, static_cast<size_t>(m * vp)));  // forwards before the first backward
+      int pairs = 0;
+      for (size_t i = 0; i + 1 < items.size(); ++i) {
+        if (!items[i].overlap_next) continue;
+        ++pairs;
+        EXPECT_FALSE(items[i].backward);
+        EXPECT_TRUE(items[i + 1].backward);
+        EXPECT_FALSE(items[i].micro_batch == items[i + 1].micro_batch && items[i].chunk == items[i + 1].chunk);
+      }
+      // Every forward after the warm-up pairs: the leading forwards are the warm-up and the first pair's.
+      EXPECT_EQ(pairs, m * vp - static_cast<int>(warmup) + 1);
+    }
+  }
+  EXPECT_THROW(stage_schedule(ScheduleKind::GPipe, 4, 1, 8, 0, true), std::invalid_argument);
+}

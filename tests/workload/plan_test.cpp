@@ -210,6 +210,23 @@ TEST(Plan, InterleavingNeedsMultiplesOfPpMicroBatches) {
   EXPECT_TRUE(has(check(gpt(), "{pp: 1, vp: 2, global_batch: 4}", 1), "needs pipeline parallelism"));
 }
 
+TEST(Plan, EpOverlapRules) {
+  // Megatron-Core's overlap_moe_expert_parallel_comm: an MoE model with ep > 1, interleaving or no
+  // pipeline, not dualpipe.
+  ModelConfig moe = gpt(8, 96, 96);
+  moe.moe.experts = 8;
+  moe.moe.top_k = 2;
+  moe.moe.expert_ffn_hidden = 4096;
+  EXPECT_EQ(check(moe, "{dp: 8, ep: 8, global_batch: 16, ep_overlap: true}", 8), "");
+  EXPECT_EQ(check(moe, "{pp: 2, vp: 2, dp: 4, ep: 4, global_batch: 16, ep_overlap: true}", 8), "");
+  const std::string no_vp = check(moe, "{pp: 2, dp: 4, ep: 4, global_batch: 16, ep_overlap: true}", 8);
+  EXPECT_TRUE(has(no_vp, "'parallelism.ep_overlap'") && has(no_vp, "set vp > 1")) << no_vp;
+  EXPECT_TRUE(has(check(moe, "{dp: 8, global_batch: 16, ep_overlap: true}", 8), "set ep > 1"));
+  EXPECT_TRUE(has(check(gpt(), "{dp: 8, global_batch: 16, ep_overlap: true}", 8), "no MoE layers"));
+  EXPECT_TRUE(has(check(moe, "{pp: 2, dp: 4, ep: 4, schedule: dualpipe, global_batch: 16, ep_overlap: true}", 8),
+                  "dualpipe already"));
+}
+
 TEST(Plan, DualPipeRules) {
   // pp even, vp 1, an even count of at least 2 pp micro-batches per replica, no ZeRO-3.
   EXPECT_EQ(check(gpt(), "{pp: 4, schedule: dualpipe, global_batch: 8}", 4), "");

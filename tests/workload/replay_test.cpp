@@ -708,3 +708,33 @@ TEST(Replay, TheBatchCopySharesTheGpusPcieLinkWithItsNicTraffic) {
   p.batch_copy_bytes = 0.5 * S;  // outlasts the all-reduce (S / (0.75 P)): the step ends with the copy
   EXPECT_NEAR(replay_step(p, cluster, coll::CommTuning{}, {}).step_time_s, 2 * S / P, 0.01 * S / P);
 }
+
+TEST(Replay, EpOverlapPairsHideTheExpertAllToAllsUnderTheOtherMicroBatchsCompute) {
+  // One stage, m micro-batches of L MoE layers: forward = dispatch all-to-all then compute t_f,
+  // backward = compute t_b then the combine's all-to-all. In sequence every all-to-all is exposed:
+  // m * L * (2c + t_f + t_b). Paired (ep_overlap), a forward runs beside the previous micro-batch's
+  // backward: the GPU is busy m * L * (t_f + t_b) and the pairs' all-to-alls run under the other
+  // chain's compute, except the first forward's and the last backward's, which have no partner,
+  // and some at the pairs' edges (a pair ends with its backward's last combine).
+  const double link_Bps = 100e9, bytes = 20e9, t_f = 1.0, t_b = 2.0;
+  const double c = bytes / 2 / link_Bps;  // two ranks: each sends half its buffer (0.1 s)
+  const int m = 4, layers = 4;
+  StepProgram p;
+  p.ep = 2;
+  p.micro_batches = m;
+  for (int l = 0; l < layers; ++l) {
+    LayerProgram layer;
+    layer.forward = {collective(Group::EP, coll::CollectiveOp::AllToAll, bytes), compute(t_f)};
+    layer.backward = {compute(t_b), collective(Group::EP, coll::CollectiveOp::AllToAll, bytes)};
+    p.layers.push_back(layer);
+  }
+  p.cp = 2;  // the expert group is the two context-parallel ranks (as above)
+  const ReplayResult serial = replay_step(p, ideal_cluster(2, link_Bps), coll::CommTuning{}, {});
+  EXPECT_NEAR(serial.step_time_s, m * layers * (2 * c + t_f + t_b), 1e-3);
+  p.pair_forward_backward = true;
+  const ReplayResult paired = replay_step(p, ideal_cluster(2, link_Bps), coll::CommTuning{}, {});
+  const double busy = m * layers * (t_f + t_b);
+  EXPECT_GE(paired.step_time_s, busy + 2 * layers * c - 1e-3);  // the unpaired first F and last B
+  EXPECT_LT(paired.step_time_s, busy + 2 * layers * c + 0.75 * (m - 1) * layers * c);  // most of the rest hidden
+  EXPECT_LT(paired.breakdown_s[kCatEpComm], 0.5 * serial.breakdown_s[kCatEpComm]);
+}
