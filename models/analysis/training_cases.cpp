@@ -37,10 +37,12 @@ std::string flash_kernel(const std::string& text) {
   // A package version names the major one: "Flash Attention 2.6.3", "flash-attn==2.5.8", "flash_attn v3.0".
   // FlashAttention-3 (Hopper) and -4 (Blackwell) are their generation's best fused kernels.
   // A bare major number too: "flash attention 2", "FlashAttention v3", "flash-attn-2".
-  static const std::regex versioned(R"(flash[ _-]?(attn|attention)\s*(==|v|-)?\s*([234])(\.[0-9]|\b))");
+  static const std::regex versioned(R"(flash[ _-]?(attn|attention)\s*(==|v|-)?\s*([1234])(\.[0-9]|\b))");
   std::smatch version;
   const bool versioned_name = std::regex_search(t, version, versioned);
-  const bool v34 = versioned_name && version[3].str() != "2", v2 = versioned_name && !v34;
+  const std::string major = versioned_name ? version[3].str() : "";
+  const bool v34 = major == "3" || major == "4", v2 = major == "2";
+  if (major == "1") return "flash1";
   if (v34 || names({"flashattention-3", "flashattention 3", "flashattention3", "fa3", "flash-attn 3", "flash-attn-3",
                     "flashattention-4", "flashattention 4", "flashattention4", "fa4", "flash-attn 4", "flash-attn-4"}))
     return "flash";
@@ -50,6 +52,9 @@ std::string flash_kernel(const std::string& text) {
   // cuDNN's fused attention (Transformer Engine's, XLA's cudnn fmha) is the generation's best
   // fused kernel, whatever else the text calls it.
   if (names({"cudnn fused attention", "cudnn flash attention", "cudnn fmha", "cudnn_fmha", "cudnn attention"})) return "flash";
+  // The flash-attn package, or Megatron's --use-flash-attn (which calls it), without a version: its
+  // 2.x kernels (the package's major version since July 2023).
+  if (names({"flash-attn", "flash_attn", "use-flash-attn"})) return "flash2";
   // xformers' memory-efficient attention ran the original FlashAttention kernels where they apply
   // (its flshatt operators, from xformers 0.0.16, January 2023).
   if (names({"flashattention", "flash attention", "attn_impl: flash", "xformers"})) return "flash1";
@@ -214,6 +219,38 @@ bool nemo_container_before(const YAML::Node& c, int year, int month) {
   return m >= 1 && m <= 12 && (y < year || (y == year && m < month));
 }
 
+// Whether `pattern` matches the notes in a clause (between '.' and ';') that says something of
+// this run: not one that leaves it unstated ("ZeRO stage: not stated"), cites an example or a
+// possibility ("the guide's example launch uses deepspeed_zero2", "can be combined with ZeRO-3").
+bool said_of_this_run(const std::string& notes, const std::regex& pattern, std::smatch* first = nullptr) {
+  static const std::regex hedged(
+      R"(\bnot (stated|given|specified|known|published|printed)\b|\bunstated\b|\bexample\b|\bcan be\b|\bcould\b|\bmay\b|\bwhether\b)",
+      std::regex::icase);
+  for (auto it = std::sregex_iterator(notes.begin(), notes.end(), pattern); it != std::sregex_iterator(); ++it) {
+    const size_t at = static_cast<size_t>(it->position()), end = at + static_cast<size_t>(it->length());
+    const size_t open = notes.find_last_of(".;", at), close = notes.find_first_of(".;", end);
+    const size_t from = open == std::string::npos ? 0 : open + 1;
+    if (std::regex_search(notes.substr(from, (close == std::string::npos ? notes.size() : close) - from), hedged)) continue;
+    static const std::regex negated(R"((\bno|\bnot|\bwithout|instead of|rather than)( the| a| an)?\s*$)", std::regex::icase);
+    if (std::regex_search(notes.substr(at >= 24 ? at - 24 : 0, at >= 24 ? 24 : at), negated)) continue;
+    if (first) *first = *it;
+    return true;
+  }
+  return false;
+}
+
+// The ZeRO stage the notes state for this run ("ZeRO-2", "ZeRO stage 3", "zero_stage: 2",
+// DeepSpeed's "deepspeed_zero3" config names), or -1.
+int zero_stage_said(const std::string& notes) {
+  static const std::regex stage(R"(\bzero[-_ ]?(stage[-_ :=]*)?([0-3])\b|deepspeed_zero([0-3])\b|zero_optimization\W+stage\W{0,3}([0-3])\b)",
+                                std::regex::icase);
+  std::smatch hit;
+  if (!said_of_this_run(notes, stage, &hit)) return -1;
+  for (int g : {2, 3, 4})
+    if (hit[g].matched) return std::stoi(hit[g].str());
+  return -1;
+}
+
 // The PyTorch release the notes state ("PyTorch 2.9.0+cu128", "torch 2.14.0", "pytorch-v2.6.0"), as
 // major * 100 + minor; 0 when none is stated.
 int stated_pytorch_release(const std::string& low_notes) {
@@ -237,6 +274,16 @@ bool sdpa_prefers_cudnn(int pytorch_release, const hw::GpuSpec& g) {
 bool publishes_layer_time(const YAML::Node& c) {
   const YAML::Node other = c["measured"]["other"];
   return has(other, "layer_combined_ms") || (has(other, "layer_forward_ms") && has(other, "layer_backward_ms"));
+}
+
+// Whether the case's step time is the source's own figure (per-iteration time as published), not
+// derived from a throughput and a batch.
+bool publishes_step_time(const YAML::Node& c) {
+  if (!has(c["measured"], "step_time_s")) return false;
+  if (const YAML::Node derived = c["derived"]; derived && derived.IsSequence())
+    for (const YAML::Node& d : derived)
+      if (d["field"] && d["field"].as<std::string>() == "measured.step_time_s") return false;
+  return true;
 }
 
 // Megatron's list form of --moe-layer-freq ("([0]*3+[1]*58)", "[1,0]*24"): lists of 0/1,
@@ -529,7 +576,11 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   const std::string profile = hw::canonical_gpu_name(written);
   if (profile != written) defaults.push_back("hardware.gpu: '" + written + "' is the catalogue's " + profile);
   const std::string gpu = catalogue_gpu(c, profile, defaults);
-  const bool old_gen = volta_ampere_era(gpu);
+  // The era proxy reads the GPU's generation as its software's (Megatron-LM of 2020-22 on V100/A100/
+  // MI250X) unless the notes name today's stack: Megatron-Core, Transformer Engine.
+  static const std::regex modern_stack(R"(megatron[- ]core|\bmcore\b|transformer[ _]engine|transformer_impl\W{0,4}transformer_engine)",
+                                       std::regex::icase);
+  const bool old_gen = volta_ampere_era(gpu) && !said_of_this_run(case_notes, modern_stack);
   // GPUs not stated but every parallel degree is: their product.
   int gpus = 0;
   if (has(hw, "num_gpus")) {
@@ -788,7 +839,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   // stacks those generations shipped with.
   static const std::regex te_fused_off(R"(nvte_fused_attn\s*=\s*0\b)");
   static const std::regex pytorch_native_stack(
-      R"(\btorchtune\b|hugging ?face transformers|\bhf transformers|(llama|mistral|qwen[0-9]?|gpt2)forcausallm|modeling_llama|\btrl\b|\baccelerate\b|\baxolotl\b)");
+      R"(\btorchtune\b|\blit[-_]?gpt\b|\blightning (fabric|ai)\b|pytorch lightning|hugging ?face transformers|\bhf transformers|(llama|mistral|qwen[0-9]?|gpt2)forcausallm|modeling_llama|\btrl\b|\baccelerate\b|\baxolotl\b)");
   const hw::GpuCatalog& gpu_profiles = hw::bundled_gpus();
   const bool runs_flash1 = gpu_profiles.has(gpu) && gpu_profiles.get(gpu).flash1_forward_efficiency > 0;
   if (const std::string kernel = flash_kernel(att); !kernel.empty() && (kernel != "flash1" || runs_flash1)) {
@@ -1043,6 +1094,14 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     // A per-layer time does not depend on the batch: one micro-batch per data-parallel rank.
     pl["global_batch"] = pl["micro_batch"].as<int>() * dp;
     defaults.push_back("parallelism.global_batch: micro_batch x dp (only one layer's time is compared)");
+  } else if (pp == 1 && publishes_step_time(c)) {
+    // A time per iteration published without its batch is a benchmark's iteration: the frameworks'
+    // default batch, one micro-batch per data-parallel rank (Megatron-LM's global_batch_size
+    // defaults to micro_batch_size x data_parallel_size; DeepSpeed's and Hugging Face's gradient
+    // accumulation to 1). A pretraining run's ~4M tokens (below) would multiply the iteration.
+    pl["global_batch"] = pl["micro_batch"].as<int>() * dp;
+    defaults.push_back("parallelism.global_batch: micro_batch x dp (a published iteration time without its batch: the "
+                       "frameworks' default, no gradient accumulation)");
   } else {
     // A 4M-token batch (2^22 tokens: LLaMA's and Llama 2's; BLOOM 4.2M, MT-NLG 3.9M, GPT-3 175B
     // 3.2M) as whole micro-batches per data-parallel replica, at least one per pipeline stage and
@@ -1079,9 +1138,13 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     defaults.push_back("parallelism.zero: 1 (DeepSpeed's bf16 optimizer at stage 0 partitions the fp32 state over dp)");
   } else if (has(p, "zero")) {
     pl["zero"] = get<int>(p, "zero");
+  } else if (const int stage = zero_stage_said(case_notes); dp > 1 && stage >= 0) {
+    pl["zero"] = stage;
+    defaults.push_back("parallelism.zero: " + std::to_string(stage) + " (the notes state ZeRO stage " +
+                       std::to_string(stage) + ")");
   } else if (static const std::regex zero_named(R"(\bZeRO\b(?![- ]?(stage ?)?[0-9])|Zero Redundancy)"),
              zero_denied(R"((no|without) ZeRO\b)");
-             dp > 1 && std::regex_search(case_notes, zero_named) && !std::regex_search(case_notes, zero_denied)) {
+             dp > 1 && said_of_this_run(case_notes, zero_named) && !std::regex_search(case_notes, zero_denied)) {
     // ZeRO named without its stage: the least sharding that is ZeRO.
     pl["zero"] = 1;
     defaults.push_back("parallelism.zero: 1 (the notes name ZeRO without its stage)");
@@ -1093,6 +1156,13 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   }
   if (has(p, "precision")) {
     pl["precision"] = lowercase(get<std::string>(p, "precision"));
+  } else if (static const std::regex fp16_said(
+                 R"(\b(dtype|torch_dtype|precision|mixed[-_ ]precision)\W{0,4}(torch\.)?(float16|fp16|half)\b|\bfp16\s*[=:]\s*true\b)",
+                 std::regex::icase);
+             said_of_this_run(case_notes, fp16_said)) {
+    // The notes state a 16-bit float precision setting: a config's dtype='float16', "fp16: true".
+    pl["precision"] = "fp16";
+    defaults.push_back("parallelism.precision: fp16 (the notes' configured dtype)");
   } else {
     const bool has_bf16 = gpu.rfind("V100", 0) != 0;
     pl["precision"] = has_bf16 ? "bf16" : "fp16";
@@ -1248,6 +1318,31 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
                        : dualpipe ? "parallelism.ep_dispatch: deepep (DualPipe named: DeepSeek's stack, whose dispatch "
                                     "DeepEP is)"
                                   : "parallelism.ep_dispatch: deepep (the notes: node-limited routing, one crossing per node)");
+  }
+  // Megatron-Core's EP all-to-all overlap stated as on (--overlap-moe-expert-parallel-comm,
+  // overlap_moe_expert_parallel_comm = True, "EP A2A overlap", "1F1B A2A overlap"), in a clause that
+  // does not turn it off ("A2A overlap off", "No EP A2A overlap", "= False"). Megatron runs it with
+  // interleaving or without a pipeline only.
+  static const std::regex ep_overlap_named(
+      R"(overlap[-_]moe[-_]expert[-_]parallel[-_]comm|moe_a2a_overlap|\b(ep|expert[- ]parallel(ism)?)\s+(all-to-all|a2a)\s+overlap|\b1f1b\s+(a2a\s+)?overlap)");
+  static const std::regex ep_overlap_off(R"(\b(off|false|no|not|without|disabled?)\b)");
+  bool ep_overlap = false;
+  for (auto it = std::sregex_iterator(low_notes.begin(), low_notes.end(), ep_overlap_named);
+       it != std::sregex_iterator() && !ep_overlap; ++it) {
+    const size_t at = static_cast<size_t>(it->position()), end = at + static_cast<size_t>(it->length());
+    const size_t open = low_notes.find_last_of(".;(", at), close = low_notes.find_first_of(".;)", end);
+    const size_t from = open == std::string::npos ? 0 : open + 1;
+    const std::string clause = low_notes.substr(from, (close == std::string::npos ? low_notes.size() : close) - from);
+    ep_overlap = !std::regex_search(clause, ep_overlap_off);
+  }
+  if (ep_overlap && ep > 1 && !dualpipe) {
+    if (pl["pp"].as<int>() == 1 || pl["vp"].as<int>() > 1) {
+      pl["ep_overlap"] = true;
+      defaults.push_back("parallelism.ep_overlap: true (the notes: Megatron-Core's EP all-to-all overlap)");
+    } else {
+      defaults.push_back("parallelism.ep_overlap: false (the notes name the EP all-to-all overlap, which Megatron runs "
+                         "only with interleaving or without a pipeline; vp is 1)");
+    }
   }
   // Eager PyTorch modules (named in the notes): element-wise ops run op by op. So do torchtitan's
   // and Hugging Face Transformers' model code unless the notes say torch.compile ran (torchtitan's

@@ -1058,6 +1058,7 @@ TEST(TrainingCasePolicy, EnumeratedFieldsReadInAnyCase) {
 TEST(TrainingCasePolicy, AnUnstatedGlobalBatchIsAbout4MTokensInWholeMicroBatches) {
   YAML::Node c = training_case("H100-SXM5-80GB", "");
   c["parallelism"]["global_batch"] = YAML::Node();
+  c["measured"] = YAML::Load("{tokens_per_s_per_gpu: 3000}");  // a throughput, not a timed iteration
   std::vector<std::string> defaults;
   // 2^22 tokens / 2048 = 2048 sequences, 256 micro-batches of 1 on each of the 8 replicas.
   EXPECT_EQ(training_case_scenario(c, defaults)["parallelism"]["global_batch"].as<int>(), 2048);
@@ -1224,6 +1225,7 @@ TEST(TrainingCasePolicy, TorchtitanWithoutAGlobalBatchTrainsOneLocalBatchPerRank
   YAML::Node c = training_case("H100-SXM5-80GB", "");
   c["parallelism"]["global_batch"] = YAML::Node();
   c["parallelism"]["micro_batch"] = 2;
+  c["measured"] = YAML::Load("{tokens_per_s_per_gpu: 3000}");  // a throughput, not a timed iteration
   EXPECT_EQ(built_with_notes(c, "torchtitan, FSDP2")["parallelism"]["global_batch"].as<int>(), 16);  // 2 x dp 8
   EXPECT_GT(built_with_notes(c, "Megatron-LM")["parallelism"]["global_batch"].as<int>(), 16);       // the 4M-token policy
 }
@@ -1427,4 +1429,100 @@ TEST(TrainingCasePolicy, ANeMoContainerBeforeTransformerEnginesCudnnPreferenceRu
   EXPECT_EQ(kernel("Megatron-Bridge performance summary, 25.11 NeMo container"), "flash");
   EXPECT_EQ(kernel("23.11 NeMo container"), "flash2");
   EXPECT_EQ(kernel("Nemotron-4 340B Technical Report (arXiv:2406.11704)"), "flash");  // no container named
+}
+
+TEST(TrainingCasePolicy, EpAllToAllOverlapIsReadWhereStatedOnAndMegatronRunsIt) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");
+  c["model"]["moe"]["experts"] = 8;
+  c["model"]["moe"]["top_k"] = 2;
+  c["parallelism"]["ep"] = 8;
+  c["parallelism"]["global_batch"] = 16;
+  c["parallelism"]["zero"] = 1;
+  const auto overlap = [&](const YAML::Node& cc, const std::string& notes) {
+    const YAML::Node pl = built_with_notes(cc, notes)["parallelism"];
+    return pl["ep_overlap"] && pl["ep_overlap"].as<bool>();
+  };
+  EXPECT_TRUE(overlap(c, "Megatron-Core, --overlap-moe-expert-parallel-comm --delay-wgrad-compute."));
+  EXPECT_TRUE(overlap(c, "CommOverlapConfig(overlap_moe_expert_parallel_comm=True)."));
+  EXPECT_TRUE(overlap(c, "EP A2A overlap on."));
+  EXPECT_FALSE(overlap(c, "Baseline: overlap OFF (overlap_moe_expert_parallel_comm = False)."));
+  EXPECT_FALSE(overlap(c, "No EP A2A overlap (the next row adds it)."));
+  EXPECT_FALSE(overlap(c, "PP 8, VPP 4, EP 8, A2A overlap off."));
+  EXPECT_FALSE(overlap(c, "moe_a2a_overlap False."));
+  // Megatron runs it with interleaving or without a pipeline; a plain 1F1B pipeline says so.
+  c["hardware"]["num_gpus"] = 16;
+  c["parallelism"]["pp"] = 2;
+  c["parallelism"]["vp"] = 1;
+  std::vector<std::string> defaults;
+  c["notes"] = "--overlap-moe-expert-parallel-comm";
+  const YAML::Node pl = training_case_scenario(c, defaults)["parallelism"];
+  EXPECT_FALSE(pl["ep_overlap"]);
+  EXPECT_NE(std::find_if(defaults.begin(), defaults.end(),
+                         [](const std::string& d) { return d.find("ep_overlap: false") != std::string::npos; }),
+            defaults.end());
+}
+
+TEST(TrainingCasePolicy, StatedZeroStageAndFp16AreReadOnlyWhereSaidOfThisRun) {
+  YAML::Node c = training_case("A100-SXM4-80GB", "FlashAttention-2");
+  c["parallelism"].remove("zero");
+  c["parallelism"].remove("precision");
+  const auto zero = [&](const std::string& notes) {
+    const YAML::Node pl = built_with_notes(YAML::Clone(c), notes)["parallelism"];
+    return pl["zero"] ? pl["zero"].as<int>() : -1;
+  };
+  EXPECT_EQ(zero("DeepSpeed ZeRO-2 with overlap_comm."), 2);
+  EXPECT_EQ(zero("launched with deepspeed_zero3.json"), 3);
+  EXPECT_EQ(zero("zero_optimization: {stage: 1}"), 1);
+  // Unstated, an example or a possibility is not this run's stage.
+  EXPECT_NE(zero("ZeRO stage: not stated."), 3);
+  EXPECT_NE(zero("The guide's example launch uses deepspeed_zero3."), 3);
+  EXPECT_NE(zero("Can be combined with ZeRO-3."), 3);
+  EXPECT_NE(zero("Plain DDP, no ZeRO-3."), 3);
+  const auto precision = [&](const std::string& notes) {
+    return built_with_notes(YAML::Clone(c), notes)["parallelism"]["precision"].as<std::string>();
+  };
+  EXPECT_EQ(precision("model loaded with torch_dtype=torch.float16"), "fp16");
+  EXPECT_EQ(precision("fp16: true in the config"), "fp16");
+  EXPECT_EQ(precision("Mixed precision may be fp16 or bf16."), "bf16");  // a possibility, not this run
+  EXPECT_EQ(precision(""), "bf16");
+}
+
+TEST(TrainingCasePolicy, FlashAttnPackageWithoutVersionIsItsTwoSeriesAndModernStacksLeaveTheEraProxy) {
+  // The attention text names the package (or Megatron's flag that calls it) without a version.
+  EXPECT_EQ(kernel_for("A100-SXM4-80GB", "Megatron-LM --use-flash-attn"), "flash2");
+  EXPECT_EQ(kernel_for("A100-SXM4-80GB", "flash-attn package"), "flash2");
+  EXPECT_EQ(kernel_for("A100-SXM4-80GB", "flash-attn==1.0.4"), "flash1");
+  EXPECT_EQ(kernel_for("A100-SXM4-80GB", "flash_attn v2.5.8"), "flash2");
+  // Megatron-Core on an A100 is today's stack: whole-tensor pipeline sends, not the 2020-22 scatter.
+  YAML::Node c = training_case("A100-SXM4-80GB", "");
+  c["hardware"]["num_gpus"] = 16;
+  c["parallelism"]["tp"] = 8;
+  c["parallelism"]["pp"] = 2;
+  c["parallelism"]["dp"] = 1;
+  c["parallelism"]["zero"] = 0;
+  c["parallelism"]["sequence_parallel"] = false;
+  const auto scattered = [&](const std::string& notes) {
+    const YAML::Node pl = built_with_notes(YAML::Clone(c), notes)["parallelism"];
+    return pl["p2p_scatter_gather"] && pl["p2p_scatter_gather"].as<bool>();
+  };
+  EXPECT_TRUE(scattered("Megatron-LM."));
+  EXPECT_FALSE(scattered("Megatron-Core 0.9 with Transformer Engine."));
+  EXPECT_TRUE(scattered("Megatron-Core may be used instead."));  // hedged: not this run's stack
+}
+
+TEST(TrainingCasePolicy, AnIterationTimePublishedWithoutItsBatchIsOneMicroBatchPerRank) {
+  YAML::Node c = training_case("A100-SXM4-80GB", "FlashAttention-2");
+  c["parallelism"].remove("global_batch");
+  c["parallelism"]["micro_batch"] = 2;
+  const auto batch = [](const YAML::Node& cc) {
+    std::vector<std::string> defaults;
+    return training_case_scenario(YAML::Clone(cc), defaults)["parallelism"]["global_batch"].as<int>();
+  };
+  EXPECT_EQ(batch(c), 2 * 8);  // the published step time: the frameworks' default batch
+  // A step time derived from a throughput is no iteration the source timed: about 4M tokens.
+  c["derived"].push_back(YAML::Load("{field: measured.step_time_s, formula: 'x'}"));
+  EXPECT_EQ(batch(c), 4194304 / 2048);
+  c.remove("derived");
+  c["measured"] = YAML::Load("{tokens_per_s_per_gpu: 3000}");
+  EXPECT_EQ(batch(c), 4194304 / 2048);
 }
