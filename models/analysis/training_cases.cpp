@@ -1168,6 +1168,11 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     pl["precision"] = has_bf16 ? "bf16" : "fp16";
     defaults.push_back(std::string("parallelism.precision: ") + (has_bf16 ? "bf16" : "fp16 (no bf16 on V100)"));
   }
+  // bitsandbytes' 8-bit Adam where the notes give Megatron-DeepSpeed's flag for it as this run's.
+  if (static const std::regex bnb_flag(R"(--use-bnb-optimizer\b)"); said_of_this_run(case_notes, bnb_flag)) {
+    pl["optimizer_moments"] = "int8";
+    defaults.push_back("parallelism.optimizer_moments: int8 (the notes: --use-bnb-optimizer, bitsandbytes' 8-bit Adam)");
+  }
   // Gradient precision on the wire, where the notes state it: PyTorch FSDP's mixed-precision
   // modes as Composer/llm-foundry name them (DEFAULT and FULL reduce in fp32, PURE in 16 bit).
   bool reduce_stated = false;

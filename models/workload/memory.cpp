@@ -1,6 +1,7 @@
 #include "models/workload/memory.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "models/workload/ops.hpp"
 
@@ -70,6 +71,15 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelPlan& p, i
   return replicated / sp_split + split / t + scores / t + unsplit;
 }
 
+double logits_bytes(const ModelConfig& m, const ParallelPlan& p, double tokens) {
+  const double vocab = static_cast<double>(m.vocab) / p.tp;
+  if (!p.chunked_loss) return 6.0 * tokens * vocab;  // the logits and their fp32 copy for the loss
+  // Liger's chunk: about the hidden states' size in logits (inc_factor = ceil(V / h)).
+  const double inc_factor = std::ceil(static_cast<double>(m.vocab) / m.hidden);
+  const double chunk = std::min(tokens, std::exp2(std::ceil(std::log2(std::max(1.0, std::ceil(tokens / inc_factor))))));
+  return p.param_bytes_per_param() * chunk * vocab;
+}
+
 int in_flight_micro_batches(const ParallelPlan& p, int stage) {
   const int m = p.num_micro_batches();
   // ep_overlap's pairs start a forward before the backward beside it has freed its activations.
@@ -130,7 +140,7 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
   const double tokens = static_cast<double>(p.micro_batch) * m.seq_len / p.cp;
   const bool last = std::find(held.begin(), held.end(), V - 1) != held.end();
   if (last) {
-    f.buffers_bytes += 6.0 * tokens * m.vocab / p.tp;
+    f.buffers_bytes += logits_bytes(m, p, tokens);
     // The MTP layers' activations, kept for every micro-batch in flight on this stage: under full
     // recomputation the checkpoint's two inputs (hidden states and embeddings), else the layer's
     // and the projection's 2h-wide input.

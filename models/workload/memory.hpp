@@ -65,6 +65,9 @@ struct MemoryFootprint {
 
 // Activation bytes one rank stores for one layer and one micro-batch (formulas above).
 double activation_bytes_per_layer(const ModelConfig& m, const ParallelPlan& p, int layer);
+// The last stage's loss buffer for `tokens` tokens of one micro-batch: the logits and their fp32
+// copy, or with chunked_loss one chunk's logits (parallel_plan.hpp).
+double logits_bytes(const ModelConfig& m, const ParallelPlan& p, double tokens);
 // Micro-batches (chunks, when interleaved) whose activations pipeline rank `stage` holds at peak.
 int in_flight_micro_batches(const ParallelPlan& p, int stage);
 MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int stage);

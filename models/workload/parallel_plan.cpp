@@ -92,7 +92,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "recompute_modules", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "autocast", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "ep_overlap", "kernels", "cuda_graphs", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "offload_optimizer", "fp8_swiglu_cache", "shard_size", "dp_bucket_size",
+                "async_tp_backward", "grad_reduce_fp32", "autocast", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "ep_overlap", "kernels", "cuda_graphs", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "offload_optimizer", "fp8_swiglu_cache", "chunked_loss", "shard_size", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers", "stage_layers", "account_for_embedding_in_pipeline_split",
                 "account_for_loss_in_pipeline_split"});
   ParallelPlan p;
@@ -238,9 +238,11 @@ ParallelPlan parse_plan(const config::Node& n) {
       {{"delayed", Fp8Recipe::Delayed}, {"current", Fp8Recipe::Current}, {"mxfp8", Fp8Recipe::Mxfp8}}, "FP8 recipe",
       "use delayed (per-tensor scale from the amax history, the default), current (per-tensor scale from the "
       "tensor's own amax) or mxfp8 (per-32-value scales, Blackwell)");
-  p.bf16_optimizer_moments = choose<bool>(n, "optimizer_moments", "fp32", {{"fp32", false}, {"bf16", true}},
-                                          "optimizer moment dtype", "use fp32 (the default) or bf16");
+  // int8: one byte per value and an fp32 absmax per block of 256 (bitsandbytes' and torchao's block size).
+  p.optimizer_moment_bytes = choose<double>(n, "optimizer_moments", "fp32", {{"fp32", 4.0}, {"bf16", 2.0}, {"int8", 1.0 + 4.0 / 256}},
+                                            "optimizer moment dtype", "use fp32 (the default), bf16 or int8");
   p.fp8_swiglu_cache = n.bool_or("fp8_swiglu_cache", false);
+  p.chunked_loss = n.bool_or("chunked_loss", false);
   p.offload_optimizer = n.bool_or("offload_optimizer", false);
   if (p.offload_optimizer && (p.zero < 1 || p.zero > 2))
     n.fail("offload_optimizer", "offloads the optimizer of ZeRO-1/2 (DeepSpeed's ZeRO-Offload), but zero is " + str(p.zero),

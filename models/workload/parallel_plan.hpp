@@ -25,9 +25,10 @@
 //                            # replicated across them (HSDP; default all dp*cp ranks)
 //     precision: bf16        # fp32 | tf32 | fp16 | bf16 | fp8 (FP8 GEMMs, 16-bit elsewhere)
 //     fp8_recipe: delayed    # fp8: delayed | current | mxfp8: how tensors are quantised (below)
-//     optimizer_moments: fp32  # fp32 | bf16: Adam's first and second moments (below)
+//     optimizer_moments: fp32  # fp32 | bf16 | int8: Adam's first and second moments (below)
 //     offload_optimizer: false # true: Adam's state and step on the host CPU (ZeRO-Offload, below)
 //     fp8_swiglu_cache: false  # fp8 MoE: the experts' SwiGLU inputs kept in FP8 (below)
+//     chunked_loss: false      # output layer + cross-entropy fused over token chunks (below)
 //     schedule: 1f1b         # 1f1b | gpipe | interleaved (= 1f1b with vp > 1) | dualpipe (below)
 //     dp_bucket_size: 80 MB  # gradient bucket (default below)
 //     overlap_grad_reduce: true      # bucketed DP reduction overlapped with backward
@@ -119,8 +120,10 @@
 // written: 30 B per parameter, bound by the node's DRAM bandwidth, which all the node's ranks
 // share), and the 16-bit shard is copied back before the parameter all-gather. Needs zero 1 or 2.
 // optimizer_moments: the dtype of Adam's two moments next to the fp32 master weights: fp32 (12 B
-// of optimizer state per parameter, the frameworks' default) or bf16 (8 B; DeepSeek-V3 report
-// section 3.3.3, Megatron-Core's --exp-avg-dtype/--exp-avg-sq-dtype bf16).
+// of optimizer state per parameter, the frameworks' default), bf16 (8 B; DeepSeek-V3 report
+// section 3.3.3, Megatron-Core's --exp-avg-dtype/--exp-avg-sq-dtype bf16) or int8 (block-wise
+// 8-bit Adam: bitsandbytes' Adam8bit/PagedAdamW8bit, torchao's AdamW8bit: one byte per moment and
+// an fp32 absmax per block of 256 values, about 6 B in all; the step reads and writes them).
 // account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split: Megatron-Core's
 // flags of those names: the split counts the embedding as one more layer in front of the first
 // and the output layer with the loss as one more after the last, so (layers + flags) must divide
@@ -128,6 +131,13 @@
 // balanced pipeline (Dubey et al. 2024, section 3.3.2): 126 layers + 2 over 16 x 8 virtual
 // stages, its first chunk only the embedding and its last only the output layer and the loss.
 // Not with first_stage_layers/last_stage_layers/stage_layers.
+// chunked_loss: the output projection and the cross-entropy fused over chunks of tokens (Liger's
+// fused linear cross-entropy, which TRL, Axolotl and others call; Apple's Cut Cross-Entropy):
+// the loss and its gradients are computed chunk by chunk in the forward, so the micro-batch's
+// logits never exist whole. Memory: one chunk's logits in the compute dtype, Liger's chunk of
+// next_pow2(ceil(tokens / ceil(vocab / hidden))) tokens (about the hidden states' size), instead
+// of the whole micro-batch's logits and their fp32 copy for the loss (6 B per token per vocab
+// entry). Time: the same GEMM FLOPs (the gradient GEMMs move into the forward); not charged apart.
 // fp8_swiglu_cache: DeepSeek-V3's low-precision activation storage (report section 3.3.3, "Low-
 // Precision Storage and Communication"): the routed experts cache their SwiGLU inputs (the fc1
 // outputs, two ffn-wide halves) in FP8 with fine-grained scales, 1 byte an element instead of
@@ -259,8 +269,9 @@ struct ParallelPlan {
   EpDispatch ep_dispatch = EpDispatch::AllToAll;
   FsdpImpl fsdp_impl = FsdpImpl::Fsdp2;  // zero 3: whose FSDP (their element-wise passes differ)
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  // fp8: Transformer Engine's quantisation recipe
-  bool bf16_optimizer_moments = false;         // optimizer_moments: bf16
+  double optimizer_moment_bytes = 4.0;         // optimizer_moments: bytes per moment (fp32 4, bf16 2, int8 1 + scales)
   bool fp8_swiglu_cache = false;               // MoE SwiGLU inputs stored in FP8
+  bool chunked_loss = false;                   // fused linear cross-entropy over token chunks
   bool offload_optimizer = false;              // Adam on the host CPU (DeepSpeed ZeRO-Offload)
   int shard_size = 0;  // ZeRO/FSDP shard group size over the dp*cp ranks; 0 = all of them
   double dp_bucket_bytes = 80e6;
@@ -282,7 +293,7 @@ struct ParallelPlan {
   double weight_bytes_per_param() const { return autocast ? 4.0 : param_bytes_per_param(); }
   // What Adam reads and writes per parameter: the fp32 weights (the master copy, or under autocast
   // the model's own) and its two moments.
-  double adam_state_bytes_per_param() const { return 4.0 + 2.0 * (bf16_optimizer_moments ? 2.0 : 4.0); }
+  double adam_state_bytes_per_param() const { return 4.0 + 2.0 * optimizer_moment_bytes; }
   // Optimizer state held per parameter: Adam's, less the weights under autocast (counted as weights).
   double optimizer_bytes_per_param() const { return adam_state_bytes_per_param() - (autocast ? 4.0 : 0.0); }
   int num_micro_batches() const { return global_batch / (micro_batch * dp); }

@@ -1526,3 +1526,14 @@ TEST(TrainingCasePolicy, AnIterationTimePublishedWithoutItsBatchIsOneMicroBatchP
   c["measured"] = YAML::Load("{tokens_per_s_per_gpu: 3000}");
   EXPECT_EQ(batch(c), 4194304 / 2048);
 }
+
+TEST(TrainingCasePolicy, MegatronDeepSpeedsBnbFlagIsEightBitAdam) {
+  YAML::Node c = training_case("A100-SXM4-80GB", "FlashAttention-2");
+  const auto moments = [&](const std::string& notes) {
+    const YAML::Node pl = built_with_notes(YAML::Clone(c), notes)["parallelism"];
+    return pl["optimizer_moments"] ? pl["optimizer_moments"].as<std::string>() : std::string("fp32");
+  };
+  EXPECT_EQ(moments("Published row (section BNB, w/ --use-bnb-optimizer): NNODES 32."), "int8");
+  EXPECT_EQ(moments("Without --use-bnb-optimizer."), "fp32");
+  EXPECT_EQ(moments(""), "fp32");
+}

@@ -321,9 +321,30 @@ TEST(Memory, Bf16OptimizerMomentsKeepEightBytesPerParameter) {
   m.layers = 4;
   ParallelPlan p = plan(1, false, Recompute::None);
   const double fp32 = memory_per_gpu(m, p).optimizer_bytes;
-  p.bf16_optimizer_moments = true;
+  p.optimizer_moment_bytes = 2.0;
   EXPECT_DOUBLE_EQ(memory_per_gpu(m, p).optimizer_bytes, fp32 * 8.0 / 12.0);
+  p.optimizer_moment_bytes = 1.0 + 4.0 / 256;  // 8-bit Adam: a byte per moment and a block scale
+  EXPECT_DOUBLE_EQ(memory_per_gpu(m, p).optimizer_bytes, fp32 * (4.0 + 2 * (1.0 + 4.0 / 256)) / 12.0);
 }
 
 }  // namespace
+TEST(Memory, ChunkedLossHoldsOneLigerChunkOfLogitsInsteadOfTheWholeMicroBatchs) {
+  // Llama 3 8B's shape at 8192 tokens: the full loss holds 6 B per token per vocab entry (the
+  // logits and their fp32 copy); Liger's chunk is next_pow2(ceil(8192 / ceil(128256 / 4096)))
+  // = next_pow2(ceil(8192 / 32)) = 256 tokens of 16-bit logits.
+  ModelConfig m = gpt3();
+  m.hidden = 4096;
+  m.vocab = 128256;
+  m.seq_len = 8192;
+  ParallelPlan p = plan(1, false, Recompute::None);
+  EXPECT_DOUBLE_EQ(logits_bytes(m, p, 8192), 6.0 * 8192 * 128256);
+  p.chunked_loss = true;
+  EXPECT_DOUBLE_EQ(logits_bytes(m, p, 8192), 2.0 * 256 * 128256);
+  EXPECT_DOUBLE_EQ(logits_bytes(m, p, 100), 2.0 * 4 * 128256);  // ceil(100 / 32) = 4 tokens
+  ParallelPlan full = p;
+  full.chunked_loss = false;
+  EXPECT_NEAR(memory_per_gpu(m, full).buffers_bytes - memory_per_gpu(m, p).buffers_bytes,
+              (6.0 * 8192 - 2.0 * 256) * 128256, 1.0);
+}
+
 }  // namespace stacksim::workload

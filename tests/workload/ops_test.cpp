@@ -627,7 +627,7 @@ TEST(StepOps, OptimizerBytesPerParameter) {
   p.zero = 3;  // FSDP: no 16-bit copy (cast at the gather), no buffer to zero
   EXPECT_DOUBLE_EQ(bytes(p, 0), 32.0 * params / 8);
   EXPECT_EQ(optimizer_ops(m, p).size(), 1u);
-  p.bf16_optimizer_moments = true;  // Adam reads and writes 2-byte moments: 16 B instead of 24
+  p.optimizer_moment_bytes = 2.0;  // Adam reads and writes 2-byte moments: 16 B instead of 24
   EXPECT_DOUBLE_EQ(bytes(p, 0), 24.0 * params / 8);
   // With pp = 1 and tp = 1 the rank holds the whole model.
   EXPECT_DOUBLE_EQ(params, m.total_params());

@@ -388,6 +388,9 @@ TEST(Plan, RecomputeModulesAndOptimizerMoments) {
   EXPECT_TRUE(refused("{recompute: selective, recompute_modules: []}", "non-empty list"));
   EXPECT_DOUBLE_EQ(parse("{}").optimizer_bytes_per_param(), 12.0);
   EXPECT_DOUBLE_EQ(parse("{optimizer_moments: bf16}").optimizer_bytes_per_param(), 8.0);
+  EXPECT_NEAR(parse("{optimizer_moments: int8}").optimizer_bytes_per_param(), 6.03, 0.01);  // 8-bit Adam
+  EXPECT_TRUE(parse("{chunked_loss: true}").chunked_loss);
+  EXPECT_FALSE(parse("{}").chunked_loss);
   EXPECT_TRUE(refused("{optimizer_moments: fp16}", "unknown optimizer moment dtype"));
 }
 
