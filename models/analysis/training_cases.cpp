@@ -37,7 +37,7 @@ std::string flash_kernel(const std::string& text) {
   // A package version names the major one: "Flash Attention 2.6.3", "flash-attn==2.5.8", "flash_attn v3.0".
   // FlashAttention-3 (Hopper) and -4 (Blackwell) are their generation's best fused kernels.
   // A bare major number too: "flash attention 2", "FlashAttention v3", "flash-attn-2".
-  static const std::regex versioned(R"(flash[ _-]?(attn|attention)\s*(==|v|-)?\s*([1234])(\.[0-9]|\b))");
+  static const std::regex versioned(R"(flash[ _-]?(attn|attention)\s*(==|[-_ ]?v|-)?\s*([1234])(\.[0-9]|\b))");
   std::smatch version;
   const bool versioned_name = std::regex_search(t, version, versioned);
   const std::string major = versioned_name ? version[3].str() : "";
@@ -54,6 +54,9 @@ std::string flash_kernel(const std::string& text) {
   if (names({"cudnn fused attention", "cudnn flash attention", "cudnn fmha", "cudnn_fmha", "cudnn attention"})) return "flash";
   // The flash-attn package, or Megatron's --use-flash-attn (which calls it), without a version: its
   // 2.x kernels (the package's major version since July 2023).
+  // Except its Triton kernel (Megatron-DeepSpeed's --use-flash-attn-triton, flash_attn_triton.py),
+  // written in the original FlashAttention's time: read as the original kernels.
+  if (names({"flash-attn-triton", "flash_attn_triton"})) return "flash1";
   if (names({"flash-attn", "flash_attn", "use-flash-attn"})) return "flash2";
   // xformers' memory-efficient attention ran the original FlashAttention kernels where they apply
   // (its flshatt operators, from xformers 0.0.16, January 2023).

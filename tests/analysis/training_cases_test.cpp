@@ -1493,6 +1493,9 @@ TEST(TrainingCasePolicy, FlashAttnPackageWithoutVersionIsItsTwoSeriesAndModernSt
   EXPECT_EQ(kernel_for("A100-SXM4-80GB", "flash-attn package"), "flash2");
   EXPECT_EQ(kernel_for("A100-SXM4-80GB", "flash-attn==1.0.4"), "flash1");
   EXPECT_EQ(kernel_for("A100-SXM4-80GB", "flash_attn v2.5.8"), "flash2");
+  EXPECT_EQ(kernel_for("A100-SXM4-80GB", "Megatron-DeepSpeed --use-flash-attn-v1"), "flash1");
+  EXPECT_EQ(kernel_for("A100-SXM4-80GB", "Megatron-DeepSpeed --use-flash-attn-v2"), "flash2");
+  EXPECT_EQ(kernel_for("A100-SXM4-80GB", "Triton FlashAttention (--use-flash-attn-triton)"), "flash1");
   // Megatron-Core on an A100 is today's stack: whole-tensor pipeline sends, not the 2020-22 scatter.
   YAML::Node c = training_case("A100-SXM4-80GB", "");
   c["hardware"]["num_gpus"] = 16;
