@@ -29,6 +29,7 @@ std::string category_label(const std::string& category) {
   if (category == "data_wait") return "waiting for the data loader";
   if (category == "checkpoint") return "checkpoint stalls";
   if (category == "host_launch") return "waiting for the host (kernel launches and step work)";
+  if (category == "activation_offload") return "waiting for offloaded activations (PCIe)";
   return "idle";
 }
 

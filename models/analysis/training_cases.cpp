@@ -226,14 +226,20 @@ bool nemo_container_before(const YAML::Node& c, int year, int month) {
 // this run: not one that leaves it unstated ("ZeRO stage: not stated"), cites an example or a
 // possibility ("the guide's example launch uses deepspeed_zero2", "can be combined with ZeRO-3").
 bool said_of_this_run(const std::string& notes, const std::regex& pattern, std::smatch* first = nullptr) {
+  // Another row's settings quoted ("the table's final row", "the previous row") are not this run's.
   static const std::regex hedged(
-      R"(\bnot (stated|given|specified|known|published|printed)\b|\bunstated\b|\bexample\b|\bcan be\b|\bcould\b|\bmay\b|\bwhether\b)",
+      R"(\bnot (stated|given|specified|known|published|printed)\b|\bunstated\b|\bexample\b|\bcan be\b|\bcould\b|\bmay\b|\bwhether\b|\b(final|last|other|next|previous|later) rows?\b)",
       std::regex::icase);
+  // Clauses end at ';' and at a full stop before a space: not inside "dataset.packed" or "2.5".
+  const auto boundary = [&](size_t i) {
+    return notes[i] == ';' || (notes[i] == '.' && (i + 1 == notes.size() || std::isspace(static_cast<unsigned char>(notes[i + 1]))));
+  };
   for (auto it = std::sregex_iterator(notes.begin(), notes.end(), pattern); it != std::sregex_iterator(); ++it) {
     const size_t at = static_cast<size_t>(it->position()), end = at + static_cast<size_t>(it->length());
-    const size_t open = notes.find_last_of(".;", at), close = notes.find_first_of(".;", end);
-    const size_t from = open == std::string::npos ? 0 : open + 1;
-    if (std::regex_search(notes.substr(from, (close == std::string::npos ? notes.size() : close) - from), hedged)) continue;
+    size_t from = at, close = end;
+    while (from > 0 && !boundary(from - 1)) --from;
+    while (close < notes.size() && !boundary(close)) ++close;
+    if (std::regex_search(notes.substr(from, close - from), hedged)) continue;
     static const std::regex negated(R"((\bno|\bnot|\bwithout|instead of|rather than)( the| a| an)?\s*$)", std::regex::icase);
     if (std::regex_search(notes.substr(at >= 24 ? at - 24 : 0, at >= 24 ? 24 : at), negated)) continue;
     if (first) *first = *it;
@@ -1175,6 +1181,15 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   if (static const std::regex bnb_flag(R"(--use-bnb-optimizer\b)"); said_of_this_run(case_notes, bnb_flag)) {
     pl["optimizer_moments"] = "int8";
     defaults.push_back("parallelism.optimizer_moments: int8 (the notes: --use-bnb-optimizer, bitsandbytes' 8-bit Adam)");
+  }
+  // Activation offloading stated as this run's setting: Megatron's --cpu-offloading, torchtune's
+  // enable_activation_offloading, Hugging Face's gradient checkpointing with offload.
+  if (static const std::regex activation_offload(
+          R"(--cpu-offloading\b(?!-)|enable_activation_offloading\W{0,4}(=|:)\s*true|gradient_checkpointing_kwargs\W{1,6}\{?\W{0,3}offload\W{1,4}true)",
+          std::regex::icase);
+      said_of_this_run(case_notes, activation_offload) && case_notes.find("DualPipe") == std::string::npos) {
+    pl["offload_activations"] = true;
+    defaults.push_back("parallelism.offload_activations: true (the notes: activations offloaded to host memory)");
   }
   // Gradient precision on the wire, where the notes state it: PyTorch FSDP's mixed-precision
   // modes as Composer/llm-foundry name them (DEFAULT and FULL reduce in fp32, PURE in 16 bit).

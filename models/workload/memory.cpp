@@ -112,7 +112,7 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
 
   const std::vector<int> bounds = virtual_stage_bounds(m, p);
   const int V = p.pp * p.vp;
-  double rank_layers_bytes = 0, largest_layer_params = 0, largest_layer_full = 0;
+  double rank_layers_bytes = 0, largest_layer_params = 0, largest_layer_full = 0, largest_layer_stored = 0;
   ParallelPlan no_recompute = p;
   no_recompute.recompute = Recompute::None;
   const std::vector<int> held = rank_virtual_stages(p, stage);
@@ -120,12 +120,15 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
     for (int l = bounds[vs]; l < bounds[vs + 1]; ++l) {
       rank_layers_bytes += activation_bytes_per_layer(m, p, l);
       largest_layer_params = std::max(largest_layer_params, layer_params_per_rank(m, p, l));
+      largest_layer_stored = std::max(largest_layer_stored, activation_bytes_per_layer(m, p, l));
       largest_layer_full = std::max(largest_layer_full, activation_bytes_per_layer(m, no_recompute, l));
     }
   }
   // Interleaved (and DualPipe): in-flight counts model chunks of (on average) one chunk's share
   // of the rank's layers.
   f.activations_bytes = rank_layers_bytes / static_cast<double>(held.size()) * in_flight_micro_batches(p, stage);
+  // Offloaded, the GPU holds the layer being computed and the one being copied.
+  if (p.offload_activations) f.activations_bytes = std::min(f.activations_bytes, 2.0 * largest_layer_stored);
   // The layer being recomputed holds its whole working set again during its backward.
   if (p.recompute == Recompute::Full || p.recompute == Recompute::Op) f.activations_bytes += largest_layer_full;
   if (p.zero >= 3 && !keep_gathered) {

@@ -92,7 +92,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "recompute_modules", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "autocast", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "ep_overlap", "kernels", "cuda_graphs", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "offload_optimizer", "fp8_swiglu_cache", "chunked_loss", "shard_size", "dp_bucket_size",
+                "async_tp_backward", "grad_reduce_fp32", "autocast", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "ep_overlap", "kernels", "cuda_graphs", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "offload_optimizer", "fp8_swiglu_cache", "chunked_loss", "offload_activations", "shard_size", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers", "stage_layers", "account_for_embedding_in_pipeline_split",
                 "account_for_loss_in_pipeline_split"});
   ParallelPlan p;
@@ -243,6 +243,7 @@ ParallelPlan parse_plan(const config::Node& n) {
                                             "optimizer moment dtype", "use fp32 (the default), bf16 or int8");
   p.fp8_swiglu_cache = n.bool_or("fp8_swiglu_cache", false);
   p.chunked_loss = n.bool_or("chunked_loss", false);
+  p.offload_activations = n.bool_or("offload_activations", false);
   p.offload_optimizer = n.bool_or("offload_optimizer", false);
   if (p.offload_optimizer && (p.zero < 1 || p.zero > 2))
     n.fail("offload_optimizer", "offloads the optimizer of ZeRO-1/2 (DeepSpeed's ZeRO-Offload), but zero is " + str(p.zero),
@@ -293,6 +294,8 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
     if ((p.recompute_modules & kRecomputeSharedExperts) && m.moe.shared_experts <= 0)
       n.fail("recompute_modules", "shared_experts needs shared experts (model.moe.shared_experts)", "remove shared_experts");
   }
+  if (p.offload_activations && p.dualpipe())
+    n.fail("offload_activations", "is not modelled with dualpipe (its split backwards)", "remove offload_activations");
   if (p.ep_overlap) {
     if (!m.is_moe() || p.ep < 2)
       n.fail("ep_overlap", "overlaps expert-parallel all-to-alls, but " +

@@ -29,6 +29,7 @@
 //     offload_optimizer: false # true: Adam's state and step on the host CPU (ZeRO-Offload, below)
 //     fp8_swiglu_cache: false  # fp8 MoE: the experts' SwiGLU inputs kept in FP8 (below)
 //     chunked_loss: false      # output layer + cross-entropy fused over token chunks (below)
+//     offload_activations: false  # saved activations to host memory and back (below)
 //     schedule: 1f1b         # 1f1b | gpipe | interleaved (= 1f1b with vp > 1) | dualpipe (below)
 //     dp_bucket_size: 80 MB  # gradient bucket (default below)
 //     overlap_grad_reduce: true      # bucketed DP reduction overlapped with backward
@@ -131,6 +132,13 @@
 // balanced pipeline (Dubey et al. 2024, section 3.3.2): 126 layers + 2 over 16 x 8 virtual
 // stages, its first chunk only the embedding and its last only the output layer and the loss.
 // Not with first_stage_layers/last_stage_layers/stage_layers.
+// offload_activations: each layer's saved activations (with full recomputation, its checkpointed
+// input) are copied to pinned host memory after its forward and back before its backward
+// (Megatron-Core's activation offloading, torchtune's enable_activation_offloading, Hugging Face's
+// gradient checkpointing with offload): the copies run on their own stream over the GPU's PCIe
+// path, which they share with the NICs and batch copies; a layer's copy back starts when the
+// backward of the layer after it starts, and the backward waits for it. GPU memory holds about
+// two layers' activations instead of every in-flight layer's. Not with dualpipe.
 // chunked_loss: the output projection and the cross-entropy fused over chunks of tokens (Liger's
 // fused linear cross-entropy, which TRL, Axolotl and others call; Apple's Cut Cross-Entropy):
 // the loss and its gradients are computed chunk by chunk in the forward, so the micro-batch's
@@ -272,6 +280,7 @@ struct ParallelPlan {
   double optimizer_moment_bytes = 4.0;         // optimizer_moments: bytes per moment (fp32 4, bf16 2, int8 1 + scales)
   bool fp8_swiglu_cache = false;               // MoE SwiGLU inputs stored in FP8
   bool chunked_loss = false;                   // fused linear cross-entropy over token chunks
+  bool offload_activations = false;            // saved activations to host and back, per layer
   bool offload_optimizer = false;              // Adam on the host CPU (DeepSpeed ZeRO-Offload)
   int shard_size = 0;  // ZeRO/FSDP shard group size over the dp*cp ranks; 0 = all of them
   double dp_bucket_bytes = 80e6;

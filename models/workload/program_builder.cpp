@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "models/workload/memory.hpp"
 #include "models/workload/ops.hpp"
 
 namespace stacksim::workload {
@@ -173,6 +174,7 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
                : plan.dualpipe()                ? ScheduleKind::DualPipe
                                                 : ScheduleKind::OneFOneB;
   p.pair_forward_backward = plan.ep_overlap;
+  p.offload_activations = plan.offload_activations;
   p.zero = plan.zero;
   p.overlap_grad_reduce = plan.overlap_grad_reduce;
   p.overlap_param_gather = plan.overlap_param_gather;
@@ -205,6 +207,7 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
       lp.expert_grad_bytes = plan.grad_bytes_per_param() * experts;
       lp.fsdp_grad_prep_s = fsdp_pass_s(plan.fsdp_grad_prep_bytes_per_param(), params);
       lp.fsdp_gather_copy_s = fsdp_pass_s(plan.fsdp_gather_copy_bytes_per_param(), params);
+      if (plan.offload_activations) lp.offload_bytes = activation_bytes_per_layer(model, plan, l);
       costed[kind] = true;
     }
     p.layers.push_back(by_kind[kind]);

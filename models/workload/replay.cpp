@@ -4,6 +4,7 @@
 #include <array>
 #include <fstream>
 #include <map>
+#include <unordered_map>
 #include <tuple>
 #include <stdexcept>
 
@@ -15,7 +16,7 @@ namespace {
 
 const std::vector<std::string> kCategoryNames = {
     "gemm", "attention", "elementwise", "optimizer", "tp_comm", "cp_comm", "ep_comm",
-    "pp_comm", "dp_comm", "pipeline_bubble", "data_wait", "checkpoint", "host_launch", "idle"};
+    "pp_comm", "dp_comm", "pipeline_bubble", "data_wait", "checkpoint", "host_launch", "activation_offload", "idle"};
 
 uint16_t comm_category(Group g) {
   switch (g) {
@@ -60,6 +61,7 @@ class StepBuilder {
         stages_[s].paired_comm_track = g_.add_track(proc, "tp/cp/ep comm (paired backward)");
       }
       stages_[s].dp_track = g_.add_track(proc, "dp comm");
+      if (p.offload_activations) stages_[s].offload_track = g_.add_track(proc, "activation offload (PCIe)");
       if (host_modelled()) {
         stages_[s].host_track = g_.add_track(proc, "host launches");
         if (paired())
@@ -115,6 +117,7 @@ class StepBuilder {
     sim::TrackId comm_now() const { return on_paired_tracks ? paired_comm_track : comm_track; }
     sim::TaskId cursor = sim::kNoTask;
     sim::TrackId host_track = 0, paired_host_track = 0;
+    sim::TrackId offload_track = 0;  // activation copies to and from host memory
     // The host thread's last kernel launches. DualPipe's F&B pairs interleave the launches of
     // their two chunks; the paired chunk's are a chain of their own.
     sim::TaskId host = sim::kNoTask, paired_host = sim::kNoTask;
@@ -564,7 +567,17 @@ class StepBuilder {
     const Part part = it.weight ? Part::Weight : it.defer_weight ? Part::Input : Part::Both;
     if (!it.backward) {
       if (first_position(vs)) run_ops(s, p_.pre_forward);
-      for (int l = l0; l < l1; ++l) run_layer(l, p_.layers[l].forward);
+      std::vector<sim::TaskId>* to_host = nullptr;
+      if (p_.offload_activations) (to_host = &offloaded_[key(it, s)])->assign(l1 - l0, sim::kNoTask);
+      for (int l = l0; l < l1; ++l) {
+        run_layer(l, p_.layers[l].forward);
+        // The layer's saved activations to host memory, off the compute stream.
+        if (to_host) {
+          (*to_host)[l - l0] = add_host_copies(cluster_.node_of_gpu(st.rep), p_.layers[l].offload_bytes, true,
+                                               {st.cursor}, "activations to host", st.offload_track, kCatOffload);
+          if ((*to_host)[l - l0] != sim::kNoTask) activation_copies_[s].push_back((*to_host)[l - l0]);
+        }
+      }
       if (last_position(vs)) run_ops(s, p_.post_forward);
     } else if (part == Part::Input) {
       if (last_position(vs)) run_ops(s, backward_part(p_.pre_backward, part));
@@ -594,7 +607,21 @@ class StepBuilder {
         run_ops(s, backward_part(p_.pre_backward, part));
         gradients_ready(p_.head_grad_bytes, 0.0, p_.head_fsdp_grad_prep_s);
       }
+      // Offloaded activations come back one layer ahead: layer l's copy starts as the backward of
+      // the layer after it starts, and layer l's backward waits for it.
+      const auto offloaded = p_.offload_activations ? offloaded_.find(key(it.micro_batch, vs, false)) : offloaded_.end();
+      sim::TaskId prefetch_gate = st.cursor;
       for (int l = l1 - 1; l >= l0; --l) {
+        if (offloaded != offloaded_.end()) {
+          const sim::TaskId back =
+              add_host_copies(cluster_.node_of_gpu(st.rep), p_.layers[l].offload_bytes, false,
+                              {offloaded->second[l - l0], prefetch_gate}, "activations from host", st.offload_track, kCatOffload);
+          if (back != sim::kNoTask) {
+            activation_copies_[s].push_back(back);
+            st.cursor = add_join({st.cursor, back});
+          }
+          prefetch_gate = st.cursor;
+        }
         run_layer(l, backward_part(p_.layers[l].backward, part));
         gradients_ready(p_.layers[l].grad_bytes, p_.layers[l].expert_grad_bytes, p_.layers[l].fsdp_grad_prep_s);
       }
@@ -701,7 +728,7 @@ class StepBuilder {
   // Copies between host memory and every GPU of `node` (bytes_per_gpu each), after `deps`; one
   // activity over the union of their routes, as build_batch_copy's.
   sim::TaskId add_host_copies(int node, double bytes_per_gpu, bool to_host, const std::vector<sim::TaskId>& deps,
-                              const char* name, sim::TrackId track) {
+                              const char* name, sim::TrackId track, uint16_t category = kCatOptimizer) {
     if (bytes_per_gpu <= 0) return sim::kNoTask;
     // One node's routes, each direction, worked out once (every gradient bucket copies).
     auto cached = node_copy_links_.find({node, to_host});
@@ -714,7 +741,7 @@ class StepBuilder {
     t.activity.work = bytes_per_gpu;
     for (const auto& [l, n] : cached->second)
       t.activity.usages.push_back({link_res_[l], static_cast<double>(n)});
-    t.category = kCatOptimizer;
+    t.category = category;
     t.track = track;
     t.name = g_.intern(name);
     const sim::TaskId id = g_.add(t);
@@ -1028,6 +1055,12 @@ class StepBuilder {
           edges.push_back({r.start[t].ps(), +1, kCatOptimizer, false});
           edges.push_back({r.end[t].ps(), -1, kCatOptimizer, false});
         }
+    // Offloaded activations, where the GPU has nothing to run but waits for them.
+    for (sim::TaskId t : activation_copies_[s])
+      if (r.end[t] > r.start[t]) {
+        edges.push_back({r.start[t].ps(), +1, kCatOffload, false});
+        edges.push_back({r.end[t].ps(), -1, kCatOffload, false});
+      }
     // The batch copy: a pageable one holds the stage from its start; a pinned one only where it
     // outlasts the stage's own work.
     if (batch_copy_ != sim::kNoTask) {
@@ -1044,9 +1077,9 @@ class StepBuilder {
     });
     std::array<int, kNumCategories> compute_active{}, comm_active{};
     int running = 0;  // compute parts active now (the sum of compute_active)
-    static constexpr std::array<uint16_t, 8> kCommPriority = {kCatTpComm, kCatEpComm,    kCatCpComm,
-                                                              kCatPpComm, kCatDpComm,    kCatHostLaunch,
-                                                              kCatDataWait, kCatOptimizer};
+    static constexpr std::array<uint16_t, 9> kCommPriority = {kCatTpComm,   kCatEpComm,    kCatCpComm,
+                                                              kCatPpComm,   kCatDpComm,    kCatHostLaunch,
+                                                              kCatOffload,  kCatDataWait,  kCatOptimizer};
     int64_t prev = 0;
     const int64_t end = r.makespan.ps();
     size_t i = 0;
@@ -1100,6 +1133,10 @@ class StepBuilder {
   bool launches_free_ = false;  // host_stays_ahead: only each stage's first launch is charged
   sim::TaskId batch_copy_ = sim::kNoTask;  // build_batch_copy
   std::vector<std::vector<sim::TaskId>> offload_tasks_;  // per stage: ZeRO-Offload's host phase
+  // Activation offloading: each forward item's copies to the host, per layer (by item key), and
+  // per stage every copy either way (the GPU waits on them only where a backward needs one).
+  std::unordered_map<uint64_t, std::vector<sim::TaskId>> offloaded_;
+  std::vector<std::vector<sim::TaskId>> activation_copies_ = std::vector<std::vector<sim::TaskId>>(p_.pp);
   std::map<std::pair<int, bool>, std::map<topo::LinkId, int>> node_copy_links_;  // add_host_copies' routes
   std::vector<sim::TaskId> stage_end_;     // per stage: its last task before the step's end
   std::map<uint64_t, sim::TaskId> item_entry_, item_exit_;

@@ -40,7 +40,7 @@ namespace stacksim::workload {
 enum Category : uint16_t {
   kCatGemm, kCatAttention, kCatElementwise, kCatOptimizer,
   kCatTpComm, kCatCpComm, kCatEpComm, kCatPpComm, kCatDpComm,
-  kCatPipelineBubble, kCatDataWait, kCatCheckpoint, kCatHostLaunch, kCatIdle, kNumCategories
+  kCatPipelineBubble, kCatDataWait, kCatCheckpoint, kCatHostLaunch, kCatOffload, kCatIdle, kNumCategories
 };
 const char* category_name(uint16_t c);
 const std::vector<std::string>& category_names();
@@ -84,6 +84,9 @@ struct LayerProgram {
   // all-gather, on the compute stream. Seconds on a whole GPU.
   double fsdp_grad_prep_s = 0.0;
   double fsdp_gather_copy_s = 0.0;
+  // Activation offloading (StepProgram::offload_activations): bytes this rank stores for the
+  // layer per micro-batch, copied to the host after its forward and back before its backward.
+  double offload_bytes = 0.0;
 };
 
 struct StepProgram {
@@ -134,6 +137,8 @@ struct StepProgram {
   // Adam (offload_host_bytes_per_param of DRAM traffic per parameter, at host_memory_Bps per node,
   // shared by the node's ranks), and the 16-bit shard comes back before the parameter gather.
   bool offload_optimizer = false;
+  // Activation offloading (ParallelPlan::offload_activations; LayerProgram::offload_bytes).
+  bool offload_activations = false;
   double offload_d2h_per_grad_byte = 0.0;
   double offload_host_bytes_per_param = 0.0;
   double host_memory_Bps = 0.0;

@@ -1540,3 +1540,20 @@ TEST(TrainingCasePolicy, MegatronDeepSpeedsBnbFlagIsEightBitAdam) {
   EXPECT_EQ(moments("Without --use-bnb-optimizer."), "fp32");
   EXPECT_EQ(moments(""), "fp32");
 }
+
+TEST(TrainingCasePolicy, StatedActivationOffloadingIsRead) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");
+  const auto offloaded = [&](const std::string& notes) {
+    const YAML::Node pl = built_with_notes(YAML::Clone(c), notes)["parallelism"];
+    return pl["offload_activations"] && pl["offload_activations"].as<bool>();
+  };
+  EXPECT_TRUE(offloaded("SFTConfig: gradient_checkpointing_kwargs {'offload': True}, bf16=True."));
+  EXPECT_TRUE(offloaded("Megatron-Core with --cpu-offloading --cpu-offloading-num-layers 30."));
+  EXPECT_TRUE(offloaded("recipe: enable_activation_offloading=True"));
+  EXPECT_FALSE(offloaded("enable_activation_offloading: False"));
+  // Another row's command quoted (a full stop inside a flag name does not end the clause).
+  EXPECT_FALSE(offloaded("Reproduction command of the table's final row: dataset.packed=True enable_activation_offloading=True"));
+  EXPECT_FALSE(offloaded("--cpu-offloading-weights only."));
+  EXPECT_FALSE(offloaded("Activation offloading could be enabled with --cpu-offloading."));
+  EXPECT_FALSE(offloaded(""));
+}

@@ -347,4 +347,15 @@ TEST(Memory, ChunkedLossHoldsOneLigerChunkOfLogitsInsteadOfTheWholeMicroBatchs) 
               (6.0 * 8192 - 2.0 * 256) * 128256, 1.0);
 }
 
+TEST(Memory, OffloadedActivationsLeaveTwoLayersOnTheGpu) {
+  const ModelConfig m = gpt3();
+  ParallelPlan p = plan(8, true, Recompute::Selective);
+  p.pp = 8;
+  p.global_batch = 64;
+  ParallelPlan off = p;
+  off.offload_activations = true;
+  EXPECT_DOUBLE_EQ(memory_per_gpu(m, off, 0).activations_bytes, 2.0 * activation_bytes_per_layer(m, p, 0));
+  EXPECT_GT(memory_per_gpu(m, p, 0).activations_bytes, 10 * memory_per_gpu(m, off, 0).activations_bytes);
+}
+
 }  // namespace stacksim::workload

@@ -231,6 +231,8 @@ TEST(Plan, DualPipeRules) {
   // pp even, vp 1, an even count of at least 2 pp micro-batches per replica, no ZeRO-3.
   EXPECT_EQ(check(gpt(), "{pp: 4, schedule: dualpipe, global_batch: 8}", 4), "");
   EXPECT_TRUE(has(check(gpt(), "{pp: 3, schedule: dualpipe, global_batch: 6}", 3), "pp must be even"));
+  EXPECT_TRUE(has(check(gpt(), "{pp: 4, schedule: dualpipe, global_batch: 8, offload_activations: true}", 4),
+                  "not modelled with dualpipe"));
   const std::string few = check(gpt(), "{pp: 4, schedule: dualpipe, global_batch: 6}", 4);
   EXPECT_TRUE(has(few, "at least 2*pp = 8") && has(few, "use global_batch 8")) << few;
   EXPECT_EQ(check(gpt(), "{pp: 4, schedule: dualpipe, global_batch: 10}", 4), "");
@@ -390,6 +392,7 @@ TEST(Plan, RecomputeModulesAndOptimizerMoments) {
   EXPECT_DOUBLE_EQ(parse("{optimizer_moments: bf16}").optimizer_bytes_per_param(), 8.0);
   EXPECT_NEAR(parse("{optimizer_moments: int8}").optimizer_bytes_per_param(), 6.03, 0.01);  // 8-bit Adam
   EXPECT_TRUE(parse("{chunked_loss: true}").chunked_loss);
+  EXPECT_TRUE(parse("{offload_activations: true}").offload_activations);
   EXPECT_FALSE(parse("{}").chunked_loss);
   EXPECT_TRUE(refused("{optimizer_moments: fp16}", "unknown optimizer moment dtype"));
 }

@@ -738,3 +738,43 @@ TEST(Replay, EpOverlapPairsHideTheExpertAllToAllsUnderTheOtherMicroBatchsCompute
   EXPECT_LT(paired.step_time_s, busy + 2 * layers * c + 0.75 * (m - 1) * layers * c);  // most of the rest hidden
   EXPECT_LT(paired.breakdown_s[kCatEpComm], 0.5 * serial.breakdown_s[kCatEpComm]);
 }
+
+TEST(Replay, OffloadedActivationsGoToTheHostAfterTheForwardAndComeBackOneLayerAhead) {
+  // One rank per node on the PCIe switch of pcie_nodes (P each way), four layers of forward t_f
+  // and backward t_b, each storing B. A layer's copy to the host runs under the next forward; the
+  // backward's first layer waits for the last forward's copy out (B / P) and back (B / P); later
+  // copies back run under the backward of the layer after them.
+  const double P = 10e9, t_f = 1.0, t_b = 2.0;
+  const int layers = 4;
+  const topo::Cluster cluster = pcie_nodes(P, 4 * P);
+  const auto program = [&](double bytes, int micro_batches) {
+    StepProgram p;
+    p.dp = 2;
+    p.micro_batches = micro_batches;
+    p.offload_activations = true;
+    for (int l = 0; l < layers; ++l) {
+      LayerProgram layer;
+      layer.forward = {compute(t_f)};
+      layer.backward = {compute(t_b)};
+      layer.offload_bytes = bytes;
+      p.layers.push_back(layer);
+    }
+    return p;
+  };
+  const double fast = 0.1 * P;  // B / P = 0.1 s
+  const ReplayResult one = replay_step(program(fast, 1), cluster, coll::CommTuning{}, {});
+  EXPECT_NEAR(one.step_time_s, layers * (t_f + t_b) + 0.2, 1e-6);
+  EXPECT_NEAR(one.breakdown_s[kCatOffload], 0.2, 1e-6);
+  EXPECT_NEAR(replay_step(program(fast, 2), cluster, coll::CommTuning{}, {}).step_time_s, 2 * (layers * (t_f + t_b) + 0.2),
+              1e-6);
+  // Copies slower than the compute (B / P = 3 s > t_b): the copies out share the device-to-host
+  // direction back to back from the first forward's end (1 + 4 x 3 = 13 s), then each layer's
+  // copy back (3 s) paces the backward: 13 + 3 x 3 + 3 + 2 = 27 s.
+  const ReplayResult slow = replay_step(program(3 * P, 1), cluster, coll::CommTuning{}, {});
+  EXPECT_NEAR(slow.step_time_s, 27.0, 1e-6);
+  EXPECT_NEAR(slow.breakdown_s[kCatOffload], 27.0 - layers * (t_f + t_b), 1e-6);
+  // Without offloading nothing crosses PCIe.
+  StepProgram kept = program(3 * P, 1);
+  kept.offload_activations = false;
+  EXPECT_NEAR(replay_step(kept, cluster, coll::CommTuning{}, {}).step_time_s, layers * (t_f + t_b), 1e-6);
+}
