@@ -225,6 +225,11 @@ const ResourceSpec& Engine::resource(ResourceId id) const { return impl_->resour
 void Engine::on_completion(CompletionHandler h) { impl_->on_done = std::move(h); }
 void Engine::on_timer(TimerHandler h) { impl_->on_timer = std::move(h); }
 
+void Engine::reserve_activities(size_t n) {
+  impl_->acts.reserve(impl_->acts.size() + n);
+  impl_->act_epoch.reserve(impl_->acts.size() + n);
+}
+
 ActivityId Engine::start(const ActivitySpec& spec, uint64_t tag) {
   Impl& m = *impl_;
   if (spec.work < 0 || std::isnan(spec.work)) throw std::invalid_argument("activity work must be >= 0");

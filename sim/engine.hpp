@@ -91,6 +91,8 @@ class Engine {
 
   // Starts an activity now. Rates are (re)computed at the end of the current timestamp batch.
   ActivityId start(const ActivitySpec& spec, uint64_t tag);
+  // Room for n more activities (a caller that knows how many it will start saves regrowth).
+  void reserve_activities(size_t n);
   // Schedules a timer event at absolute time `at` (>= now).
   void schedule_timer(Time at, uint64_t tag);
 

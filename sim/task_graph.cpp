@@ -67,6 +67,7 @@ uint32_t TaskGraph::num_predecessors(TaskId id) const { return num_preds_.at(id)
 // execute() owns the engine's completion and timer handlers while it runs, and clears them after.
 ExecutionResult execute(Engine& engine, const TaskGraph& graph) {
   const size_t n = graph.size();
+  engine.reserve_activities(n);  // at most one activity per task
   ExecutionResult r;
   r.start.assign(n, Time::zero());
   r.end.assign(n, Time::zero());

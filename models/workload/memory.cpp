@@ -118,9 +118,10 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
   const std::vector<int> held = rank_virtual_stages(p, stage);
   for (const int vs : held) {
     for (int l = bounds[vs]; l < bounds[vs + 1]; ++l) {
-      rank_layers_bytes += activation_bytes_per_layer(m, p, l);
+      const double stored = activation_bytes_per_layer(m, p, l);
+      rank_layers_bytes += stored;
       largest_layer_params = std::max(largest_layer_params, layer_params_per_rank(m, p, l));
-      largest_layer_stored = std::max(largest_layer_stored, activation_bytes_per_layer(m, p, l));
+      largest_layer_stored = std::max(largest_layer_stored, stored);
       largest_layer_full = std::max(largest_layer_full, activation_bytes_per_layer(m, no_recompute, l));
     }
   }
