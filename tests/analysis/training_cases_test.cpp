@@ -50,6 +50,12 @@ YAML::Node built_with_notes(YAML::Node c, const std::string& notes) {
   return training_case_scenario(c, defaults);
 }
 
+// Whether the scenario the policy builds for case `c` carrying `notes` sets the boolean plan key `key`.
+bool plan_flag(const YAML::Node& c, const std::string& notes, const char* key) {
+  const YAML::Node pl = built_with_notes(YAML::Clone(c), notes)["parallelism"];
+  return pl[key] && pl[key].as<bool>();
+}
+
 // Why the case policy refuses case `c` ("" when it builds it).
 std::string refusal_of(const YAML::Node& c) {
   std::vector<std::string> defaults;
@@ -1320,10 +1326,7 @@ TEST(TrainingCasePolicy, StatedTpCommOverlapIsRead) {
   c["parallelism"]["tp"] = 4;
   c["parallelism"]["dp"] = 2;
   c["parallelism"]["zero"] = 1;
-  const auto overlap = [&](const std::string& notes) {
-    const YAML::Node pl = built_with_notes(c, notes)["parallelism"];
-    return pl["tp_comm_overlap"] && pl["tp_comm_overlap"].as<bool>();
-  };
+  const auto overlap = [&](const std::string& notes) { return plan_flag(c, notes, "tp_comm_overlap"); };
   EXPECT_TRUE(overlap("config: TP_COMM_OVERLAP True, BUCKET_CAP_MB 125"));
   EXPECT_TRUE(overlap("model.sequence_parallel=true, model.ub_tp_comm_overlap=true"));
   EXPECT_TRUE(overlap("launched with --tp-comm-overlap"));
@@ -1438,10 +1441,7 @@ TEST(TrainingCasePolicy, EpAllToAllOverlapIsReadWhereStatedOnAndMegatronRunsIt) 
   c["parallelism"]["ep"] = 8;
   c["parallelism"]["global_batch"] = 16;
   c["parallelism"]["zero"] = 1;
-  const auto overlap = [&](const YAML::Node& cc, const std::string& notes) {
-    const YAML::Node pl = built_with_notes(cc, notes)["parallelism"];
-    return pl["ep_overlap"] && pl["ep_overlap"].as<bool>();
-  };
+  const auto overlap = [&](const YAML::Node& cc, const std::string& notes) { return plan_flag(cc, notes, "ep_overlap"); };
   EXPECT_TRUE(overlap(c, "Megatron-Core, --overlap-moe-expert-parallel-comm --delay-wgrad-compute."));
   EXPECT_TRUE(overlap(c, "CommOverlapConfig(overlap_moe_expert_parallel_comm=True)."));
   EXPECT_TRUE(overlap(c, "EP A2A overlap on."));
@@ -1504,10 +1504,7 @@ TEST(TrainingCasePolicy, FlashAttnPackageWithoutVersionIsItsTwoSeriesAndModernSt
   c["parallelism"]["dp"] = 1;
   c["parallelism"]["zero"] = 0;
   c["parallelism"]["sequence_parallel"] = false;
-  const auto scattered = [&](const std::string& notes) {
-    const YAML::Node pl = built_with_notes(YAML::Clone(c), notes)["parallelism"];
-    return pl["p2p_scatter_gather"] && pl["p2p_scatter_gather"].as<bool>();
-  };
+  const auto scattered = [&](const std::string& notes) { return plan_flag(c, notes, "p2p_scatter_gather"); };
   EXPECT_TRUE(scattered("Megatron-LM."));
   EXPECT_FALSE(scattered("Megatron-Core 0.9 with Transformer Engine."));
   EXPECT_TRUE(scattered("Megatron-Core may be used instead."));  // hedged: not this run's stack
@@ -1543,10 +1540,7 @@ TEST(TrainingCasePolicy, MegatronDeepSpeedsBnbFlagIsEightBitAdam) {
 
 TEST(TrainingCasePolicy, StatedActivationOffloadingIsRead) {
   YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");
-  const auto offloaded = [&](const std::string& notes) {
-    const YAML::Node pl = built_with_notes(YAML::Clone(c), notes)["parallelism"];
-    return pl["offload_activations"] && pl["offload_activations"].as<bool>();
-  };
+  const auto offloaded = [&](const std::string& notes) { return plan_flag(c, notes, "offload_activations"); };
   EXPECT_TRUE(offloaded("SFTConfig: gradient_checkpointing_kwargs {'offload': True}, bf16=True."));
   EXPECT_TRUE(offloaded("Megatron-Core with --cpu-offloading --cpu-offloading-num-layers 30."));
   EXPECT_TRUE(offloaded("recipe: enable_activation_offloading=True"));
