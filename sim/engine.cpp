@@ -29,8 +29,8 @@ struct Activity {
   uint64_t tag = 0;
   uint32_t version = 0;
   State state = State::Latency;
-  std::vector<SolverElement> elements;
-  std::vector<uint32_t> slot;  // position in each resource's member list
+  SmallVector<SolverElement, 1> elements;
+  SmallVector<uint32_t, 1> slot;  // position in each resource's member list
 };
 
 struct Resource {
@@ -133,8 +133,8 @@ struct Engine::Impl {
     a.rate = 0;
     a.remaining = 0;
     // A replay starts millions of activities: give back the per-activity arrays at once.
-    std::vector<SolverElement>().swap(a.elements);
-    std::vector<uint32_t>().swap(a.slot);
+    a.elements.release();
+    a.slot.release();
     ++stats.events;
     if (on_done) on_done(id, a.tag);
   }

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/small_vector.hpp"
 #include "sim/time.hpp"
 
 namespace stacksim::sim {
@@ -49,7 +50,7 @@ struct Usage {
 
 struct ActivitySpec {
   double work = 0.0;           // units to complete; 0 = a pure delay of `latency`
-  std::vector<Usage> usages;   // resources held while the work flows
+  SmallVector<Usage, 1> usages;  // resources held while the work flows
   double bound = kUnbounded;   // cap on the rate (NIC/protocol limits, roofline rate)
   Time latency = Time::zero(); // fixed delay before the work starts to flow
 };

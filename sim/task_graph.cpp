@@ -61,7 +61,7 @@ void TaskGraph::add_dependency(TaskId before, TaskId after) {
 size_t TaskGraph::size() const { return tasks_.size(); }
 const TaskSpec& TaskGraph::task(TaskId id) const { return tasks_.at(id); }
 TaskSpec& TaskGraph::mutable_task(TaskId id) { return tasks_.at(id); }
-const std::vector<TaskId>& TaskGraph::successors(TaskId id) const { return successors_.at(id); }
+std::span<const TaskId> TaskGraph::successors(TaskId id) const { return successors_.at(id); }
 uint32_t TaskGraph::num_predecessors(TaskId id) const { return num_preds_.at(id); }
 
 // execute() owns the engine's completion and timer handlers while it runs, and clears them after.

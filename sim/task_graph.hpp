@@ -4,12 +4,14 @@
 // Ready tasks start in (time, task id) order, so the replay is deterministic.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "sim/engine.hpp"
+#include "sim/small_vector.hpp"
 
 namespace stacksim::sim {
 
@@ -47,12 +49,12 @@ class TaskGraph {
   const TaskSpec& task(TaskId id) const;
   TaskSpec& mutable_task(TaskId id);
   // Successors in insertion order, and the number of predecessors.
-  const std::vector<TaskId>& successors(TaskId id) const;
+  std::span<const TaskId> successors(TaskId id) const;
   uint32_t num_predecessors(TaskId id) const;
 
  private:
   std::vector<TaskSpec> tasks_;
-  std::vector<std::vector<TaskId>> successors_;
+  std::vector<SmallVector<TaskId, 2>> successors_;  // most tasks have one or two
   std::vector<uint32_t> num_preds_;
   std::vector<TaskId> stream_last_;
   std::vector<std::string> names_;

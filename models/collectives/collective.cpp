@@ -325,7 +325,10 @@ sim::TaskId append_collective(sim::TaskGraph& g, const topo::Cluster& c,
     bool plain = last == g.size() - 1;
     for (size_t id = first; plain && id < g.size(); ++id) {
       chain.push_back(g.task(static_cast<sim::TaskId>(id)));
-      if (id > first) plain = g.successors(static_cast<sim::TaskId>(id - 1)) == std::vector<sim::TaskId>{static_cast<sim::TaskId>(id)};
+      if (id > first) {
+        const auto next = g.successors(static_cast<sim::TaskId>(id - 1));
+        plain = next.size() == 1 && next[0] == id;
+      }
     }
     if (plain && !chain.empty()) cache.chains.emplace(key, std::move(chain));
     return last;

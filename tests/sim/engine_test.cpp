@@ -26,7 +26,7 @@ std::vector<double> finish_times(Engine& e, const std::vector<ActivitySpec>& spe
 ActivitySpec flow(double bytes, std::vector<Usage> route, double latency_s = 0) {
   ActivitySpec a;
   a.work = bytes;
-  a.usages = std::move(route);
+  a.usages.assign(route.begin(), route.end());
   a.latency = Time::from_seconds(latency_s);
   return a;
 }

@@ -17,7 +17,7 @@ namespace {
 ActivitySpec flow(double work, std::vector<Usage> usages, double latency_s = 0, double bound = kUnbounded) {
   ActivitySpec a;
   a.work = work;
-  a.usages = std::move(usages);
+  a.usages.assign(usages.begin(), usages.end());
   a.latency = Time::from_seconds(latency_s);
   a.bound = bound;
   return a;
