@@ -127,6 +127,7 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
                                "add cpu.memory_bandwidth (per socket) to " +
                                    (cc.node.file.empty() ? "its node file" : cc.node.file));
     program.offload_optimizer = true;
+    program.offload_params = plan.offload_params;
     program.offload_d2h_per_grad_byte = 4.0 / plan.grad_bytes_per_param();  // fp32 copies
     // DeepSpeed's CPU-Adam per parameter: fp32 gradient read (4), weight and two moments read and
     // written (24), the 16-bit weight written for the copy back (2).

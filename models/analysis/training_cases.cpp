@@ -1424,19 +1424,29 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
       defaults.push_back("parallelism.cuda_graphs: [attn, mlp] (the notes: Transformer Engine's per-layer CUDA graphs)");
     }
   }
-  // The optimizer offloaded to the host CPU (DeepSpeed's offload_optimizer / ZeRO-Offload), with
-  // ZeRO-1/2; parameters offloaded too (ZeRO-Infinity, FSDP's CPUOffload) are not modelled.
+  // The optimizer offloaded to the host CPU (DeepSpeed's offload_optimizer / ZeRO-Offload), and
+  // with ZeRO-3 the parameter shards too (DeepSpeed's offload_param, ZeRO-Infinity's CPU tier;
+  // FSDP's CPUOffload, which keeps parameters, gradients and optimizer on the host and steps there).
   // Not a config quoted with the device none ("offload_optimizer device none").
   static const std::regex offload(R"(offload_optimizer|zero-offload|optimizer (state )?offload|offload(ing|ed)? (of )?(the )?optimizer|cpu[ -]?adam)");
   static const std::regex offload_off(R"(offload_optimizer\W{0,12}(device\W{0,6})?(none|null|false)\b|(no|without) (cpu )?(optimizer )?offload)");
-  if (!has(p, "offload_optimizer") && std::regex_search(low_notes, offload) && !std::regex_search(low_notes, offload_off)) {
-    const int z = pl["zero"].as<int>();
-    if (z == 1 || z == 2) {
+  static const std::regex params_offload(
+      R"(offload_param\W{0,12}(device\W{0,6})?(cpu|nvme)\b|offload_params\s*=\s*true|fsdp_cpu_offload\W{0,4}(:|=)\s*true|parameters? (and activation )?cpu offloading (was|were) used)");
+  const int zero_stage = pl["zero"].as<int>();
+  const bool params_offloaded = !has(p, "offload_params") && zero_stage == 3 && said_of_this_run(low_notes, params_offload);
+  if (!has(p, "offload_optimizer") &&
+      (params_offloaded || (std::regex_search(low_notes, offload) && !std::regex_search(low_notes, offload_off)))) {
+    if (zero_stage >= 1) {
       pl["offload_optimizer"] = true;
-      defaults.push_back("parallelism.offload_optimizer: true (the notes: the optimizer offloaded to the CPU)");
+      defaults.push_back(std::string("parallelism.offload_optimizer: true (the notes: ") +
+                         (params_offloaded ? "parameters offloaded, stepped on the CPU)" : "the optimizer offloaded to the CPU)"));
     } else {
-      defaults.push_back("note: the notes offload the optimizer, not modelled with zero " + std::to_string(z));
+      defaults.push_back("note: the notes offload the optimizer, not modelled with zero 0");
     }
+  }
+  if (params_offloaded && pl["offload_optimizer"] && pl["offload_optimizer"].as<bool>()) {
+    pl["offload_params"] = true;
+    defaults.push_back("parallelism.offload_params: true (the notes: the parameter shards offloaded to the CPU)");
   }
   const YAML::Node meas = c["measured"];
   if (has(p, "recompute")) {

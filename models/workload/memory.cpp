@@ -106,6 +106,9 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
   // PyTorch's FSDP keeps no 16-bit copy of its shard: the sharded fp32 parameters (the optimizer's
   // master weights) are cast at each gather, so only the gathered layers (below) are 16-bit.
   if (p.zero >= 3 && !keep_gathered && p.fsdp_impl != FsdpImpl::Megatron) f.weights_bytes = 0;
+  // With the fp32 masters on the host (offload_optimizer), the GPU keeps the 16-bit shard the
+  // host's Adam copies back; with offload_params that shard stays on the host too.
+  if (p.zero >= 3 && p.offload_optimizer) f.weights_bytes = p.offload_params ? 0.0 : 2.0 * sharded(!keep_gathered);
   f.gradients_bytes = p.grad_bytes_per_param() * sharded(p.zero >= 2 && !keep_gathered);
   // Offloaded (ZeRO-Offload), the master weights and moments are in host memory.
   f.optimizer_bytes = p.offload_optimizer ? 0.0 : p.optimizer_bytes_per_param() * sharded(p.zero >= 1);

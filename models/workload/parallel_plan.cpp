@@ -92,7 +92,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "recompute_modules", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "autocast", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "ep_overlap", "kernels", "cuda_graphs", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "offload_optimizer", "fp8_swiglu_cache", "chunked_loss", "offload_activations", "shard_size", "dp_bucket_size",
+                "async_tp_backward", "grad_reduce_fp32", "autocast", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "ep_overlap", "kernels", "cuda_graphs", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "offload_optimizer", "offload_params", "fp8_swiglu_cache", "chunked_loss", "offload_activations", "shard_size", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers", "stage_layers", "account_for_embedding_in_pipeline_split",
                 "account_for_loss_in_pipeline_split"});
   ParallelPlan p;
@@ -245,9 +245,15 @@ ParallelPlan parse_plan(const config::Node& n) {
   p.chunked_loss = n.bool_or("chunked_loss", false);
   p.offload_activations = n.bool_or("offload_activations", false);
   p.offload_optimizer = n.bool_or("offload_optimizer", false);
-  if (p.offload_optimizer && (p.zero < 1 || p.zero > 2))
-    n.fail("offload_optimizer", "offloads the optimizer of ZeRO-1/2 (DeepSpeed's ZeRO-Offload), but zero is " + str(p.zero),
-           "set zero: 1 or 2, or remove offload_optimizer");
+  if (p.offload_optimizer && p.zero < 1)
+    n.fail("offload_optimizer", "offloads the optimizer's shard (DeepSpeed's ZeRO-Offload), but zero is 0",
+           "set zero: 1, 2 or 3, or remove offload_optimizer");
+  p.offload_params = n.bool_or("offload_params", false);
+  if (p.offload_params && (p.zero < 3 || !p.offload_optimizer))
+    n.fail("offload_params",
+           "keeps the 16-bit parameter shards in host memory, which needs zero 3 and the optimizer on the host "
+           "(zero is " + str(p.zero) + ", offload_optimizer " + (p.offload_optimizer ? "true" : "false") + ")",
+           "set zero: 3 and offload_optimizer: true, or remove offload_params");
   if (p.fp8_swiglu_cache && p.precision != Precision::FP8)
     n.fail("fp8_swiglu_cache", "needs FP8 training (precision is " + std::string(precision_name(p.precision)) + ")",
            "set precision: fp8, or remove fp8_swiglu_cache");

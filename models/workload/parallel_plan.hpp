@@ -27,6 +27,7 @@
 //     fp8_recipe: delayed    # fp8: delayed | current | mxfp8: how tensors are quantised (below)
 //     optimizer_moments: fp32  # fp32 | bf16 | int8: Adam's first and second moments (below)
 //     offload_optimizer: false # true: Adam's state and step on the host CPU (ZeRO-Offload, below)
+//     offload_params: false    # zero 3 + offload_optimizer: 16-bit shards in host memory (below)
 //     fp8_swiglu_cache: false  # fp8 MoE: the experts' SwiGLU inputs kept in FP8 (below)
 //     chunked_loss: false      # output layer + cross-entropy fused over token chunks (below)
 //     offload_activations: false  # saved activations to host memory and back (below)
@@ -119,7 +120,18 @@
 // copies it under the backward), the host runs Adam on it (DeepSpeed's CPU-Adam: fp32 gradient,
 // weight and two moments read, the weight and moments written, a 16-bit copy of the weight
 // written: 30 B per parameter, bound by the node's DRAM bandwidth, which all the node's ranks
-// share), and the 16-bit shard is copied back before the parameter all-gather. Needs zero 1 or 2.
+// share), and the 16-bit shard is copied back before the parameter all-gather. With zero 3
+// (DeepSpeed ZeRO-3's offload_optimizer; FSDP's CPUOffload, with offload_params) each layer's
+// gradient shard goes to the host as its reduce-scatter completes in the backward, and the updated
+// 16-bit shard comes back after the host's Adam (the next step's per-layer gathers read it).
+// Needs zero 1, 2 or 3.
+// offload_params (DeepSpeed ZeRO-3's offload_param: {device: cpu}, ZeRO-Infinity's CPU tier;
+// PyTorch FSDP's CPUOffload(offload_params=True)): the 16-bit parameter shards stay in host
+// memory, so each layer's shard is copied to the GPU before every gather of it (forward, and the
+// backward's again) over the GPU's PCIe path, and the host's Adam leaves the updated shard there
+// (no copy back). The copy is the first leg of the gather: where the GPU waits for it, the
+// breakdown counts it as data-parallel communication. GPU memory holds no parameter shard. Needs
+// zero 3 and offload_optimizer (both frameworks step on the host when the parameters live there).
 // optimizer_moments: the dtype of Adam's two moments next to the fp32 master weights: fp32 (12 B
 // of optimizer state per parameter, the frameworks' default), bf16 (8 B; DeepSeek-V3 report
 // section 3.3.3, Megatron-Core's --exp-avg-dtype/--exp-avg-sq-dtype bf16) or int8 (block-wise
@@ -282,6 +294,7 @@ struct ParallelPlan {
   bool chunked_loss = false;                   // fused linear cross-entropy over token chunks
   bool offload_activations = false;            // saved activations to host and back, per layer
   bool offload_optimizer = false;              // Adam on the host CPU (DeepSpeed ZeRO-Offload)
+  bool offload_params = false;                 // zero 3: 16-bit parameter shards in host memory
   int shard_size = 0;  // ZeRO/FSDP shard group size over the dp*cp ranks; 0 = all of them
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;

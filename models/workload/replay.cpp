@@ -62,6 +62,7 @@ class StepBuilder {
       }
       stages_[s].dp_track = g_.add_track(proc, "dp comm");
       if (p.offload_activations) stages_[s].offload_track = g_.add_track(proc, "activation offload (PCIe)");
+      if (p.offload_params) stages_[s].param_track = g_.add_track(proc, "parameter shards from host (PCIe)");
       if (host_modelled()) {
         stages_[s].host_track = g_.add_track(proc, "host launches");
         if (paired())
@@ -118,6 +119,7 @@ class StepBuilder {
     sim::TaskId cursor = sim::kNoTask;
     sim::TrackId host_track = 0, paired_host_track = 0;
     sim::TrackId offload_track = 0;  // activation copies to and from host memory
+    sim::TrackId param_track = 0;    // offloaded parameter shards to the GPU
     // The host thread's last kernel launches. DualPipe's F&B pairs interleave the launches of
     // their two chunks; the paired chunk's are a chain of their own.
     sim::TaskId host = sim::kNoTask, paired_host = sim::kNoTask;
@@ -513,8 +515,16 @@ class StepBuilder {
     StageState& st = stages_[s];
     sim::TaskId exit = sim::kNoTask;
     for (const auto& [group, bytes] : {std::pair{Group::DpShard, layer.param_bytes}, {Group::ExpertDp, layer.expert_param_bytes}}) {
+      std::vector<sim::TaskId> deps{st.ag_cursor, limiter};
+      if (p_.offload_params && bytes > 0) {
+        // The shard lives in host memory: it crosses PCIe before the gather can start.
+        const sim::TaskId fetched = add_host_copies(cluster_.node_of_gpu(st.rep), bytes / std::max(1, group_size(group)),
+                                                    false, deps, "parameter shard from host", st.param_track, kCatDpComm);
+        param_copies_[s].push_back(fetched);
+        deps = {fetched};
+      }
       const sim::TaskId e = add_group_collective(s, group, coll::CollectiveOp::AllGather, bytes,
-                                                 {st.ag_cursor, limiter}, st.dp_track, kCatDpComm);
+                                                 deps, st.dp_track, kCatDpComm);
       if (e != sim::kNoTask) exit = st.ag_cursor = e;
     }
     return exit;
@@ -599,6 +609,14 @@ class StepBuilder {
                                                              expert_bytes, deps, st.dp_track, kCatDpComm);
           if (expert_rs != sim::kNoTask) rs = expert_rs;
           if (rs != sim::kNoTask) st.rs_cursor = rs;
+          if (p_.offload_optimizer) {  // each reduced shard to the host's optimizer at once (fp32)
+            const int node = cluster_.node_of_gpu(st.rep);
+            for (const auto& [group, b] : {std::pair{Group::DpShard, bytes}, {Group::ExpertDp, expert_bytes}}) {
+              const sim::TaskId copy = add_host_copies(node, b / std::max(1, group_size(group)) * p_.offload_d2h_per_grad_byte,
+                                                       true, {rs}, "gradient shard to host", st.dp_track);
+              if (copy != sim::kNoTask) grads_to_host_[s].push_back(copy);
+            }
+          }
         } else if (last_mb) {
           st.grads_ready.push_back({st.cursor, bytes, expert_bytes});
         }
@@ -919,7 +937,8 @@ class StepBuilder {
       const sim::TrackId host_track = p_.offload_optimizer ? g_.add_track("host", "optimizer offload (stage " +
                                                                                       std::to_string(s) + ")")
                                                            : sim::kNoTrack;
-      std::vector<sim::TaskId> to_host;
+      std::vector<sim::TaskId> to_host = grads_to_host_[s];
+      if (p_.offload_optimizer) offload_tasks_[s] = to_host;
       const auto offload_bucket = [&](sim::TaskId reduced, double bytes, Group g) {
         if (!p_.offload_optimizer || reduced == sim::kNoTask) return;
         to_host.push_back(add_host_copies(node, bytes / group_size(g) * p_.offload_d2h_per_grad_byte, true, {reduced},
@@ -958,13 +977,18 @@ class StepBuilder {
       }
       st.cursor = add_join(before_optimizer);
       run_ops(s, p_.optimizer);
-      if (p_.offload_optimizer && !to_host.empty()) {
+      if (p_.offload_optimizer) {
         // Adam on the host over the shards of every rank on the node (DRAM-bound, shared), then
-        // this rank's 16-bit shard back to the GPU.
+        // this rank's 16-bit shard back to the GPU (offloaded parameters stay on the host).
         double shard16 = 0;  // this rank's 16-bit parameter shard, dense and expert
         for (int c = 0; c < chunks(); ++c)
           shard16 += chunk_param_bytes(s, c) / group_size(Group::DpShard) +
                      chunk_expert_param_bytes(s, c) / std::max(1, group_size(Group::ExpertDp));
+        if (to_host.empty()) {
+          // Nothing reduced (one data-parallel rank): the whole gradient, in fp32, after the backward.
+          to_host.push_back(add_host_copies(node, 2.0 * shard16, true, {st.cursor}, "gradients to host", host_track));
+          offload_tasks_[s].push_back(to_host.back());
+        }
         int node_gpus = 0;
         for (int r = 0; r < cluster_.num_gpus(); ++r) node_gpus += cluster_.node_of_gpu(r) == node;
         to_host.push_back(st.cursor);
@@ -976,9 +1000,12 @@ class StepBuilder {
         adam.name = g_.intern("host Adam (CPU, the node's shards)");
         const sim::TaskId step = g_.add(adam);
         for (sim::TaskId d : to_host) g_.add_dependency(d, step);
-        st.cursor = add_host_copies(node, shard16, false, {step}, "updated 16-bit shard to GPU", host_track);
         offload_tasks_[s].push_back(step);
-        offload_tasks_[s].push_back(st.cursor);
+        st.cursor = step;
+        if (!p_.offload_params) {
+          st.cursor = add_host_copies(node, shard16, false, {step}, "updated 16-bit shard to GPU", host_track);
+          offload_tasks_[s].push_back(st.cursor);
+        }
       }
       if (p_.zero >= 1 && p_.zero <= 2 && reduces_gradients() && !p_.overlap_param_gather) {
         double bytes = 0, expert_bytes = 0;
@@ -1055,6 +1082,12 @@ class StepBuilder {
           edges.push_back({r.start[t].ps(), +1, kCatOptimizer, false});
           edges.push_back({r.end[t].ps(), -1, kCatOptimizer, false});
         }
+    // Offloaded parameter shards: the first leg of their gathers.
+    for (sim::TaskId t : param_copies_[s])
+      if (t != sim::kNoTask && r.end[t] > r.start[t]) {
+        edges.push_back({r.start[t].ps(), +1, kCatDpComm, false});
+        edges.push_back({r.end[t].ps(), -1, kCatDpComm, false});
+      }
     // Offloaded activations, where the GPU has nothing to run but waits for them.
     for (sim::TaskId t : activation_copies_[s])
       if (r.end[t] > r.start[t]) {
@@ -1137,6 +1170,10 @@ class StepBuilder {
   // per stage every copy either way (the GPU waits on them only where a backward needs one).
   std::unordered_map<uint64_t, std::vector<sim::TaskId>> offloaded_;
   std::vector<std::vector<sim::TaskId>> activation_copies_ = std::vector<std::vector<sim::TaskId>>(p_.pp);
+  // Offloaded ZeRO-3: each layer's gradient shard to the host (per stage, in the backward) and
+  // each parameter shard from it before its gather.
+  std::vector<std::vector<sim::TaskId>> grads_to_host_ = std::vector<std::vector<sim::TaskId>>(p_.pp);
+  std::vector<std::vector<sim::TaskId>> param_copies_ = std::vector<std::vector<sim::TaskId>>(p_.pp);
   std::map<std::pair<int, bool>, std::map<topo::LinkId, int>> node_copy_links_;  // add_host_copies' routes
   std::vector<sim::TaskId> stage_end_;     // per stage: its last task before the step's end
   std::map<uint64_t, sim::TaskId> item_entry_, item_exit_;

@@ -137,6 +137,9 @@ struct StepProgram {
   // Adam (offload_host_bytes_per_param of DRAM traffic per parameter, at host_memory_Bps per node,
   // shared by the node's ranks), and the 16-bit shard comes back before the parameter gather.
   bool offload_optimizer = false;
+  // Parameter offloading (ParallelPlan::offload_params, zero 3): each gather's shard comes from
+  // host memory first, and the host's Adam leaves the updated shard there.
+  bool offload_params = false;
   // Activation offloading (ParallelPlan::offload_activations; LayerProgram::offload_bytes).
   bool offload_activations = false;
   double offload_d2h_per_grad_byte = 0.0;

@@ -377,15 +377,58 @@ TEST(Host, OffloadedOptimizerRunsAdamAtTheNodesDramBandwidth) {
               0.05 * host_adam_s);
 }
 
-TEST(Host, OffloadNeedsZeroOneOrTwoAndTheNodesMemoryBandwidth) {
+TEST(Host, OffloadedZero3StepsOnTheHostAndOffloadedShardsCrossPcieBeforeEachGather) {
+  // FSDP (zero 3) on one DGX H100: offloaded, each layer's reduced gradient shard goes to the host
+  // in the backward, the eight ranks' shards pass through CPU-Adam, the updated 16-bit shard comes
+  // back; with offload_params it stays on the host and each gather first fetches it over PCIe.
   const std::string path = std::string(STACKSIM_SOURCE_DIR) + "/scenarios/fsdp-7b-8xh100.yaml";
-  try {
-    load_scenario(path, {"parallelism.offload_optimizer=true"});  // the scenario is zero 3
-    FAIL() << "expected an InputError";
-  } catch (const stacksim::config::InputError& e) {
-    EXPECT_EQ(e.key(), "parallelism.offload_optimizer") << e.what();
-    EXPECT_NE(e.fix().find("zero: 1 or 2"), std::string::npos) << e.fix();
-  }
+  const auto run = [&](const std::vector<std::string>& sets) {
+    return simulate_training(load_scenario(path, sets).training, RunOptions{});
+  };
+  const TrainingResult a = run({});
+  const TrainingResult b = run({"parallelism.offload_optimizer=true"});
+  const TrainingResult c = run({"parallelism.offload_optimizer=true", "parallelism.offload_params=true"});
+  const double params = load_scenario(path, {}).training.model.total_params();
+  const double host_adam_s = params * 30.0 / (2 * 307.2e9 * kHostMemoryEfficiency);
+  const double pcie_Bps = 63e9 / 2;  // two GPUs per PCIe switch uplink, at most
+  const double copy_back_s = params / 8 * 2.0 / pcie_Bps;
+  const double grads_to_host_s = params / 8 * 4.0 / pcie_Bps;  // fp32, under the backward at best
+  EXPECT_GT(b.step_time_s - a.step_time_s, host_adam_s - category(a, "optimizer"));
+  EXPECT_LT(b.step_time_s - a.step_time_s, host_adam_s + copy_back_s + grads_to_host_s);
+  EXPECT_GT(category(b, "optimizer"), host_adam_s);
+  EXPECT_EQ(b.memory.optimizer_bytes, 0.0);
+  // The 16-bit shard the host refreshes, beside the gathered layers (FSDP 2 keeps no 16-bit shard
+  // on the GPU otherwise); with offloaded parameters only the gathered layers.
+  EXPECT_NEAR(b.memory.weights_bytes - a.memory.weights_bytes, 2.0 * params / 8, 1e-3 * params);
+  EXPECT_EQ(c.memory.weights_bytes, a.memory.weights_bytes);
+  // Offloaded shards: no copy back, but every gather (forward, recomputation's none here, backward)
+  // waits first for the shard from the host: at most 2 x the shard over PCIe per step.
+  const double fetch_s = 2 * params / 8 * 2.0 / pcie_Bps;
+  EXPECT_GT(c.step_time_s, b.step_time_s - copy_back_s);
+  EXPECT_LT(c.step_time_s, b.step_time_s + fetch_s);
+  EXPECT_GE(category(c, "dp_comm"), category(b, "dp_comm"));
+  // One data-parallel rank (tp 8): nothing is reduced, and the whole gradient still goes to the
+  // host after the backward for the host's Adam.
+  const TrainingResult tp_only = run({"parallelism.dp=1", "parallelism.tp=8", "parallelism.zero=1",
+                                      "parallelism.offload_optimizer=true", "parallelism.global_batch=6"});
+  EXPECT_GT(category(tp_only, "optimizer"), host_adam_s);
+}
+
+TEST(Host, OffloadNeedsAShardedOptimizerAndTheNodesMemoryBandwidth) {
+  const std::string path = std::string(STACKSIM_SOURCE_DIR) + "/scenarios/fsdp-7b-8xh100.yaml";
+  const auto refused = [&](const std::vector<std::string>& sets, const std::string& key, const std::string& fix) {
+    try {
+      load_scenario(path, sets);
+      ADD_FAILURE() << "expected an InputError for " << key;
+    } catch (const stacksim::config::InputError& e) {
+      EXPECT_EQ(e.key(), key) << e.what();
+      EXPECT_NE(e.fix().find(fix), std::string::npos) << e.fix();
+    }
+  };
+  refused({"parallelism.zero=0", "parallelism.offload_optimizer=true"}, "parallelism.offload_optimizer", "zero: 1, 2 or 3");
+  refused({"parallelism.offload_params=true"}, "parallelism.offload_params", "offload_optimizer: true");
+  refused({"parallelism.zero=2", "parallelism.offload_optimizer=true", "parallelism.offload_params=true"},
+          "parallelism.offload_params", "set zero: 3");
   // A node file without the CPUs' memory bandwidth: the error names the key to add.
   Scenario s = load_scenario(path, {"parallelism.zero=2", "parallelism.offload_optimizer=true"});
   s.training.cluster.node.socket_memory_Bps = 0;

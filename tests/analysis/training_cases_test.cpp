@@ -1296,6 +1296,23 @@ TEST(TrainingCasePolicy, ThisRoundsReadingsOfStatedSettings) {
   EXPECT_TRUE(plan("DeepSpeed ZeRO-2 with offload_optimizer device cpu")["offload_optimizer"].as<bool>());
   EXPECT_FALSE(plan("DeepSpeed ZeRO-2, no optimizer offload")["offload_optimizer"]);
   EXPECT_FALSE(plan("ds_config: offload_optimizer device none")["offload_optimizer"]);
+  // With ZeRO-3 too; offloaded parameter shards (DeepSpeed's offload_param, FSDP's CPU offload)
+  // also step on the host. Not under ZeRO-2, and not where the device is none.
+  c["parallelism"]["zero"] = 3;
+  EXPECT_TRUE(plan("DeepSpeed ZeRO-3 with offload_optimizer device cpu")["offload_optimizer"].as<bool>());
+  EXPECT_FALSE(plan("DeepSpeed ZeRO-3 with offload_optimizer device cpu")["offload_params"]);
+  const std::string ds_infinity =
+      "Run settings: ZeRO stage 3 with \"offload_optimizer\": {\"device\": \"cpu\"} and \"offload_param\": {\"device\": \"cpu\"}.";
+  EXPECT_TRUE(plan(ds_infinity)["offload_params"].as<bool>());
+  EXPECT_TRUE(plan(ds_infinity)["offload_optimizer"].as<bool>());
+  EXPECT_TRUE(plan("torchtune recipe: fsdp_cpu_offload: True, bf16")["offload_params"].as<bool>());
+  EXPECT_TRUE(plan("torchtune recipe: fsdp_cpu_offload: True, bf16")["offload_optimizer"].as<bool>());
+  EXPECT_TRUE(plan("Parameter and activation CPU offloading were used for the 1T runs")["offload_params"].as<bool>());
+  EXPECT_FALSE(plan("fsdp_cpu_offload: False")["offload_params"]);
+  EXPECT_FALSE(plan("\"offload_param\": {\"device\": \"none\"}")["offload_params"]);
+  EXPECT_FALSE(plan("offload_param device cpu can be set for larger models")["offload_params"]);
+  c["parallelism"]["zero"] = 2;
+  EXPECT_FALSE(plan("torchtune recipe: fsdp_cpu_offload: True")["offload_params"]);
   // A stated norm; a hyphenated sliding window; a shard degree.
   c["hardware"]["gpu"] = "H100-SXM5-80GB";
   c["model"]["mlp"] = "swiglu";
