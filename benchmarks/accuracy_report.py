@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Regenerates README's accuracy tables: runs `stacksim validate` on the bundled validation set and
-prints Markdown tables (per kind and source: cases, MAPE, max error, not buildable).
+prints Markdown tables (per kind and source: cases, MAPE, max error, not buildable; then how well
+the training predictions compare two rows of one source, ratio_accuracy.py).
 
 usage: /usr/bin/python3 benchmarks/accuracy_report.py [--cases FILE] [--json existing.json]
 """
@@ -11,6 +12,8 @@ import os
 import subprocess
 import sys
 import tempfile
+
+import ratio_accuracy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -48,6 +51,8 @@ def main():
     print("|---|---:|---:|---:|---:|")
     for kind, s in sorted(data["summary"]["by_kind"].items()):
         print(f"| {kind} | {s['n']} | {s['mape_pct']:.1f} | {s['macro_mape_pct']:.1f} | {s['max_abs_error_pct']:.1f} |")
+    print()
+    ratio_accuracy.print_table(ratio_accuracy.pair_errors(data["cases"], ratio_accuracy.case_keys([args.cases])))
     return 0
 
 

@@ -3,7 +3,8 @@
 the cases predicted, MAPE, max error and the cases not buildable, by running `stacksim validate`;
 then one line on the training rows' direction: how many are predicted too fast (a step time below
 the measured one, or a throughput, TFLOP/s or MFU above it) and the median of the signed error
-turned that way (positive = too fast).
+turned that way (positive = too fast); then how well the predictions compare two rows of one
+source (ratio_accuracy.py).
 
 usage: /usr/bin/python3 benchmarks/heldout_report.py
 """
@@ -14,6 +15,8 @@ import subprocess
 import sys
 import tempfile
 
+import ratio_accuracy
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -22,7 +25,9 @@ def main():
     print("| file | kind | cases | MAPE % | max % | not buildable |")
     print("|---|---|---:|---:|---:|---:|")
     too_fast = []  # per training row: the error turned so that positive means predicted too fast
-    for path in sorted(glob.glob(os.path.join(ROOT, "validation", "extra", "*.yaml"))):
+    every_case = []
+    paths = sorted(glob.glob(os.path.join(ROOT, "validation", "extra", "*.yaml")))
+    for path in paths:
         fd, out = tempfile.mkstemp(suffix=".json")
         os.close(fd)
         try:
@@ -31,6 +36,7 @@ def main():
                 cases = json.load(f)["cases"]
         finally:
             os.unlink(out)
+        every_case += cases
         by_kind = {}
         for c in cases:
             if c["kind"] == "training" and c.get("error_pct") is not None:
@@ -51,6 +57,8 @@ def main():
         fast = sum(1 for e in too_fast if e > 0)
         print(f"\nTraining rows: {n}; predicted too fast: {fast} ({100.0 * fast / n:.0f} %); "
               f"median signed error toward too fast: {median:+.1f} %")
+    print()
+    ratio_accuracy.print_table(ratio_accuracy.pair_errors(every_case, ratio_accuracy.case_keys(paths)))
     return 0
 
 
