@@ -523,8 +523,9 @@ class StepBuilder {
         param_copies_[s].push_back(fetched);
         deps = {fetched};
       }
-      const sim::TaskId e = add_group_collective(s, group, coll::CollectiveOp::AllGather, bytes,
-                                                 deps, st.dp_track, kCatDpComm);
+      sim::TaskId e = add_group_collective(s, group, coll::CollectiveOp::AllGather, bytes,
+                                           deps, st.dp_track, kCatDpComm);
+      if (e == sim::kNoTask && p_.offload_params && bytes > 0) e = deps.front();  // unsharded: the fetch alone
       if (e != sim::kNoTask) exit = st.ag_cursor = e;
     }
     return exit;
@@ -534,7 +535,8 @@ class StepBuilder {
     StageState& st = stages_[s];
     const int vs = vstage(it.chunk, s);
     const auto [l0, l1] = layer_range(model_stage(vs));
-    const bool fsdp = p_.zero >= 3 && reduces_gradients();
+    // Offloaded parameters are fetched per layer even with nothing to gather or reduce (one rank).
+    const bool fsdp = p_.zero >= 3 && (reduces_gradients() || p_.offload_params);
     const bool last_mb = it.micro_batch == last_micro_batch(it.chunk);
     // FSDP under a pipeline (torchtitan: FSDP2 + torch.distributed.pipelining) keeps each stage's
     // gathered parameters for all its micro-batches (reshard_after_forward is off with PP, "to avoid
@@ -611,9 +613,10 @@ class StepBuilder {
           if (rs != sim::kNoTask) st.rs_cursor = rs;
           if (p_.offload_optimizer) {  // each reduced shard to the host's optimizer at once (fp32)
             const int node = cluster_.node_of_gpu(st.rep);
+            const sim::TaskId ready = rs != sim::kNoTask ? rs : st.cursor;  // nothing to reduce: one rank
             for (const auto& [group, b] : {std::pair{Group::DpShard, bytes}, {Group::ExpertDp, expert_bytes}}) {
               const sim::TaskId copy = add_host_copies(node, b / std::max(1, group_size(group)) * p_.offload_d2h_per_grad_byte,
-                                                       true, {rs}, "gradient shard to host", st.dp_track);
+                                                       true, {ready}, "gradient shard to host", st.dp_track);
               if (copy != sim::kNoTask) grads_to_host_[s].push_back(copy);
             }
           }

@@ -412,6 +412,18 @@ TEST(Host, OffloadedZero3StepsOnTheHostAndOffloadedShardsCrossPcieBeforeEachGath
   const TrainingResult tp_only = run({"parallelism.dp=1", "parallelism.tp=8", "parallelism.zero=1",
                                       "parallelism.offload_optimizer=true", "parallelism.global_batch=6"});
   EXPECT_GT(category(tp_only, "optimizer"), host_adam_s);
+  // ZeRO-3 on one data-parallel rank with offloaded parameters: nothing to gather, but every layer
+  // still fetches its parameters from the host (the first fetch, at least, with nothing to hide it).
+  const std::vector<std::string> one_rank = {"parallelism.dp=1", "parallelism.tp=8", "parallelism.global_batch=6",
+                                             "parallelism.offload_optimizer=true"};
+  std::vector<std::string> with_params = one_rank;
+  with_params.push_back("parallelism.offload_params=true");
+  const TrainingResult kept = run(one_rank), fetched = run(with_params);
+  EXPECT_EQ(category(kept, "dp_comm"), 0.0);
+  EXPECT_GT(category(fetched, "dp_comm"), 0.0);
+  EXPECT_GT(category(kept, "optimizer"), host_adam_s);
+  EXPECT_GT(category(fetched, "optimizer"), 0.95 * host_adam_s);  // the host Adam alone: no copy back
+  EXPECT_LT(fetched.step_time_s, kept.step_time_s);  // its gradients leave layer by layer, nothing comes back
 }
 
 TEST(Host, OffloadNeedsAShardedOptimizerAndTheNodesMemoryBandwidth) {
