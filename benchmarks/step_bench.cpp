@@ -5,6 +5,7 @@
 
 #include "models/analysis/scenario.hpp"
 #include "models/analysis/training.hpp"
+#include "sim/allocator.hpp"
 
 using namespace stacksim::analysis;
 
@@ -45,4 +46,12 @@ BENCHMARK(BM_Llama3_8B_64xH100)->Unit(benchmark::kMillisecond)->Threads(1)->Thre
 BENCHMARK(BM_Llama3_405B_16384xH100)->Unit(benchmark::kSecond)->Iterations(1);
 BENCHMARK(BM_DeepSeekV3_2048xH800)->Unit(benchmark::kSecond)->Iterations(1);
 
-BENCHMARK_MAIN();
+// The allocator tuned as the CLI and the Python module tune it (sim/allocator.hpp).
+int main(int argc, char** argv) {
+  stacksim::sim::tune_allocator_for_replays();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

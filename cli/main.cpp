@@ -1,6 +1,5 @@
 // stacksim command line: parses arguments, calls the analysis library, formats output.
 // Exit codes (DESIGN.md): 0 success, 2 bad input (file, key, reason named), 1 internal error.
-#include <malloc.h>
 
 #include <iostream>
 #include <string>
@@ -8,6 +7,7 @@
 
 #include "config/error.hpp"
 #include "models/analysis/commands.hpp"
+#include "sim/allocator.hpp"
 #include "sim/engine.hpp"
 
 namespace {
@@ -38,10 +38,7 @@ const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
-  // A big step's task graph and engine grow vectors of hundreds of MB: extending the heap 256 MB
-  // at a time spares most of the page faults of growing it page by page (GPT-3 175B on 1,024
-  // GPUs 2.0 -> 1.5 s on a 2-core VM, +10 MB resident); untouched pad costs no memory.
-  mallopt(M_TOP_PAD, 256 << 20);
+  stacksim::sim::tune_allocator_for_replays();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::cout << kUsage;

@@ -12,6 +12,7 @@
 #include "models/analysis/training.hpp"
 #include "models/analysis/validation.hpp"
 #include "models/workload/model_catalog.hpp"
+#include "sim/allocator.hpp"
 #include "sim/engine.hpp"
 
 namespace py = pybind11;
@@ -65,6 +66,9 @@ std::string catalog_model_json(const std::string& name) {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "stacksim C++ core (use the stacksim package)";
+  // Sweeps evaluate many steps in this process: keep the allocator from faulting each one's memory
+  // in again (sim/allocator.hpp; up to 512 MB of freed heap is kept for the next evaluation).
+  sim::tune_allocator_for_replays();
   py::register_exception<config::InputError>(m, "InputError", PyExc_ValueError);
   m.def(
       "run_yaml",
