@@ -5,6 +5,7 @@
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
 #include "models/analysis/compare.hpp"
+#include "models/analysis/host.hpp"
 #include "models/compute/gpu_model.hpp"
 #include "models/workload/ops.hpp"
 
@@ -128,4 +129,41 @@ TEST(Stories, AHostBoundJobGainsNothingFromFasterGpusAndMuchFromCudaGraphs) {
     if (e.speedup > best->speedup) best = &e;
   EXPECT_EQ(best->label, "host_launch");
   EXPECT_GT(best->speedup, 1.5);
+}
+
+TEST(Stories, CpuOffloadFitsA70BFineTuneOnOneNodeAtTheCostOfTheHostsAdam) {
+  // Story (g): Llama 3.1 70B fully fine-tuned on one DGX A100 with FSDP. Without offload the
+  // sharded fp32 masters and moments alone overflow 80 GB; offloaded (optimizer and parameters)
+  // it fits, and the step pays the host's Adam: the whole model's 30 B per parameter through the
+  // node's two sockets of DRAM. Offloading the parameters too costs nothing over offloading the
+  // optimizer (their fetches hide under each layer's compute; no copy back). More GPUs without
+  // offload or an H100 node buy much more than anything on the host side.
+  const std::string path = story("offload-finetune");
+  const TrainingResult plain = simulate_training(
+      load_scenario(path, {"parallelism.offload_optimizer=false", "parallelism.offload_params=false"}).training, {});
+  EXPECT_TRUE(plain.oom);
+  const Comparison c = compare(path, {},
+                               {{"parallelism.offload_params=false"},
+                                {"cluster.nodes=4", "parallelism.dp=32", "parallelism.offload_optimizer=false",
+                                 "parallelism.offload_params=false"},
+                                {"cluster.node=dgx-h100"}},
+                               true);
+  EXPECT_FALSE(c.baseline.oom);
+  const double params = load_scenario(path, {}).training.model.total_params();
+  const double host_adam_s = params * 30.0 / (2 * 204.8e9 * kHostMemoryEfficiency);
+  EXPECT_NEAR(category(c.baseline, "optimizer"), host_adam_s, 0.05 * host_adam_s);
+  EXPECT_LT(c.baseline.memory_per_gpu_bytes, c.variants[0].result.memory_per_gpu_bytes);  // no shard kept
+  EXPECT_GE(c.variants[0].result.step_time_s, c.baseline.step_time_s);
+  EXPECT_FALSE(c.variants[1].result.oom);
+  EXPECT_GT(c.variants[1].speedup, 4.0);  // four times the GPUs, and no host phase
+  EXPECT_GT(c.variants[2].speedup, 2.0);
+  double host_memory = 0, pcie = 0, gpu_flops = 0;
+  for (const VariantOutcome& e : c.elasticity) {
+    if (e.label == "host_memory") host_memory = e.speedup;
+    if (e.label == "pcie") pcie = e.speedup;
+    if (e.label == "gpu_flops") gpu_flops = e.speedup;
+  }
+  EXPECT_GT(host_memory, 1.03);  // half the host phase: 13 % of the step
+  EXPECT_LT(host_memory, gpu_flops);
+  EXPECT_LT(pcie, 1.01);
 }
