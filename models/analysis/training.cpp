@@ -266,7 +266,7 @@ nlohmann::json training_json(const Scenario& s, const TrainingResult& r) {
 }
 
 void print_training(const Scenario& s, const TrainingResult& r, bool verbose, std::ostream& out) {
-  char line[256];
+  char line[512];
   out << "scenario " << s.name << ": " << r.num_gpus << " GPUs (" << s.training.gpu << ", " << s.training.cluster.node.name
       << " x " << s.training.cluster.nodes << ")\n";
   const auto& p = s.training.plan;
@@ -274,10 +274,12 @@ void print_training(const Scenario& s, const TrainingResult& r, bool verbose, st
   if (p.experts_folded()) etp.append(" etp ").append(std::to_string(p.expert_tp()));
   if (p.pp > 1 && p.schedule != workload::Schedule::OneFOneB)
     schedule = p.dualpipe() ? " (dualpipe)" : " (gpipe)";
-  const std::string graphs = p.cuda_graphs ? ", cuda graphs " + workload::cuda_graphs_name(p.cuda_graphs) : "";
+  std::string extras = p.cuda_graphs ? ", cuda graphs " + workload::cuda_graphs_name(p.cuda_graphs) : "";
+  if (p.offload_optimizer) extras += p.offload_params ? ", optimizer and parameters on the host" : ", optimizer on the host";
+  if (p.offload_activations) extras += ", activations offloaded";
   std::snprintf(line, sizeof line, "plan: tp %d pp %d%s dp %d cp %d ep %d%s vp %d, micro-batch %d, global batch %d, %s, recompute %s, zero %d%s\n",
                 p.tp, p.pp, schedule.c_str(), p.dp, p.cp, p.ep, etp.c_str(), p.vp, p.micro_batch, p.global_batch,
-                workload::precision_name(p.precision), r.recompute.c_str(), p.zero, graphs.c_str());
+                workload::precision_name(p.precision), r.recompute.c_str(), p.zero, extras.c_str());
   out << line;
   std::snprintf(line, sizeof line, "step time        %s\n", sim::format_seconds(r.step_time_s).c_str()); out << line;
   std::snprintf(line, sizeof line, "tokens/s         %.4g (%.4g per GPU)\n", r.tokens_per_s, r.tokens_per_s_per_gpu); out << line;

@@ -79,6 +79,14 @@ TEST(Cli, RunNamesANon1F1BScheduleInItsPlanLine) {
   EXPECT_NE(plan_line({"--set", "parallelism.schedule=dualpipe", "--set", "parallelism.global_batch=32"}).find("pp 2 (dualpipe)"),
             std::string::npos);
   EXPECT_NE(plan_line({"--set", "parallelism.schedule=gpipe"}).find("pp 2 (gpipe)"), std::string::npos);
+  // What lives on the host is part of the plan too.
+  EXPECT_EQ(plan_line({}).find("host"), std::string::npos);
+  EXPECT_NE(plan_line({"--set", "parallelism.zero=3", "--set", "parallelism.offload_optimizer=true", "--set",
+                       "parallelism.offload_params=true"}).find("zero 3, optimizer and parameters on the host"),
+            std::string::npos);
+  EXPECT_NE(plan_line({"--set", "parallelism.zero=1", "--set", "parallelism.offload_optimizer=true", "--set",
+                       "parallelism.offload_activations=true"}).find("zero 1, optimizer on the host, activations offloaded"),
+            std::string::npos);
 }
 
 TEST(Cli, TraceSlicesOnOneTrackNestOrFollowEachOther) {
