@@ -516,16 +516,16 @@ class StepBuilder {
     sim::TaskId exit = sim::kNoTask;
     for (const auto& [group, bytes] : {std::pair{Group::DpShard, layer.param_bytes}, {Group::ExpertDp, layer.expert_param_bytes}}) {
       std::vector<sim::TaskId> deps{st.ag_cursor, limiter};
+      sim::TaskId fetched = sim::kNoTask;
       if (p_.offload_params && bytes > 0) {
         // The shard lives in host memory: it crosses PCIe before the gather can start.
-        const sim::TaskId fetched = add_host_copies(cluster_.node_of_gpu(st.rep), bytes / std::max(1, group_size(group)),
-                                                    false, deps, "parameter shard from host", st.param_track, kCatDpComm);
+        fetched = add_host_copies(cluster_.node_of_gpu(st.rep), bytes / std::max(1, group_size(group)), false, deps,
+                                  "parameter shard from host", st.param_track, kCatDpComm);
         param_copies_[s].push_back(fetched);
         deps = {fetched};
       }
-      sim::TaskId e = add_group_collective(s, group, coll::CollectiveOp::AllGather, bytes,
-                                           deps, st.dp_track, kCatDpComm);
-      if (e == sim::kNoTask && p_.offload_params && bytes > 0) e = deps.front();  // unsharded: the fetch alone
+      sim::TaskId e = add_group_collective(s, group, coll::CollectiveOp::AllGather, bytes, deps, st.dp_track, kCatDpComm);
+      if (e == sim::kNoTask) e = fetched;  // nothing to gather (one rank): the fetch alone
       if (e != sim::kNoTask) exit = st.ag_cursor = e;
     }
     return exit;
@@ -617,7 +617,7 @@ class StepBuilder {
             for (const auto& [group, b] : {std::pair{Group::DpShard, bytes}, {Group::ExpertDp, expert_bytes}}) {
               const sim::TaskId copy = add_host_copies(node, b / std::max(1, group_size(group)) * p_.offload_d2h_per_grad_byte,
                                                        true, {ready}, "gradient shard to host", st.dp_track);
-              if (copy != sim::kNoTask) grads_to_host_[s].push_back(copy);
+              if (copy != sim::kNoTask) offload_tasks_[s].push_back(copy);
             }
           }
         } else if (last_mb) {
@@ -931,7 +931,6 @@ class StepBuilder {
 
   void build_tail() {
     std::vector<sim::TaskId> ends;
-    if (p_.offload_optimizer) offload_tasks_.resize(p_.pp);
     for (int s = 0; s < p_.pp; ++s) {
       StageState& st = stages_[s];
       std::vector<sim::TaskId> before_optimizer{st.cursor, st.rs_cursor, st.ag_cursor};
@@ -940,13 +939,12 @@ class StepBuilder {
       const sim::TrackId host_track = p_.offload_optimizer ? g_.add_track("host", "optimizer offload (stage " +
                                                                                       std::to_string(s) + ")")
                                                            : sim::kNoTrack;
-      std::vector<sim::TaskId> to_host = grads_to_host_[s];
-      if (p_.offload_optimizer) offload_tasks_[s] = to_host;
+      // The host phase so far: ZeRO-3's per-layer gradient copies (build_item), then the buckets'.
+      std::vector<sim::TaskId>& host_phase = offload_tasks_[s];
       const auto offload_bucket = [&](sim::TaskId reduced, double bytes, Group g) {
         if (!p_.offload_optimizer || reduced == sim::kNoTask) return;
-        to_host.push_back(add_host_copies(node, bytes / group_size(g) * p_.offload_d2h_per_grad_byte, true, {reduced},
-                                          "gradient shard to host", host_track));
-        offload_tasks_[s].push_back(to_host.back());
+        host_phase.push_back(add_host_copies(node, bytes / group_size(g) * p_.offload_d2h_per_grad_byte, true,
+                                             {reduced}, "gradient shard to host", host_track));
       };
       if (p_.zero < 3 && reduces_gradients()) {
         // Gradient buckets in backward order, each reduced once its last gradient is ready; the
@@ -987,14 +985,10 @@ class StepBuilder {
         for (int c = 0; c < chunks(); ++c)
           shard16 += chunk_param_bytes(s, c) / group_size(Group::DpShard) +
                      chunk_expert_param_bytes(s, c) / std::max(1, group_size(Group::ExpertDp));
-        if (to_host.empty()) {
-          // Nothing reduced (one data-parallel rank): the whole gradient, in fp32, after the backward.
-          to_host.push_back(add_host_copies(node, 2.0 * shard16, true, {st.cursor}, "gradients to host", host_track));
-          offload_tasks_[s].push_back(to_host.back());
-        }
+        if (host_phase.empty())  // nothing reduced (one data-parallel rank): the whole gradient, in fp32
+          host_phase.push_back(add_host_copies(node, 2.0 * shard16, true, {st.cursor}, "gradients to host", host_track));
         int node_gpus = 0;
         for (int r = 0; r < cluster_.num_gpus(); ++r) node_gpus += cluster_.node_of_gpu(r) == node;
-        to_host.push_back(st.cursor);
         sim::TaskSpec adam;
         adam.activity.work = node_gpus * shard16 / 2.0 * p_.offload_host_bytes_per_param;
         adam.activity.bound = p_.host_memory_Bps;
@@ -1002,12 +996,13 @@ class StepBuilder {
         adam.track = host_track;
         adam.name = g_.intern("host Adam (CPU, the node's shards)");
         const sim::TaskId step = g_.add(adam);
-        for (sim::TaskId d : to_host) g_.add_dependency(d, step);
-        offload_tasks_[s].push_back(step);
+        for (sim::TaskId d : host_phase) g_.add_dependency(d, step);
+        g_.add_dependency(st.cursor, step);
+        host_phase.push_back(step);
         st.cursor = step;
         if (!p_.offload_params) {
           st.cursor = add_host_copies(node, shard16, false, {step}, "updated 16-bit shard to GPU", host_track);
-          offload_tasks_[s].push_back(st.cursor);
+          host_phase.push_back(st.cursor);
         }
       }
       if (p_.zero >= 1 && p_.zero <= 2 && reduces_gradients() && !p_.overlap_param_gather) {
@@ -1078,25 +1073,19 @@ class StepBuilder {
       edges.push_back({begin, +1, sp.category, false});
       edges.push_back({r.end[sp.exit].ps(), -1, sp.category, false});
     }
-    // The offloaded optimizer's host phase: copies and the host's Adam, the GPU waiting on them.
-    if (s < static_cast<int>(offload_tasks_.size()))
-      for (sim::TaskId t : offload_tasks_[s])
+    // Host-side work the GPU may wait on, where it has nothing to run: the offloaded optimizer's
+    // phase (copies and the host's Adam), offloaded parameter shards (the first leg of their
+    // gathers) and offloaded activations.
+    const auto waits_on = [&](const std::vector<sim::TaskId>& tasks, uint16_t category) {
+      for (sim::TaskId t : tasks)
         if (t != sim::kNoTask && r.end[t] > r.start[t]) {
-          edges.push_back({r.start[t].ps(), +1, kCatOptimizer, false});
-          edges.push_back({r.end[t].ps(), -1, kCatOptimizer, false});
+          edges.push_back({r.start[t].ps(), +1, category, false});
+          edges.push_back({r.end[t].ps(), -1, category, false});
         }
-    // Offloaded parameter shards: the first leg of their gathers.
-    for (sim::TaskId t : param_copies_[s])
-      if (t != sim::kNoTask && r.end[t] > r.start[t]) {
-        edges.push_back({r.start[t].ps(), +1, kCatDpComm, false});
-        edges.push_back({r.end[t].ps(), -1, kCatDpComm, false});
-      }
-    // Offloaded activations, where the GPU has nothing to run but waits for them.
-    for (sim::TaskId t : activation_copies_[s])
-      if (r.end[t] > r.start[t]) {
-        edges.push_back({r.start[t].ps(), +1, kCatOffload, false});
-        edges.push_back({r.end[t].ps(), -1, kCatOffload, false});
-      }
+    };
+    waits_on(offload_tasks_[s], kCatOptimizer);
+    waits_on(param_copies_[s], kCatDpComm);
+    waits_on(activation_copies_[s], kCatOffload);
     // The batch copy: a pageable one holds the stage from its start; a pinned one only where it
     // outlasts the stage's own work.
     if (batch_copy_ != sim::kNoTask) {
@@ -1168,14 +1157,13 @@ class StepBuilder {
   std::vector<LaunchWait> launch_waits_;
   bool launches_free_ = false;  // host_stays_ahead: only each stage's first launch is charged
   sim::TaskId batch_copy_ = sim::kNoTask;  // build_batch_copy
-  std::vector<std::vector<sim::TaskId>> offload_tasks_;  // per stage: ZeRO-Offload's host phase
+  // Per stage: ZeRO-Offload's host phase (gradient copies, the host's Adam, the copy back).
+  std::vector<std::vector<sim::TaskId>> offload_tasks_ = std::vector<std::vector<sim::TaskId>>(p_.pp);
   // Activation offloading: each forward item's copies to the host, per layer (by item key), and
   // per stage every copy either way (the GPU waits on them only where a backward needs one).
   std::unordered_map<uint64_t, std::vector<sim::TaskId>> offloaded_;
   std::vector<std::vector<sim::TaskId>> activation_copies_ = std::vector<std::vector<sim::TaskId>>(p_.pp);
-  // Offloaded ZeRO-3: each layer's gradient shard to the host (per stage, in the backward) and
-  // each parameter shard from it before its gather.
-  std::vector<std::vector<sim::TaskId>> grads_to_host_ = std::vector<std::vector<sim::TaskId>>(p_.pp);
+  // Offloaded parameters: each shard's copy from the host before its gather, per stage.
   std::vector<std::vector<sim::TaskId>> param_copies_ = std::vector<std::vector<sim::TaskId>>(p_.pp);
   std::map<std::pair<int, bool>, std::map<topo::LinkId, int>> node_copy_links_;  // add_host_copies' routes
   std::vector<sim::TaskId> stage_end_;     // per stage: its last task before the step's end
