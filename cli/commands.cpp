@@ -1,4 +1,4 @@
-#include "models/analysis/commands.hpp"
+#include "cli/commands.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,13 +12,13 @@
 #include <sstream>
 
 #include "config/error.hpp"
-#include "models/analysis/compare.hpp"
-#include "models/analysis/output.hpp"
-#include "models/analysis/plan_search.hpp"
-#include "models/analysis/scenario.hpp"
-#include "models/analysis/sweep.hpp"
-#include "models/analysis/training.hpp"
-#include "models/analysis/validation.hpp"
+#include "services/compare.hpp"
+#include "services/output.hpp"
+#include "services/plan_search.hpp"
+#include "services/scenario.hpp"
+#include "services/sweep.hpp"
+#include "services/training.hpp"
+#include "validate/validation.hpp"
 #include "models/calibration/calibrate.hpp"
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"

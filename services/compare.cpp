@@ -1,4 +1,4 @@
-#include "models/analysis/compare.hpp"
+#include "services/compare.hpp"
 
 #include <tbb/parallel_for.h>
 

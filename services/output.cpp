@@ -1,4 +1,4 @@
-#include "models/analysis/output.hpp"
+#include "services/output.hpp"
 
 #include <cstdio>
 #include <fstream>

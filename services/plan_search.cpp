@@ -1,4 +1,4 @@
-#include "models/analysis/plan_search.hpp"
+#include "services/plan_search.hpp"
 
 #include <tbb/parallel_for.h>
 
@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "config/yaml.hpp"
-#include "models/analysis/scenario.hpp"
+#include "services/scenario.hpp"
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
 #include "models/workload/pipeline_layout.hpp"

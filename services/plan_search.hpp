@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "models/analysis/training.hpp"
+#include "services/training.hpp"
 
 namespace stacksim::analysis {
 

@@ -1,4 +1,4 @@
-#include "models/analysis/prices.hpp"
+#include "services/prices.hpp"
 
 namespace stacksim::analysis {
 

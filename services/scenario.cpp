@@ -1,4 +1,4 @@
-#include "models/analysis/scenario.hpp"
+#include "services/scenario.hpp"
 
 #include <cmath>
 #include <filesystem>

@@ -17,9 +17,9 @@
 #include "models/collectives/collective.hpp"
 #include "models/workload/model_config.hpp"
 #include "models/workload/parallel_plan.hpp"
-#include "models/analysis/host.hpp"
-#include "models/analysis/resilience.hpp"
-#include "models/analysis/prices.hpp"
+#include "models/host/host.hpp"
+#include "models/host/resilience.hpp"
+#include "services/prices.hpp"
 #include "topologies/builders.hpp"
 
 namespace stacksim::analysis {

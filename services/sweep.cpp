@@ -1,4 +1,4 @@
-#include "models/analysis/sweep.hpp"
+#include "services/sweep.hpp"
 
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
@@ -14,9 +14,9 @@
 #include <sstream>
 
 #include "config/yaml.hpp"
-#include "models/analysis/output.hpp"
-#include "models/analysis/scenario.hpp"
-#include "models/analysis/training.hpp"
+#include "services/output.hpp"
+#include "services/scenario.hpp"
+#include "services/training.hpp"
 
 namespace stacksim::analysis {
 namespace {

@@ -1,4 +1,4 @@
-#include "models/analysis/training.hpp"
+#include "services/training.hpp"
 
 #include <chrono>
 #include <cstdio>

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "models/analysis/scenario.hpp"
+#include "services/scenario.hpp"
 #include "models/workload/layer_timing.hpp"
 #include "models/workload/memory.hpp"
 #include "sim/engine.hpp"

@@ -1,5 +1,6 @@
 // Collective validation cases: the global default policy is documented in the header.
-#include "models/collectives/validate_collectives.hpp"
+#include "validate/collective_cases.hpp"
+#include "validate/hardware_notes.hpp"
 
 #include "config/cases_file.hpp"
 
@@ -121,14 +122,14 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
   if (has(inter, "nic_gbps")) {
     const int gbps = inter["nic_gbps"].as<int>();
     const hw::NicSpec& nic = hw::bundled_nodes().nic_for(has(inter, "fabric") ? inter["fabric"].as<std::string>() : "", gbps);
-    if (const std::string note = hw::NodeCatalog::nic_for_note(nic, gbps); !note.empty()) r.defaults.push_back(note);
+    if (const std::string note = validate::nic_rate_note(nic, gbps); !note.empty()) r.defaults.push_back(note);
     cl["nic"] = nic.name;
   } else {
     r.defaults.push_back("hardware.inter_node: the node type's NICs");
   }
   if (has(inter, "nics_per_node") && tray_gpus > 0) {
     // A tray's NIC count beside a tray's GPU count (as for training cases).
-    const auto rack = hw::NodeCatalog::rack_nics_from_tray(inter["nics_per_node"].as<int>(), tray_gpus, std::min(per_node, gpus));
+    const auto rack = validate::rack_nics_from_tray(inter["nics_per_node"].as<int>(), tray_gpus, std::min(per_node, gpus));
     cl["nics_per_node"] = rack.nics;
     r.defaults.push_back(rack.note);
   } else if (has(inter, "nics_per_node")) {

@@ -1,9 +1,9 @@
-#include "models/analysis/host_cases.hpp"
+#include "validate/host_cases.hpp"
 
 #include <stdexcept>
 
-#include "models/analysis/host.hpp"
-#include "models/analysis/training_cases.hpp"
+#include "models/host/host.hpp"
+#include "validate/training_cases.hpp"
 #include "models/collectives/collective.hpp"
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "models/analysis/validation.hpp"
+#include "validate/validation.hpp"
 
 namespace stacksim::analysis {
 
@@ -16,7 +16,7 @@ void predict_dataloader_case(const YAML::Node& c, const std::vector<YAML::Node>&
 
 // Host <-> device copy cases (kind memory, op h2d / d2h; nvbandwidth's copy-engine tests, which use
 // pinned host buffers): the node's PCIe x16 rate at the pinned-copy efficiency the host pipeline
-// uses (models/analysis/host.hpp), one direction. Peer (d2d) copies are refused with the reason.
+// uses (models/host/host.hpp), one direction. Peer (d2d) copies are refused with the reason.
 void predict_host_copy_case(const YAML::Node& c, CaseOutcome& out);
 
 }  // namespace stacksim::analysis

@@ -1,5 +1,5 @@
 // Kernel-case validation (conventions in validate_kernels.hpp).
-#include "models/compute/validate_kernels.hpp"
+#include "validate/kernel_cases.hpp"
 
 #include <algorithm>
 #include <cmath>

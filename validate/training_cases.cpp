@@ -1,4 +1,5 @@
-#include "models/analysis/training_cases.hpp"
+#include "validate/training_cases.hpp"
+#include "validate/hardware_notes.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -9,8 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "models/analysis/scenario.hpp"
-#include "models/analysis/training.hpp"
+#include "services/scenario.hpp"
+#include "services/training.hpp"
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
 #include "models/workload/flops.hpp"
@@ -668,7 +669,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     const int gbps = positive<int>(inter, "nic_gbps");
     const hw::NicSpec& nic = hw::bundled_nodes().nic_for(has(inter, "fabric") ? get<std::string>(inter, "fabric") : "",
                                                                gbps);
-    if (const std::string note = hw::NodeCatalog::nic_for_note(nic, gbps); !note.empty()) defaults.push_back(note);
+    if (const std::string note = validate::nic_rate_note(nic, gbps); !note.empty()) defaults.push_back(note);
     cl["nic"] = nic.name;
   } else if (const hw::NicSpec& own = hw::bundled_nodes().nic(hw::bundled_nodes().node(cl["node"].as<std::string>()).nic);
              has(inter, "fabric") && (get<std::string>(inter, "fabric") == "infiniband") != (own.fabric == "infiniband")) {
@@ -684,7 +685,7 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
   const hw::NodeSpec& node_type = hw::bundled_nodes().node(cl["node"].as<std::string>());
   if (has(inter, "nics_per_node") && tray_gpus > 0) {
     // Stated beside a tray's GPU count, the NIC count is the tray's too.
-    const auto rack = hw::NodeCatalog::rack_nics_from_tray(positive<int>(inter, "nics_per_node"), tray_gpus,
+    const auto rack = validate::rack_nics_from_tray(positive<int>(inter, "nics_per_node"), tray_gpus,
                                                            cl["gpus_per_node"] ? cl["gpus_per_node"].as<int>() : per_node);
     cl["nics_per_node"] = rack.nics;
     defaults.push_back(rack.note);

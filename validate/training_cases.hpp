@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "config/cases_file.hpp"
-#include "models/analysis/validation.hpp"
+#include "validate/validation.hpp"
 #include "models/hardware/node_spec.hpp"
 
 namespace stacksim::analysis {

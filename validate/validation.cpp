@@ -1,4 +1,4 @@
-#include "models/analysis/validation.hpp"
+#include "validate/validation.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -11,10 +11,10 @@
 #include "config/error.hpp"
 #include "config/cases_file.hpp"
 #include "config/yaml.hpp"
-#include "models/analysis/host_cases.hpp"
-#include "models/analysis/training_cases.hpp"
-#include "models/collectives/validate_collectives.hpp"
-#include "models/compute/validate_kernels.hpp"
+#include "validate/host_cases.hpp"
+#include "validate/training_cases.hpp"
+#include "validate/collective_cases.hpp"
+#include "validate/kernel_cases.hpp"
 
 #include <tbb/parallel_for.h>
 

@@ -1,4 +1,4 @@
-#include "models/analysis/host.hpp"
+#include "models/host/host.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
-#include "models/analysis/resilience.hpp"
+#include "models/host/resilience.hpp"
 
 #include <algorithm>
 
-#include "models/analysis/host.hpp"
+#include "models/host/host.hpp"
 
 namespace stacksim::analysis {
 

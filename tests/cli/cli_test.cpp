@@ -13,8 +13,8 @@
 
 #include "config/error.hpp"
 #include "config/yaml.hpp"
-#include "models/analysis/commands.hpp"
-#include "models/analysis/scenario.hpp"
+#include "cli/commands.hpp"
+#include "services/scenario.hpp"
 #include "tests/test_tmp.hpp"
 
 using namespace stacksim;

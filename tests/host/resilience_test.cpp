@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "config/error.hpp"
-#include "models/analysis/compare.hpp"
+#include "services/compare.hpp"
 
 using namespace stacksim::analysis;
 

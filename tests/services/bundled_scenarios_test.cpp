@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/analysis/commands.hpp"
-#include "models/analysis/scenario.hpp"
-#include "models/analysis/training.hpp"
+#include "cli/commands.hpp"
+#include "services/scenario.hpp"
+#include "services/training.hpp"
 #include "models/workload/model_catalog.hpp"
 #include "tests/test_tmp.hpp"
 

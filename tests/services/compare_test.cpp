@@ -6,7 +6,7 @@
 #include <set>
 
 #include "config/error.hpp"
-#include "models/analysis/compare.hpp"
+#include "services/compare.hpp"
 #include "tests/test_tmp.hpp"
 
 using namespace stacksim::analysis;

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <fstream>
 
-#include "models/analysis/plan_search.hpp"
-#include "models/analysis/scenario.hpp"
+#include "services/plan_search.hpp"
+#include "services/scenario.hpp"
 #include "tests/test_tmp.hpp"
 
 using namespace stacksim::analysis;

@@ -4,8 +4,8 @@
 
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
-#include "models/analysis/compare.hpp"
-#include "models/analysis/host.hpp"
+#include "services/compare.hpp"
+#include "models/host/host.hpp"
 #include "models/compute/gpu_model.hpp"
 #include "models/workload/ops.hpp"
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "models/analysis/sweep.hpp"
+#include "services/sweep.hpp"
 #include "tests/test_tmp.hpp"
 
 using namespace stacksim::analysis;

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "models/collectives/validate_collectives.hpp"
+#include "validate/collective_cases.hpp"
 
 using namespace stacksim::coll;
 

@@ -5,10 +5,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include "config/error.hpp"
-#include "models/analysis/scenario.hpp"
-#include "models/analysis/training.hpp"
-#include "models/analysis/host_cases.hpp"
-#include "models/analysis/training_cases.hpp"
+#include "services/scenario.hpp"
+#include "services/training.hpp"
+#include "validate/host_cases.hpp"
+#include "validate/training_cases.hpp"
 
 using namespace stacksim::analysis;
 
