@@ -93,8 +93,13 @@ StepOutcome Instance::step(double now, std::vector<Seq>& done) {
       break;  // prefill_first: prompts wait for their own step
     long long tokens = prefilling ? w.prompt_tokens - w.computed : q_decode;
     if (prefilling && tokens > budget) {
-      if (config_.chunked_prefill) tokens = budget;
-      else if (!items.empty()) break;  // a whole prompt that does not fit waits for an emptier step
+      if (config_.chunked_prefill) {
+        tokens = budget;
+      } else if (std::any_of(items.begin(), items.end(), [](const Item& it) { return it.prefill; })) {
+        break;  // a whole prompt over the budget waits for a step without other prompts
+      }
+      // Unchunked engines size their token limit to the longest prompt (vLLM V0 requires
+      // max_num_batched_tokens >= max_model_len): a longer prompt runs whole, as the step's only one.
     }
     long long need = blocks_for(w.kv_tokens + tokens) - w.blocks;
     if (config_.engine.kv_admission == KvAdmission::ReserveFull)

@@ -53,7 +53,7 @@ StepCostModel::StepCostModel(const ServingConfig& config, const Parallelism& par
   layers_per_stage_ = (model.layers + par_.pp - 1) / par_.pp;
   for (int l = 0; l < model.layers; ++l) (model.is_moe_layer(l) ? moe_layers_ : dense_layers_)++;
   tensor_flops_ = tensor_peak_flops_per_s(gpu, config.weights_dtype, config.activations_dtype) *
-                  gpu.max_efficiency(gemm_efficiency_key(config.activations_dtype));
+                  gpu.max_efficiency(gemm_efficiency_key(config.activations_dtype)) * config.engine.gemm_efficiency;
   f16_flops_ = tensor_peak_flops_per_s(gpu, Dtype::BF16, Dtype::BF16);
   hbm_Bps_ = gpu.hbm_Bps * gpu.hbm_efficiency;
   kernel_s_ = gpu.kernel_overhead_s;
@@ -194,7 +194,7 @@ void StepCostModel::attention(const StepShape& s, CategorySeconds& out) const {
   const workload::ModelConfig& m = model_;
   const double tp = par_.tp, dp = par_.dp, layers = m.layers;
   const double heads_gpu = std::ceil(static_cast<double>(m.heads) / tp);
-  const double eff_peak = f16_flops_ * gpu_.attention_forward_efficiency;
+  const double eff_peak = f16_flops_ * gpu_.attention_forward_efficiency * config_.engine.attention_efficiency;
   auto add = [&](double flops, double bytes, double blocks_visited) {
     if (flops <= 0 && bytes <= 0) return;
     const double plateau = blocks_visited / (blocks_visited + kAttentionTileOverhead);
