@@ -123,12 +123,14 @@ StepOutcome Instance::step(double now, std::vector<Seq>& done) {
   StepShape& sh = out.shape;
   for (const Item& it : items) {
     const Seq& s = running_[it.index];
+    sh.largest_item_tokens = std::max(sh.largest_item_tokens, it.tokens);
     if (it.prefill) {
       ++sh.prefill_seqs;
       sh.prefill_tokens += it.tokens;
       const double prior = static_cast<double>(s.kv_tokens), c = static_cast<double>(it.tokens);
       sh.prefill_pair_tokens += c * (prior + c / 2);
       sh.prefill_context_tokens += prior + c;
+      sh.largest_prefill_pairs = std::max(sh.largest_prefill_pairs, c * (prior + c / 2));
       if (s.computed + it.tokens >= s.prompt_tokens) ++sh.logits_tokens;
     } else {
       ++sh.decode_seqs;
