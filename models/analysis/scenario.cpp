@@ -12,7 +12,7 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"name",       "description", "hardware", "cluster",    "model",
                                            "parallelism", "collective", "host",     "storage",    "checkpoint",
-                                           "failures",    "prices"};
+                                           "failures",    "prices",     "purchase"};  // purchase: plan --purchase (purchase.hpp)
 
 // storage: the job's storage target per node, read by the data loaders and written by checkpoints
 // (`--set storage.read_GBps=20` asks what faster storage buys). A bare number is GB/s, as the key
