@@ -29,10 +29,41 @@ TrainingSetup FastTier::setup_for(const workload::ParallelPlan& plan) const {
   return s;
 }
 
+namespace {
+// What a plan's costed layers depend on besides the scenario (ops.cpp, program_builder.cpp): the
+// shapes (tp, cp, ep, micro-batch, sequence parallelism), the recomputation (per layer: with
+// recompute_layers, by chunk, so pp and vp too), FSDP's passes (zero 3) and, under autocast, the
+// micro-batch count. Not pp, dp, vp or the ZeRO stage otherwise.
+std::string layer_key(const workload::ParallelPlan& p) {
+  std::string k;
+  for (long long v : {(long long)p.tp, (long long)p.cp, (long long)p.ep, (long long)p.expert_tp(), (long long)p.micro_batch,
+                      (long long)p.recompute, (long long)p.recompute_modules, (long long)p.sp(), (long long)(p.zero >= 3),
+                      (long long)p.recompute_layers, p.recompute_layers > 0 ? (long long)p.pp : 0LL,
+                      p.recompute_layers > 0 ? (long long)p.vp : 0LL, p.autocast ? (long long)p.num_micro_batches() : 0LL})
+    k += std::to_string(v) + ",";
+  return k;
+}
+}  // namespace
+
+std::shared_ptr<const std::vector<workload::LayerProgram>> FastTier::layers_for(const workload::ParallelPlan& plan) {
+  const std::string key = layer_key(plan);
+  {
+    std::lock_guard<std::mutex> lock(layers_mutex_);
+    const auto it = layers_.find(key);
+    if (it != layers_.end()) return it->second;
+  }
+  // Outside the lock: the same key always costs the same layers.
+  auto layers = std::make_shared<const std::vector<workload::LayerProgram>>(
+      step_program(setup_for(plan), plan, *gpu_model_, cc_).layers);
+  std::lock_guard<std::mutex> lock(layers_mutex_);
+  return layers_.emplace(key, std::move(layers)).first->second;
+}
+
 FastTrainingResult FastTier::estimate(const workload::ParallelPlan& plan) {
   const TrainingSetup setup = setup_for(plan);
-  const workload::StepProgram program = step_program(setup, plan, *gpu_model_, cc_);
-  const workload::FastEstimate e = workload::fast_estimate_step(program, *collectives_);
+  const auto layers = layers_for(plan);
+  const workload::StepProgram program = step_program(setup, plan, *gpu_model_, cc_, false);
+  const workload::FastEstimate e = workload::fast_estimate_step(program, *layers, *collectives_);
   const StepAroundGpu around = step_around_gpu(setup, plan, e.step_time_s);
   FastTrainingResult r;
   r.gpu_step_s = e.step_time_s;

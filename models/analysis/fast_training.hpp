@@ -49,6 +49,10 @@ class FastTier {
   std::unique_ptr<topo::Cluster> cluster_;
   coll::CommTuning tuning_;
   std::unique_ptr<workload::CollectiveTimes> collectives_;
+  // Costed layers by what they depend on (layer_key): tp, cp, ep, micro-batch, recompute, ...
+  std::mutex layers_mutex_;
+  std::map<std::string, std::shared_ptr<const std::vector<workload::LayerProgram>>> layers_;
+  std::shared_ptr<const std::vector<workload::LayerProgram>> layers_for(const workload::ParallelPlan& plan);
 };
 
 }  // namespace stacksim::analysis

@@ -91,8 +91,9 @@ topo::ClusterConfig scaled_cluster(const TrainingSetup& setup) {
 }
 
 workload::StepProgram step_program(const TrainingSetup& setup, const workload::ParallelPlan& plan,
-                                   const compute::GpuModel& gpu_model, const topo::ClusterConfig& cc) {
-  workload::StepProgram program = workload::build_step_program(setup.model, plan, gpu_model);
+                                   const compute::GpuModel& gpu_model, const topo::ClusterConfig& cc,
+                                   bool with_layers) {
+  workload::StepProgram program = workload::build_step_program(setup.model, plan, gpu_model, with_layers);
   program.host_launch_s = setup.host.kernel_launch_s / setup.scales.host_launch;
   program.host_step_s = setup.host.step_overhead_s / setup.scales.host_launch;
   if (plan.offload_optimizer) {

@@ -94,7 +94,8 @@ topo::ClusterConfig scaled_cluster(const TrainingSetup& setup);
 // The costed step program the replay runs for `plan` (host launches, offloaded optimizer, the
 // batch's copy set from the setup); `cc` is scaled_cluster(setup).
 workload::StepProgram step_program(const TrainingSetup& setup, const workload::ParallelPlan& plan,
-                                   const compute::GpuModel& gpu_model, const topo::ClusterConfig& cc);
+                                   const compute::GpuModel& gpu_model, const topo::ClusterConfig& cc,
+                                   bool with_layers = true);
 StepAroundGpu step_around_gpu(const TrainingSetup& setup, const workload::ParallelPlan& plan, double gpu_step_s);
 
 // The plan as simulated: `recompute: auto` resolved to the least recomputation that fits in

@@ -45,7 +45,8 @@ bool same_ops(const std::vector<CostedOp>& a, const std::vector<CostedOp>& b) {
 
 class Estimator {
  public:
-  Estimator(const StepProgram& p, CollectiveTimes& ct) : p_(p), ct_(ct) {}
+  Estimator(const StepProgram& p, const std::vector<LayerProgram>& layers, CollectiveTimes& ct)
+      : p_(p), L_(layers), ct_(ct) {}
 
   FastEstimate run() {
     const int chunks = dualpipe() ? 2 : p_.vp, pp = p_.pp, m = p_.micro_batches;
@@ -66,7 +67,7 @@ class Estimator {
         for (int l = l0; l < l1; ++l) {
           ListTime lf = layer_list(l, false), lb = layer_list(l, true);
           if (fsdp) {
-            const LayerProgram& L = p_.layers[l];
+            const LayerProgram& L = L_[l];
             const double ag = gather_s(L), rs = reduce_scatter_s(L);
             const double copy = L.fsdp_gather_copy_s;
             if (!keep_gathered) {
@@ -101,7 +102,7 @@ class Estimator {
     for (double t : p2p) p2p_max = std::max(p2p_max, t);
 
     // Per stage per micro-batch: forward F, backward B, the steady-state period C.
-    std::vector<double> F(pp), B(pp), C(pp), W(pp);
+    std::vector<double> F(pp), B(pp), C(pp), W(pp), FB(pp);  // FB: F + B, no faster than its launches
     for (int s = 0; s < pp; ++s) {
       ListTime all;
       double f = 0, b = 0, fc = 0, bc = 0, w = 0;
@@ -120,6 +121,7 @@ class Estimator {
       // and after a host sync the launches that follow are exposed (the first one at least).
       double period = f + b;
       if (h > 0) period = std::max(period, all.launches * h) + all.syncs * h;
+      FB[s] = period;
       if (paired()) {
         // F&B pairs: a forward chunk and a backward chunk (DualPipe: of the other direction) share
         // the GPU, each one's communication under the other's compute (pair_s).
@@ -132,7 +134,7 @@ class Estimator {
       F[s] = f, B[s] = b, C[s] = period, W[s] = w;
     }
     double c_max = 0, fb_sum = 0;
-    for (int s = 0; s < pp; ++s) c_max = std::max(c_max, C[s]), fb_sum += F[s] + B[s];
+    for (int s = 0; s < pp; ++s) c_max = std::max(c_max, C[s]), fb_sum += FB[s];
     double pipe = 0;
     std::vector<double> drain(pp, 0.0);
     if (p_.schedule == ScheduleKind::GPipe) {
@@ -156,7 +158,8 @@ class Estimator {
     double start = p_.host_step_s + h;
     if (p_.batch_copy_blocking && p_.batch_copy_bytes > 0 && p_.batch_copy_Bps > 0)
       start += p_.batch_copy_bytes / p_.batch_copy_Bps;
-    const double optimizer = list(p_.optimizer).stream_s;
+    const ListTime opt = list(p_.optimizer);
+    const double optimizer = std::max(opt.stream_s, opt.launches * h);
     FastEstimate out;
     double gather_delay = 0;
     for (int s = 0; s < pp; ++s) {
@@ -186,7 +189,7 @@ class Estimator {
   bool last_position(int vs) const { return dualpipe() ? vs % p_.pp == p_.pp - 1 : vs == positions() - 1; }
   std::pair<int, int> layer_range(int vs) const {
     if (!p_.vstage_begin.empty()) return {p_.vstage_begin[vs], p_.vstage_begin[vs + 1]};
-    const int per = static_cast<int>(p_.layers.size()) / (p_.pp * p_.vp);
+    const int per = static_cast<int>(L_.size()) / (p_.pp * p_.vp);
     return {vs * per, (vs + 1) * per};
   }
   int shard_ranks() const { return p_.shard_size > 0 ? p_.shard_size : p_.dp * p_.cp; }
@@ -237,12 +240,16 @@ class Estimator {
     const int gi = static_cast<int>(g);
     if (groups_[gi].empty()) groups_[gi] = first_group(g);
     if (groups_[gi].size() < 2) return 0.0;
+    // The plan's own collectives repeat every layer: look them up here before the shared cache.
+    for (const Known& k : known_)
+      if (k.group == gi && k.op == op && k.bytes == bytes && k.dispatch == d) return k.s;
     coll::Collective c;
     c.op = op;
     c.ranks = groups_[gi];
     c.bytes = bytes;
     c.dispatch = d;
-    return ct_.seconds(c);
+    known_.push_back({gi, op, bytes, d, ct_.seconds(c)});
+    return known_.back().s;
   }
 
   // Program order on one stream (replay.cpp's run_ops): compute runs back to back; a collective
@@ -313,11 +320,11 @@ class Estimator {
     const auto [l0, l1] = layer_range(model_stage(vs));
     if (!backward) {
       if (first_position(vs)) append_segments(p_.pre_forward, out);
-      for (int l = l0; l < l1; ++l) append_segments(p_.layers[l].forward, out);
+      for (int l = l0; l < l1; ++l) append_segments(L_[l].forward, out);
       if (last_position(vs)) append_segments(p_.post_forward, out);
     } else {
       if (last_position(vs)) append_segments(p_.pre_backward, out);
-      for (int l = l1 - 1; l >= l0; --l) append_segments(p_.layers[l].backward, out);
+      for (int l = l1 - 1; l >= l0; --l) append_segments(L_[l].backward, out);
       if (first_position(vs)) append_segments(p_.post_backward, out);
     }
     return out;
@@ -345,10 +352,14 @@ class Estimator {
 
   // Layers share costed programs by kind: time each distinct list once.
   ListTime layer_list(int l, bool backward) {
-    const std::vector<CostedOp>& ops = backward ? p_.layers[l].backward : p_.layers[l].forward;
-    for (const auto& [rep, t] : memo_)
-      if (rep == &ops || same_ops(*rep, ops)) return t;
+    std::vector<int>& of_layer = backward ? backward_memo_ : forward_memo_;
+    if (of_layer.empty()) of_layer.assign(L_.size(), -1);
+    if (of_layer[l] >= 0) return memo_[of_layer[l]].second;
+    const std::vector<CostedOp>& ops = backward ? L_[l].backward : L_[l].forward;
+    for (size_t i = 0; i < memo_.size(); ++i)
+      if (memo_[i].first == &ops || same_ops(*memo_[i].first, ops)) return memo_[of_layer[l] = static_cast<int>(i)].second;
     memo_.push_back({&ops, list(ops)});
+    of_layer[l] = static_cast<int>(memo_.size() - 1);
     return memo_.back().second;
   }
 
@@ -374,7 +385,7 @@ class Estimator {
       if (p_.zero >= 3 && reduces_gradients()) {  // FSDP per micro-batch: the last reduce-scatter
         const int vs = vstage(0, s);
         const auto [l0, l1] = layer_range(model_stage(vs));
-        return l1 > l0 ? reduce_scatter_s(p_.layers[l0]) : 0.0;
+        return l1 > l0 ? reduce_scatter_s(L_[l0]) : 0.0;
       }
       return 0.0;
     }
@@ -398,7 +409,7 @@ class Estimator {
       }
       for (int l = l1 - 1; l >= l0; --l) {
         left -= layer_list(l, true).stream_s;
-        ready.push_back({chunk_end + std::max(0.0, left), p_.layers[l].grad_bytes, p_.layers[l].expert_grad_bytes});
+        ready.push_back({chunk_end + std::max(0.0, left), L_[l].grad_bytes, L_[l].expert_grad_bytes});
       }
       if (first_position(vs)) ready.push_back({chunk_end, p_.embedding_grad_bytes, 0.0});
     }
@@ -437,7 +448,7 @@ class Estimator {
     for (int c = 0; c < chunks; ++c) {
       const int vs = vstage(c, s);
       const auto [l0, l1] = layer_range(model_stage(vs));
-      for (int l = l0; l < l1; ++l) b += experts ? p_.layers[l].expert_param_bytes : p_.layers[l].param_bytes;
+      for (int l = l0; l < l1; ++l) b += experts ? L_[l].expert_param_bytes : L_[l].param_bytes;
       if (!experts && (first_position(vs) || last_position(vs))) b += p_.embedding_param_bytes;
     }
     return b;
@@ -464,7 +475,7 @@ class Estimator {
     double bucket = first_position(vs) || last_position(vs) ? p_.embedding_param_bytes : 0.0;
     int first = l0;
     for (int l = l0; l < l1; ++l) {
-      bucket += p_.layers[l].param_bytes;
+      bucket += L_[l].param_bytes;
       if (bucket < p_.dp_bucket_bytes && l + 1 < l1) continue;
       gathered += coll_s(Group::DpShard, coll::CollectiveOp::AllGather, bucket);
       delay = std::max(delay, gathered - compute);
@@ -485,15 +496,30 @@ class Estimator {
   }
 
   const StepProgram& p_;
+  const std::vector<LayerProgram>& L_;
   CollectiveTimes& ct_;
   std::vector<int> groups_[7];
   std::vector<std::pair<const std::vector<CostedOp>*, ListTime>> memo_;
+  std::vector<int> forward_memo_, backward_memo_;  // per layer: its entry in memo_ (-1: not yet)
+  struct Known {
+    int group;
+    coll::CollectiveOp op;
+    double bytes;
+    coll::MoeDispatch dispatch;
+    double s;
+  };
+  std::vector<Known> known_;
 };
 
 }  // namespace
 
 FastEstimate fast_estimate_step(const StepProgram& program, CollectiveTimes& collectives) {
-  return Estimator(program, collectives).run();
+  return Estimator(program, program.layers, collectives).run();
+}
+
+FastEstimate fast_estimate_step(const StepProgram& program, const std::vector<LayerProgram>& layers,
+                                CollectiveTimes& collectives) {
+  return Estimator(program, layers, collectives).run();
 }
 
 }  // namespace stacksim::workload

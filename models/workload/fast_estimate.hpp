@@ -56,5 +56,9 @@ struct FastEstimate {
 };
 
 FastEstimate fast_estimate_step(const StepProgram& program, CollectiveTimes& collectives);
+// The same with the layers given apart (`program.layers` is ignored): plans that cost their
+// layers alike share one set.
+FastEstimate fast_estimate_step(const StepProgram& program, const std::vector<LayerProgram>& layers,
+                                CollectiveTimes& collectives);
 
 }  // namespace stacksim::workload
