@@ -42,7 +42,7 @@ std::string plan_yaml(const std::string& text, const std::string& origin, const 
                       const std::string& base_dir, size_t k) {
   YAML::Node root = config::Node::load_string(text, origin).yaml();
   for (const auto& s : sets) analysis::apply_scenario_override(root, s, "set(" + s + ")");
-  const analysis::Scenario s = analysis::scenario_from_yaml(root, origin, base_dir);
+  const analysis::Scenario s = analysis::load_for_plan_search(root, origin, base_dir);
   analysis::PlanSearchOptions o;
   o.replay_top = k;
   return analysis::plans_json(analysis::search_plans(s, o)).dump();

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <numeric>
@@ -156,9 +157,28 @@ PlanSearchResult search_plans(const Scenario& s, const PlanSearchOptions& option
   return r;
 }
 
+Scenario load_for_plan_search(YAML::Node root, const std::string& path, const std::string& base_dir) {
+  // The scenario's own plan need not be valid here (the search replaces it); recompute_modules
+  // stay for the selective mode the search tries.
+  YAML::Node plan = root["parallelism"];
+  if (plan.IsMap() && plan["recompute_modules"] && plan["recompute"] && plan["recompute"].IsScalar() &&
+      plan["recompute"].as<std::string>() != "auto")
+    plan["recompute"] = "selective";
+  if (plan.IsMap() && plan["recompute_layers"]) plan.remove("recompute_layers");
+  return scenario_from_yaml(root, path, base_dir, false);
+}
+
 PlanSearchResult search_plans(const std::string& path, const std::vector<std::string>& base_sets,
                               const PlanSearchOptions& options) {
-  return search_plans(load_scenario(path, base_sets), options);
+  const config::Node file = config::Node::load_file(path);
+  YAML::Node root = file.yaml();
+  for (const auto& o : base_sets) apply_scenario_override(root, o, "--set " + o);
+  const std::string base = std::filesystem::path(path).parent_path().string();
+  try {
+    return search_plans(load_for_plan_search(root, path, base.empty() ? "." : base), options);
+  } catch (const config::InputError& e) {
+    config::rethrow_for_overrides(e, base_sets, "--set");
+  }
 }
 
 void print_plans(const PlanSearchResult& r, size_t top, std::ostream& out) {

@@ -52,6 +52,10 @@ PlanSearchResult search_plans(const Scenario& scenario, const PlanSearchOptions&
 PlanSearchResult search_plans(FastTier& tier, std::vector<PlanPoint> points, size_t enumerated,
                               const PlanSearchOptions& options);
 
+// A scenario for plan search: its plan parsed (every searched plan keeps its other keys) but not
+// checked against the cluster, which the search's own plans are.
+Scenario load_for_plan_search(YAML::Node root, const std::string& path, const std::string& base_dir);
+
 void print_plans(const PlanSearchResult& r, size_t top, std::ostream& out);
 nlohmann::json plans_json(const PlanSearchResult& r);
 

@@ -174,7 +174,7 @@ PurchaseResult search_purchase(const std::string& path, const std::vector<std::s
         r["prices"] = YAML::Clone(opt.prices);
         Searched s;
         try {
-          s.scenario = scenario_from_yaml(r, path, base_dir.empty() ? "." : base_dir);
+          s.scenario = load_for_plan_search(r, path, base_dir.empty() ? "." : base_dir);
         } catch (const config::InputError& e) {
           opt.where.fail("node", "option " + opt.name + " on " + std::to_string(nodes) + " nodes: " + e.what(),
                          "check the option's node and gpu names (stacksim catalog)");
