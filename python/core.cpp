@@ -8,10 +8,10 @@
 
 #include "config/error.hpp"
 #include "config/yaml.hpp"
-#include "models/analysis/plan_search.hpp"
-#include "models/analysis/scenario.hpp"
-#include "models/analysis/training.hpp"
-#include "models/analysis/validation.hpp"
+#include "services/compare.hpp"
+#include "services/plan_search.hpp"
+#include "services/scenario.hpp"
+#include "services/training.hpp"
 #include "models/workload/model_catalog.hpp"
 #include "sim/allocator.hpp"
 #include "sim/engine.hpp"
@@ -46,6 +46,27 @@ std::string plan_yaml(const std::string& text, const std::string& origin, const 
   analysis::PlanSearchOptions o;
   o.replay_top = k;
   return analysis::plans_json(analysis::search_plans(s, o)).dump();
+}
+
+// `stacksim compare` on a scenario given as YAML text: the same C++ comparison (speedups, reasons,
+// elasticity), so Python has no second rule for it. Each variant is a list of KEY=VALUE overrides.
+std::string compare_yaml(const std::string& text, const std::string& origin, const std::string& base_dir,
+                         const std::vector<std::vector<std::string>>& variants, bool elasticity) {
+  const YAML::Node parsed = config::Node::load_string(text, origin).yaml();
+  auto load = [&](const std::vector<std::string>& sets) {
+    YAML::Node root = YAML::Clone(parsed);
+    for (const auto& s : sets) analysis::apply_scenario_override(root, s, "set(" + s + ")");
+    try {
+      return analysis::scenario_from_yaml(root, origin, base_dir);
+    } catch (const config::InputError& e) {
+      config::rethrow_for_overrides(e, sets, "set");
+    }
+  };
+  try {
+    return analysis::comparison_json(analysis::compare(load, origin, {}, variants, elasticity)).dump();
+  } catch (const sim::HorizonError& e) {
+    throw config::InputError(origin, 0, "", e.what(), "bring the scenario's rates and durations into a realistic range");
+  }
 }
 
 // One catalogue entry as JSON: its shape and parameter counts.
@@ -103,15 +124,14 @@ PYBIND11_MODULE(_core, m) {
       py::arg("base_dir") = ".", py::arg("k") = 10,
       "Plan search (fast tier over the plan space, the best k replayed); returns plan --json's document as JSON text.");
   m.def(
-      "validate",
-      [](const std::string& path, const std::vector<std::string>& kinds, const std::vector<std::string>& sources,
-         const std::vector<std::string>& ids) {
+      "compare_yaml",
+      [](const std::string& text, const std::string& origin, const std::string& base_dir,
+         const std::vector<std::vector<std::string>>& variants, bool elasticity) {
         py::gil_scoped_release release;
-        return analysis::validation_json(analysis::validate_file(path, {kinds, sources, ids})).dump();
+        return compare_yaml(text, origin, base_dir, variants, elasticity);
       },
-      py::arg("path"), py::arg("kinds") = std::vector<std::string>{}, py::arg("sources") = std::vector<std::string>{},
-      py::arg("ids") = std::vector<std::string>{},
-      "Validates a stacksim-validation/1 case file; returns the report as JSON text.");
+      py::arg("text"), py::arg("origin"), py::arg("base_dir"), py::arg("variants"), py::arg("elasticity") = false,
+      "Compares the scenario (YAML text) with each variant's KEY=VALUE overrides; returns compare --json's text.");
   m.def("catalog_models", &catalog_models_json,
         "The bundled model catalogue (models/workload/architectures) as JSON text.");
   m.def("catalog_model", &catalog_model_json, py::arg("name"),
