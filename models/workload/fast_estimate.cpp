@@ -125,10 +125,14 @@ class Estimator {
       if (paired()) {
         // F&B pairs: a forward chunk and a backward chunk (DualPipe: of the other direction) share
         // the GPU, each one's communication under the other's compute (pair_s).
-        period = 0;
-        for (int c = 0; c < chunks; ++c)
-          period += pair_s(chain(s, c, false), chain(s, dualpipe() ? 1 - c : c, true));
-        if (h > 0) period = std::max(period, all.launches * h) + all.syncs * h;
+        // The pair's two chunks launch from two host chains (the replay's paired chain), so a
+        // pair is no faster than the busier of its two launch sequences.
+        period = all.syncs * h;
+        for (int c = 0; c < chunks; ++c) {
+          const int cb = dualpipe() ? 1 - c : c;
+          period += std::max(pair_s(chain(s, c, false), chain(s, cb, true)),
+                             std::max(fwd[s][c].launches, bwd[s][cb].launches) * h);
+        }
       }
       (void)fc, (void)bc;
       F[s] = f, B[s] = b, C[s] = period, W[s] = w;

@@ -84,9 +84,9 @@ TEST(FastPlanSearch, SameAnswerWithAnyThreadCount) {
 }
 
 TEST(FastPlanSearch, PurchasePicksTheCheapestClusterThatMeetsTheDeadlineAndSaysWhy) {
-  // A small model on 1 or 2 nodes of H100 or H200: the token budget is set so that one node
-  // misses a 1-day deadline only at the slower GPU... whatever the answer, it must meet the
-  // deadline, cost its price times its time, and every runner-up says why it loses.
+  // A small model on 1 or 2 nodes of H100 or H200, 2e10 tokens in 2 days: the answer meets the
+  // deadline, costs its price times its time, is the cheapest that meets it, and every runner-up
+  // says why it loses.
   const std::string path = write_small_job(
       "purchase.yaml",
       "failures: {mtbf_hours_per_node: 6300, restart_s: 600}\ncheckpoint: {every_steps: 500}\n"
