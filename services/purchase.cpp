@@ -187,7 +187,7 @@ PurchaseResult search_purchase(const std::string& path, const std::vector<std::s
         o.usd_per_hour = cluster_usd_per_hour(s.scenario.training.prices, s.scenario.training.cluster);
         o.usd_per_gpu_hour = o.usd_per_hour / o.gpus;
         o.label = opt.name + " x " + std::to_string(nodes) + " nodes (" + std::to_string(o.gpus) + " GPUs)";
-        if (fabric) o.label += ", " + (fabric["topology"] ? fabric["topology"].as<std::string>() : std::string("fabric")) +
+        if (fabric && !fabric.IsNull()) o.label += ", " + (fabric["topology"] ? fabric["topology"].as<std::string>() : std::string("fabric")) +
                                (fabric["oversubscription"] ? " " + fabric["oversubscription"].as<std::string>() + ":1" : "");
         PlanSearchOptions po;
         po.replay_top = 0;
