@@ -15,6 +15,7 @@
 #include "services/compare.hpp"
 #include "services/output.hpp"
 #include "services/plan_search.hpp"
+#include "services/purchase.hpp"
 #include "services/scenario.hpp"
 #include "services/sweep.hpp"
 #include "services/training.hpp"
@@ -37,6 +38,9 @@ struct Args {
   bool elasticity = false;
   int threads = 0;
   int top = 5;
+  int replay_top = 10;    // plan: -k
+  std::string purchase;   // plan: --purchase
+  int replay_sample = 0;  // plan: --replay-sample
   bool verbose = false, help = false;
 };
 
@@ -84,6 +88,9 @@ Args parse_args(const std::string& command, const std::vector<std::string>& args
     else if (x == "--elasticity") a.elasticity = true;
     else if (x == "--threads") a.threads = std::atoi(value().c_str());
     else if (x == "-n" || x == "--top") a.top = std::atoi(value().c_str());
+    else if (x == "-k") a.replay_top = std::atoi(value().c_str());
+    else if (x == "--purchase") a.purchase = value();
+    else if (x == "--replay-sample") a.replay_sample = std::atoi(value().c_str());
     else a.positional.push_back(x);
   }
   return a;
@@ -260,21 +267,40 @@ int cmd_sweep(const std::vector<std::string>& raw, std::ostream& out, std::ostre
 }
 
 const char* kPlanHelp =
-    "usage: stacksim plan SCENARIO.yaml [--set KEY=VALUE]... [-n N]\n"
-    "  Enumerates the (tp, pp, dp, micro-batch, recompute, ZeRO) plans that use every GPU of the\n"
-    "  cluster, simulates them in parallel, drops invalid and out-of-memory plans and prints the N\n"
-    "  fastest (default 5) with their breakdowns.\n";
+    "usage: stacksim plan SCENARIO.yaml [--set KEY=VALUE]... [-n N] [-k K] [--json FILE]\n"
+    "                                   [--purchase PURCHASE.yaml]\n"
+    "  Enumerates the (tp, pp, vp or DualPipe, cp, dp, ep, micro-batch, recompute, ZeRO) plans that\n"
+    "  use every GPU of the cluster, drops invalid and out-of-memory plans, ranks the rest with the\n"
+    "  fast tier (closed forms over the replay's own op costs and collective model), replays the\n"
+    "  best K (default 10) to confirm them and prints the N fastest (default 5) with both numbers.\n"
+    "  --replay-sample N  also replay about N plans spread over the fast ranking (to check it)\n"
+    "  --json FILE      write {evaluated, fit, replayed, seconds, plans: [{tp, pp, ..., fast_step_time_s,\n"
+    "                   step_time_s (replayed plans)}]}\n"
+    "  --purchase FILE  purchase search (or a purchase: section in the scenario): the cheapest (or\n"
+    "                   fastest) GPU type x cluster size x plan that trains the token budget in time\n";
 
 int cmd_plan(const std::vector<std::string>& raw, std::ostream& out) {
-  const Args a = parse_args("plan", raw, {"--set", "-n", "--top"});
+  const Args a = parse_args("plan", raw, {"--set", "-n", "--top", "-k", "--json", "--purchase", "--replay-sample"});
   if (a.help) { out << kPlanHelp; return 0; }
   if (a.positional.size() != 1)
     throw config::InputError("command line", 0, "SCENARIO", "plan takes exactly one scenario file",
                              "write: stacksim plan scenarios/llama3-70b-64xh100.yaml -n 5");
   if (a.top < 1) throw config::InputError("command line", 0, "-n", "must be at least 1", "write e.g. -n 5");
-  size_t evaluated = 0, simulated = 0;
-  const auto plans = search_plans(a.positional[0], a.sets, static_cast<size_t>(a.top), &evaluated, &simulated);
-  print_plans(plans, evaluated, simulated, out);
+  if (a.replay_top < 0) throw config::InputError("command line", 0, "-k", "must be 0 or more", "write e.g. -k 10");
+  const bool purchase_section = config::Node::load_file(a.positional[0]).has("purchase");
+  if (!a.purchase.empty() || purchase_section) {
+    const PurchaseResult r = search_purchase(a.positional[0], a.sets, a.purchase, true);
+    print_purchase(r, out);
+    if (!a.json.empty()) write_json_atomically(a.json, purchase_json(r));
+    return 0;
+  }
+  PlanSearchOptions options;
+  options.replay_top = static_cast<size_t>(a.replay_top);
+  options.progress = true;
+  options.replay_sample = static_cast<size_t>(std::max(0, a.replay_sample));
+  const PlanSearchResult r = search_plans(a.positional[0], a.sets, options);
+  print_plans(r, static_cast<size_t>(a.top), out);
+  if (!a.json.empty()) write_json_atomically(a.json, plans_json(r));
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "config/error.hpp"
 #include "config/yaml.hpp"
 #include "services/compare.hpp"
+#include "services/plan_search.hpp"
 #include "services/scenario.hpp"
 #include "services/training.hpp"
 #include "models/workload/model_catalog.hpp"
@@ -34,6 +35,17 @@ std::string run_yaml(const std::string& text, const std::string& origin, const s
   } catch (const sim::HorizonError& e) {  // out-of-range input too: a ScenarioError in Python
     throw config::InputError(origin, 0, "", e.what(), "bring the scenario's rates and durations into a realistic range");
   }
+}
+
+// Plan search (plan_search.hpp) on a scenario given as YAML text: `plan --json`'s document.
+std::string plan_yaml(const std::string& text, const std::string& origin, const std::vector<std::string>& sets,
+                      const std::string& base_dir, size_t k) {
+  YAML::Node root = config::Node::load_string(text, origin).yaml();
+  for (const auto& s : sets) analysis::apply_scenario_override(root, s, "set(" + s + ")");
+  const analysis::Scenario s = analysis::load_for_plan_search(root, origin, base_dir);
+  analysis::PlanSearchOptions o;
+  o.replay_top = k;
+  return analysis::plans_json(analysis::search_plans(s, o)).dump();
 }
 
 // `stacksim compare` on a scenario given as YAML text: the same C++ comparison (speedups, reasons,
@@ -101,6 +113,16 @@ PYBIND11_MODULE(_core, m) {
       py::arg("text"), py::arg("origin") = "<scenario>", py::arg("sets") = std::vector<std::string>{},
       py::arg("base_dir") = ".", py::arg("trace") = "",
       "Simulates the scenario given as YAML text; returns the result as JSON text.");
+  m.def(
+      "plan_yaml",
+      [](const std::string& text, const std::string& origin, const std::vector<std::string>& sets,
+         const std::string& base_dir, size_t k) {
+        py::gil_scoped_release release;
+        return plan_yaml(text, origin, sets, base_dir, k);
+      },
+      py::arg("text"), py::arg("origin") = "<scenario>", py::arg("sets") = std::vector<std::string>{},
+      py::arg("base_dir") = ".", py::arg("k") = 10,
+      "Plan search (fast tier over the plan space, the best k replayed); returns plan --json's document as JSON text.");
   m.def(
       "compare_yaml",
       [](const std::string& text, const std::string& origin, const std::string& base_dir,

@@ -76,8 +76,9 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
 void apply_scenario_override(YAML::Node& root, const std::string& assignment, const std::string& origin);
 inline const char* const kScenarioModelRunKeys[] = {"seq_len", "attention", "mtp_layers"};
 // From an in-memory tree; `origin` names it in error messages; relative paths resolve against
-// `base_dir`.
+// `base_dir`. `check_plan` false: the plan is parsed but not checked against the model and the
+// cluster (plan search replaces it; its other keys are what every searched plan keeps).
 Scenario scenario_from_yaml(YAML::Node root, const std::string& origin,
-                            const std::string& base_dir = ".");
+                            const std::string& base_dir = ".", bool check_plan = true);
 
 }  // namespace stacksim::analysis

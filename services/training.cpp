@@ -82,6 +82,72 @@ bool fits_in_memory(const TrainingSetup& setup) {
   return !workload::out_of_memory(workload::memory_per_gpu(setup.model, plan_as_run(setup, capacity)), capacity);
 }
 
+topo::ClusterConfig scaled_cluster(const TrainingSetup& setup) {
+  topo::ClusterConfig cc = setup.cluster;
+  cc.node.intra_bandwidth_Bps *= setup.scales.nvlink;
+  cc.node.pcie_bandwidth_Bps *= setup.scales.pcie;
+  cc.nic.bandwidth_Bps *= setup.scales.network;
+  return cc;
+}
+
+workload::StepProgram step_program(const TrainingSetup& setup, const workload::ParallelPlan& plan,
+                                   const compute::GpuModel& gpu_model, const topo::ClusterConfig& cc,
+                                   bool with_layers) {
+  workload::StepProgram program = workload::build_step_program(setup.model, plan, gpu_model, with_layers);
+  program.host_launch_s = setup.host.kernel_launch_s / setup.scales.host_launch;
+  program.host_step_s = setup.host.step_overhead_s / setup.scales.host_launch;
+  if (plan.offload_optimizer) {
+    if (cc.node.socket_memory_Bps <= 0)
+      throw config::InputError(setup.origin, 0, "parallelism.offload_optimizer",
+                               "runs Adam on the host, but node type " + cc.node.name +
+                                   " gives no CPU memory bandwidth",
+                               "add cpu.memory_bandwidth (per socket) to " +
+                                   (cc.node.file.empty() ? "its node file" : cc.node.file));
+    program.offload_optimizer = true;
+    program.offload_params = plan.offload_params;
+    program.offload_d2h_per_grad_byte = 4.0 / plan.grad_bytes_per_param();  // fp32 copies
+    // DeepSpeed's CPU-Adam per parameter: fp32 gradient read (4), weight and two moments read and
+    // written (24), the 16-bit weight written for the copy back (2).
+    program.offload_host_bytes_per_param = 4.0 + 2.0 * plan.adam_state_bytes_per_param() + 2.0;
+    program.host_memory_Bps =
+        cc.node.cpu_sockets * cc.node.socket_memory_Bps * kHostMemoryEfficiency * setup.scales.host_memory;
+  }
+  const double samples_per_gpu = static_cast<double>(plan.global_batch) / plan.dp;
+  if (setup.host.enabled && setup.host.sample_bytes > 0) {
+    // The batch's host-to-device copy runs in the step, on the PCIe links it shares with the NICs:
+    // a pinned one under the step, for the next batch (loaded ahead: prefetch >= 1); a pageable
+    // one, or any once loading is synchronous, before the step's first kernel.
+    program.batch_copy_bytes = samples_per_gpu * setup.host.sample_bytes;
+    program.batch_copy_Bps = cc.node.pcie_bandwidth_Bps * (setup.host.pinned ? kPinnedCopyEfficiency : kPageableCopyEfficiency);
+    program.batch_copy_blocking = !setup.host.pinned || setup.host.prefetch == 0;
+  }
+  return program;
+}
+
+StepAroundGpu step_around_gpu(const TrainingSetup& setup, const workload::ParallelPlan& plan, double gpu_step_s) {
+  // The host: the step waits for its batch when the loader or storage is slower than the GPUs.
+  HostConfig host = setup.host;
+  host.cpu_seconds_per_sample /= setup.scales.cpu_loader;
+  if (host.storage_read_Bps > 0) host.storage_read_Bps *= setup.scales.storage;
+  topo::ClusterConfig host_cluster = scaled_cluster(setup);  // as the replay's cluster
+  host_cluster.node.storage_read_Bps *= setup.scales.storage;
+  host_cluster.node.storage_write_Bps *= setup.scales.storage;
+  const double samples_per_gpu = static_cast<double>(plan.global_batch) / plan.dp;
+  const HostPipelineResult hp = simulate_host_pipeline(host, host_cluster, samples_per_gpu, gpu_step_s);
+  // Checkpoints stall the step (amortised over their interval); failures cost goodput.
+  CheckpointConfig checkpoint = setup.checkpoint;
+  checkpoint.write_Bps_per_node *= setup.scales.storage;
+  checkpoint.aggregate_write_Bps *= setup.scales.storage;
+  const CheckpointTimes ck = checkpoint_times(checkpoint, host_cluster, checkpoint_bytes_per_gpu(setup, plan), hp.step_s);
+  StepAroundGpu out;
+  out.data_wait_s = hp.data_wait_s;
+  out.nodes_simulated = hp.nodes_simulated;
+  out.checkpoint_s = ck.per_step_s;
+  out.step_s = hp.step_s + ck.per_step_s;
+  out.failure_loss_fraction = failure_loss_fraction(setup.failures, setup.cluster, setup.checkpoint.every_steps * out.step_s);
+  return out;
+}
+
 TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& options) {
   const auto wall0 = std::chrono::steady_clock::now();
   hw::GpuSpec gpu = hw::bundled_gpus().get(setup.gpu);
@@ -110,41 +176,11 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
     r.oom_detail = sim::format_bytes(r.memory_per_gpu_bytes) + " needed per GPU, " + sim::format_bytes(gpu.memory_bytes) +
                    " available";
 
-  topo::ClusterConfig cc = setup.cluster;
-  cc.node.intra_bandwidth_Bps *= setup.scales.nvlink;
-  cc.node.pcie_bandwidth_Bps *= setup.scales.pcie;
-  cc.nic.bandwidth_Bps *= setup.scales.network;
+  const topo::ClusterConfig cc = scaled_cluster(setup);
   const topo::Cluster cluster = topo::build_cluster(cc);
   const coll::CommTuning tuning = coll::tuning_for(cc.node, cc.nic);
-  workload::StepProgram program = workload::build_step_program(setup.model, plan, gpu_model);
-  program.host_launch_s = setup.host.kernel_launch_s / setup.scales.host_launch;
-  program.host_step_s = setup.host.step_overhead_s / setup.scales.host_launch;
-  if (plan.offload_optimizer) {
-    if (cc.node.socket_memory_Bps <= 0)
-      throw config::InputError(setup.origin, 0, "parallelism.offload_optimizer",
-                               "runs Adam on the host, but node type " + cc.node.name +
-                                   " gives no CPU memory bandwidth",
-                               "add cpu.memory_bandwidth (per socket) to " +
-                                   (cc.node.file.empty() ? "its node file" : cc.node.file));
-    program.offload_optimizer = true;
-    program.offload_params = plan.offload_params;
-    program.offload_d2h_per_grad_byte = 4.0 / plan.grad_bytes_per_param();  // fp32 copies
-    // DeepSpeed's CPU-Adam per parameter: fp32 gradient read (4), weight and two moments read and
-    // written (24), the 16-bit weight written for the copy back (2).
-    program.offload_host_bytes_per_param = 4.0 + 2.0 * plan.adam_state_bytes_per_param() + 2.0;
-    program.host_memory_Bps =
-        cc.node.cpu_sockets * cc.node.socket_memory_Bps * kHostMemoryEfficiency * setup.scales.host_memory;
-  }
+  const workload::StepProgram program = step_program(setup, plan, gpu_model, cc);
   r.host_launches_per_step = workload::host_launches_per_rank(program);
-  const double samples_per_gpu = static_cast<double>(plan.global_batch) / plan.dp;
-  if (setup.host.enabled && setup.host.sample_bytes > 0) {
-    // The batch's host-to-device copy runs in the step, on the PCIe links it shares with the NICs:
-    // a pinned one under the step, for the next batch (loaded ahead: prefetch >= 1); a pageable
-    // one, or any once loading is synchronous, before the step's first kernel.
-    program.batch_copy_bytes = samples_per_gpu * setup.host.sample_bytes;
-    program.batch_copy_Bps = cc.node.pcie_bandwidth_Bps * (setup.host.pinned ? kPinnedCopyEfficiency : kPageableCopyEfficiency);
-    program.batch_copy_blocking = !setup.host.pinned || setup.host.prefetch == 0;
-  }
   workload::ReplayOptions ro;
   ro.trace_path = options.trace_path;
   bool extrapolated = false;
@@ -157,31 +193,17 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   r.has_layer_timing = options.layer_timing;
 
   r.num_gpus = plan.num_gpus();
-  // The host: the step waits for its batch when the loader or storage is slower than the GPUs.
-  HostConfig host = setup.host;
-  host.cpu_seconds_per_sample /= setup.scales.cpu_loader;
-  if (host.storage_read_Bps > 0) host.storage_read_Bps *= setup.scales.storage;
-  topo::ClusterConfig host_cluster = cc;
-  host_cluster.node.storage_read_Bps *= setup.scales.storage;
-  host_cluster.node.storage_write_Bps *= setup.scales.storage;
-  const HostPipelineResult hp = simulate_host_pipeline(host, host_cluster, samples_per_gpu, rr.step_time_s);
-  if (host.sample_cost_cv > 0 && hp.nodes_simulated < cc.nodes)
-    r.notes.push_back("varying sample costs: the loaders of " + std::to_string(hp.nodes_simulated) + " of " +
+  const StepAroundGpu around = step_around_gpu(setup, plan, rr.step_time_s);
+  if (setup.host.sample_cost_cv > 0 && around.nodes_simulated < cc.nodes)
+    r.notes.push_back("varying sample costs: the loaders of " + std::to_string(around.nodes_simulated) + " of " +
                       std::to_string(cc.nodes) + " nodes were simulated; the other nodes' late batches would add to " +
                       "the data wait");
   std::vector<double> breakdown_s = rr.breakdown_s;
-  breakdown_s[workload::kCatDataWait] += hp.data_wait_s;
-  // Checkpoints stall the step (amortised over their interval); failures cost goodput.
-  CheckpointConfig checkpoint = setup.checkpoint;
-  checkpoint.write_Bps_per_node *= setup.scales.storage;
-  checkpoint.aggregate_write_Bps *= setup.scales.storage;
-  const CheckpointTimes ck = checkpoint_times(checkpoint, host_cluster,
-                                              checkpoint_bytes_per_gpu(setup, plan), hp.step_s);
-  breakdown_s[workload::kCatCheckpoint] += ck.per_step_s;
-  const double step = hp.step_s + ck.per_step_s;
-  r.checkpoint_s = ck.per_step_s;
-  r.failure_loss_fraction =
-      failure_loss_fraction(setup.failures, cc, setup.checkpoint.every_steps * step);
+  breakdown_s[workload::kCatDataWait] += around.data_wait_s;
+  breakdown_s[workload::kCatCheckpoint] += around.checkpoint_s;
+  const double step = around.step_s;
+  r.checkpoint_s = around.checkpoint_s;
+  r.failure_loss_fraction = around.failure_loss_fraction;
   r.step_time_s = step;
   r.tokens_per_step = static_cast<double>(plan.global_batch) * setup.model.seq_len;
   r.tokens_per_s = r.tokens_per_step / r.step_time_s;

@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "models/compute/gpu_model.hpp"
 #include "services/scenario.hpp"
 #include "models/workload/layer_timing.hpp"
+#include "models/workload/replay.hpp"
 #include "models/workload/memory.hpp"
 #include "sim/engine.hpp"
 
@@ -78,6 +80,23 @@ std::string category_label(const std::string& category);
 std::string category_label(const TrainingResult& r, const std::string& category);
 
 TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& options);
+
+// What the step is around the GPU's (`gpu_step_s`): the host pipeline's data wait, the amortised
+// checkpoint stall and the failures' share of wall time (resilience.hpp); shared by the replay
+// (simulate_training) and the fast tier of plan search.
+struct StepAroundGpu {
+  double step_s = 0;                 // the GPU step + data wait + checkpoint stall
+  double data_wait_s = 0, checkpoint_s = 0, failure_loss_fraction = 0;
+  int nodes_simulated = 1;
+};
+// The cluster with the setup's what-if scales applied (NVLink, PCIe, network).
+topo::ClusterConfig scaled_cluster(const TrainingSetup& setup);
+// The costed step program the replay runs for `plan` (host launches, offloaded optimizer, the
+// batch's copy set from the setup); `cc` is scaled_cluster(setup).
+workload::StepProgram step_program(const TrainingSetup& setup, const workload::ParallelPlan& plan,
+                                   const compute::GpuModel& gpu_model, const topo::ClusterConfig& cc,
+                                   bool with_layers = true);
+StepAroundGpu step_around_gpu(const TrainingSetup& setup, const workload::ParallelPlan& plan, double gpu_step_s);
 
 // The plan as simulated: `recompute: auto` resolved to the least recomputation that fits in
 // `gpu_memory_bytes` (none, selective, the first layers of each chunk, every layer).

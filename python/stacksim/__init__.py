@@ -276,6 +276,30 @@ def best_plans(base: "Scenario", top: int = 5, max_tp: int = 8, micro_batches: I
                           kind="stable").head(top).reset_index(drop=True)
 
 
+__all__.append("plan")
+
+
+def plan(scenario, k: int = 10, **overrides):
+    """Plan search in C++ (the CLI's `stacksim plan --json`): every valid plan that fits in memory,
+    ranked by the fast tier, the best `k` confirmed by the replay. `scenario` is a Scenario, a dict
+    or a path; keyword overrides use '__' for dots. Returns a DataFrame, one row per plan (tp, pp,
+    dp, cp, vp, ep, micro_batch, recompute, zero, schedule, fast_step_time_s, step_time_s where
+    replayed, ...), the replayed plans first by their replayed step time; its .attrs hold the
+    search's counts (evaluated, fit, replayed, seconds)."""
+    import pandas as pd
+
+    s = Scenario.load(scenario) if isinstance(scenario, str) else (
+        scenario if isinstance(scenario, Scenario) else Scenario(scenario))
+    s = Scenario(s.to_dict(), origin=s._origin, base_dir=s._base_dir)
+    for key, v in overrides.items():
+        s.set(key.replace("__", "."), v)
+    doc = json.loads(_core.plan_yaml(_dump_yaml(s._data), s._origin, [], s._base_dir, int(k)))
+    rows = [{key: v for key, v in p.items() if key != "sets"} for p in doc["plans"]]
+    df = pd.DataFrame(rows)
+    df.attrs.update({key: doc[key] for key in ("evaluated", "enumerated", "fit", "replayed", "seconds")})
+    return df
+
+
 __all__.append("compare")
 
 
