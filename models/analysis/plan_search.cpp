@@ -35,6 +35,9 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
   YAML::Node root = file.yaml();
   for (const auto& o : base_sets) apply_scenario_override(root, o, "--set " + o);
   const config::Node top_node(root, path, "");
+  if (top_node.has("serving"))
+    top_node.fail("serving", "plan searches training plans; a serving deployment is not searched by it",
+                  "compare serving layouts with stacksim sweep over serving.tp, serving.replicas, ... (docs/serving.md)");
   if (!top_node.has("model") || !top_node.has("cluster"))
     top_node.fail("model", "plan search needs a training scenario with cluster: and model:", "add them");
   YAML::Node cluster_yaml = YAML::Clone(root["cluster"]);

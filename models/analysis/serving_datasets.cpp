@@ -1,0 +1,103 @@
+#include "models/analysis/serving_datasets.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
+#include "config/yaml.hpp"
+
+namespace stacksim::analysis {
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+DatasetLengths parse_lengths(const config::Node& n) {
+  n.require_map();
+  n.check_keys({"mean", "stdev", "min", "max"});
+  DatasetLengths l;
+  if (n.has("mean")) l.mean = n.positive("mean", n.required_number("mean"));
+  if (n.has("stdev")) l.stdev = n.non_negative("stdev", n.required_number("stdev"));
+  if (n.has("min")) l.min_tokens = static_cast<long long>(n.positive("min", static_cast<double>(n.required_int("min"))));
+  if (n.has("max")) l.max_tokens = n.required_int("max");
+  if (l.max_tokens && *l.max_tokens < l.min_tokens) n.fail("max", "is below min", "give max >= min");
+  return l;
+}
+
+std::vector<ServingDataset> load(const std::string& path) {
+  const config::Node root = config::Node::load_file(path);
+  root.require_map();
+  root.check_keys({"format", "datasets"});
+  if (root.required_string("format") != "stacksim-serving-datasets/1")
+    root.fail("format", "unknown format", "use format: stacksim-serving-datasets/1");
+  const config::Node list = root["datasets"];
+  if (!list.is_sequence()) list.fail("", "expected a list of datasets", "write datasets: [- name: ...]");
+  std::vector<ServingDataset> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const config::Node d = list.at(i);
+    d.check_keys({"name", "aliases", "description", "input", "output", "samples", "tokenizer", "source", "url"});
+    ServingDataset s;
+    s.name = d.required_string("name");
+    const config::Node aliases = d["aliases"];
+    for (size_t k = 0; aliases.is_sequence() && k < aliases.size(); ++k) s.aliases.push_back(aliases.at(k).as_string());
+    s.description = d.string_or("description", "");
+    s.tokenizer = d.string_or("tokenizer", "");
+    s.source = d.required_string("source");  // every figure carries its source
+    s.url = d.string_or("url", "");
+    s.input = parse_lengths(d["input"]);
+    s.output = parse_lengths(d["output"]);
+    s.samples = d.optional_int("samples").value_or(0);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Whether `text` starts with `name` followed by a non-name character (or ends there).
+bool names(const std::string& text, const std::string& name) {
+  const std::string n = lower(name);
+  if (text.compare(0, n.size(), n) != 0) return false;
+  if (text.size() == n.size()) return true;
+  const char next = text[n.size()];
+  return !(std::isalnum(static_cast<unsigned char>(next)) || next == '_' || next == '-' || next == '.');
+}
+
+}  // namespace
+
+std::string default_serving_datasets_path() {
+  if (const char* env = std::getenv("STACKSIM_SERVING_DATASETS")) return env;
+  return std::string(STACKSIM_SOURCE_DIR) + "/models/workload/serving_datasets.yaml";
+}
+
+const std::vector<ServingDataset>& bundled_serving_datasets() {
+  static const std::vector<ServingDataset> table = load(default_serving_datasets_path());
+  return table;
+}
+
+const ServingDataset* find_serving_dataset(const std::string& raw) {
+  std::string text = lower(raw);
+  text.erase(0, text.find_first_not_of(" \t"));
+  for (const auto& d : bundled_serving_datasets()) {
+    if (names(text, d.name)) return &d;
+    for (const auto& a : d.aliases)
+      if (names(text, a)) return &d;
+  }
+  return nullptr;
+}
+
+std::optional<serving::LengthDist> dataset_length_dist(const DatasetLengths& l) {
+  if (!l.mean) return std::nullopt;
+  serving::LengthDist d;
+  d.min_tokens = l.min_tokens;
+  if (l.max_tokens) d.max_tokens = *l.max_tokens;
+  d.mean_tokens = std::round(*l.mean);
+  if (l.stdev && *l.stdev > 0) {
+    d.kind = serving::LengthDist::Kind::Normal;
+    d.mean_tokens = *l.mean;
+    d.stddev_tokens = *l.stdev;
+  }
+  return d;
+}
+
+}  // namespace stacksim::analysis
