@@ -10,8 +10,14 @@
 //     gpu_memory_utilization: 0.9        # share of HBM the engine may use (weights, activations, KV)
 //     chunked_prefill: true
 //     prefix_caching: false
-//     scheduler: fcfs                    # fcfs | prefill_first | decode_first
-//     preemption: recompute              # recompute | swap
+//     scheduler: mixed                   # mixed: prefill chunks ride with decodes (vLLM V1, TRT-LLM
+//                                        #  in-flight batching); prefill_first: a step with new prompts
+//                                        #  runs only prompts (vLLM V0, SGLang without mixed chunks)
+//     kv_admission: on_demand            # on_demand: blocks as tokens arrive, preempt when out;
+//                                        #  reserve_full: admit only with room for prompt + max output
+//                                        #  (TRT-LLM's GUARANTEED_NO_EVICT: never preempts)
+//     host_overlapped: false             # true: the next step's scheduling runs under the GPU step
+//                                        #  (SGLang's overlap scheduler): step = max(GPU, host)
 //     step_overhead_s: 2.0e-3            # host work per engine step, eager launches
 //     step_overhead_cuda_graph_s: 0.5e-3 # the same with CUDA graphs captured for decode
 //     per_sequence_overhead_s: 5.0e-6    # scheduler/sampling host work per running sequence per step
@@ -22,8 +28,8 @@
 
 namespace stacksim::serving {
 
-enum class SchedulerPolicy { Fcfs, PrefillFirst, DecodeFirst };
-enum class PreemptionMode { Recompute, Swap };
+enum class SchedulerPolicy { Mixed, PrefillFirst };
+enum class KvAdmission { OnDemand, ReserveFull };
 
 struct EngineProfile {
   std::string name;     // vllm, sglang, tensorrt-llm, ...
@@ -34,8 +40,10 @@ struct EngineProfile {
   double gpu_memory_utilization = 0.9;
   bool chunked_prefill = true;
   bool prefix_caching = false;
-  SchedulerPolicy scheduler = SchedulerPolicy::Fcfs;
-  PreemptionMode preemption = PreemptionMode::Recompute;
+  SchedulerPolicy scheduler = SchedulerPolicy::Mixed;
+  KvAdmission kv_admission = KvAdmission::OnDemand;  // preemption is by recompute
+  double kv_free_memory_fraction = 1.0;  // TensorRT-LLM's kv_cache_free_gpu_mem_fraction
+  bool host_overlapped = false;
   double step_overhead_s = 2e-3;
   double step_overhead_cuda_graph_s = 0.5e-3;
   double per_sequence_overhead_s = 5e-6;

@@ -82,7 +82,7 @@ struct ServingConfig {
 };
 
 // A config holding the engine's defaults (max_num_seqs, batched tokens, block size, memory
-// fraction, chunked prefill, prefix caching off) for the caller to override.
+// fractions, chunked prefill) for the caller to override.
 ServingConfig config_for_engine(const EngineProfile& engine);
 
 struct ServingHardware {
