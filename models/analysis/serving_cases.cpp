@@ -20,7 +20,6 @@ namespace stacksim::analysis {
 namespace {
 
 using config::has;
-using config::lowercase;
 
 template <typename T>
 T field(const YAML::Node& n, const char* key) {
@@ -211,11 +210,31 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
   if (!has(sv, "weights_dtype")) defaults.push_back("serving.weights_dtype: bf16 (not stated)");
   // FP16 checkpoints on GPUs without BF16 are the same cost; a stated fp16 stays fp16.
   if (has(sv, "speculative")) {
+    // A map {draft_tokens, acceptance_rate}, or the source's words naming the draft length
+    // ("MTP, num_nextn_predict_layers 3", "draft length 4"). An unstated acceptance rate is 0.85:
+    // the low end of the 85-90 % second-token acceptance the DeepSeek-V3 report (arXiv:2412.19437,
+    // section 5.4.3) measured for its MTP module, the one published figure for a production drafter.
     const YAML::Node sp = sv["speculative"];
-    if (!sp.IsMap() || !has(sp, "draft_tokens") || !has(sp, "acceptance_rate"))
-      throw std::runtime_error("serving.speculative is stated without draft_tokens and acceptance_rate");
-    srv["speculative"]["draft_tokens"] = count_field(sp, "draft_tokens");
-    srv["speculative"]["acceptance_rate"] = field<double>(sp, "acceptance_rate");
+    long long draft = 0;
+    double acceptance = 0.85;
+    bool acceptance_stated = false;
+    if (sp.IsMap()) {
+      if (!has(sp, "draft_tokens")) throw std::runtime_error("serving.speculative.draft_tokens is null");
+      draft = count_field(sp, "draft_tokens");
+      if (has(sp, "acceptance_rate")) acceptance = field<double>(sp, "acceptance_rate"), acceptance_stated = true;
+    } else {
+      static const std::regex words(R"((num_nextn_predict_layers|draft[ _-]?(len|length|tokens)?|speculative[ _-]?(num[ _-]?)?steps)\D{0,3}(\d+))",
+                                    std::regex::icase);
+      std::smatch mm;
+      const std::string text = field<std::string>(sv, "speculative");
+      if (!std::regex_search(text, mm, words))
+        throw std::runtime_error("serving.speculative ('" + text + "') does not state a draft length");
+      draft = std::stoll(mm[4].str());
+    }
+    srv["speculative"]["draft_tokens"] = draft;
+    srv["speculative"]["acceptance_rate"] = acceptance;
+    if (!acceptance_stated)
+      defaults.push_back("serving.speculative.acceptance_rate: 0.85 (DeepSeek-V3 report's MTP second-token acceptance, low end; not stated)");
   }
   if (has(sv, "disaggregated") && sv["disaggregated"].IsMap()) srv["disaggregated"] = sv["disaggregated"];
   s["serving"] = srv;
@@ -228,6 +247,9 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
   const std::vector<std::pair<std::string, double>> measured = serving_case_measured(c);
   const bool ttft_only = !measured.empty() && std::all_of(measured.begin(), measured.end(),
                                                           [](const auto& m) { return m.first.rfind("ttft_ms", 0) == 0; });
+  // A prefill pool measured alone: a disaggregated case whose only figure is the total (prompt)
+  // token rate, nothing generated.
+  const bool prefill_only = has(sv, "disaggregated") && measured.size() == 1 && measured[0].first == "total_tokens_per_s";
   YAML::Node w;
   const std::string mode = has(sv, "mode") ? field<std::string>(sv, "mode") : "";
   const YAML::Node other = c["measured"]["other"];
@@ -277,11 +299,9 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
     } else if (key == "output" && ttft_only) {
       w[key] = 1;
       defaults.push_back("workload.output: 1 token (only the time to the first token is measured)");
-    } else if (key == "output" && (mode == "offline") && has(sv, "disaggregated") &&
-               lowercase(field<std::string>(sv, "disaggregated")).find("prefill") != std::string::npos &&
-               lowercase(field<std::string>(sv, "disaggregated")).find("decode phase") == std::string::npos) {
+    } else if (key == "output" && prefill_only) {
       w[key] = 1;
-      defaults.push_back("workload.output: 1 token (the prefill phase measured alone)");
+      defaults.push_back("workload.output: 1 token (a disaggregated prefill pool measured alone: only tokens/s in)");
     } else {
       throw std::runtime_error("serving." + std::string(k) + " is null" +
                                (dataset.empty() ? std::string() : " and the dataset '" + dataset + "' has no published " + key + " length"));

@@ -86,6 +86,50 @@ const ServingDataset* find_serving_dataset(const std::string& raw) {
   return nullptr;
 }
 
+namespace {
+
+// Mean of the exponential distribution of rate `lambda` truncated to [a, b].
+double truncated_exponential_mean(double lambda, double a, double b) {
+  const double w = b - a, e = std::exp(-lambda * w);
+  return a + 1 / lambda - w * e / (1 - e);
+}
+
+// The maximum-entropy distribution on [a, b] with mean m (a truncated exponential, decreasing for
+// m below the midpoint) as a 64-bin histogram; uniform when m is at or above the midpoint.
+serving::LengthDist max_entropy_lengths(double m, long long a, long long b) {
+  serving::LengthDist d;
+  d.kind = serving::LengthDist::Kind::Histogram;
+  d.min_tokens = a;
+  d.max_tokens = b;
+  d.mean_tokens = m;
+  const double lo = static_cast<double>(a), hi = static_cast<double>(b);
+  double lambda = 0;
+  if (m < 0.5 * (lo + hi) - 0.5) {
+    double l = 1e-12, h = 1.0;
+    while (truncated_exponential_mean(h, lo, hi) > m && h < 1e6) h *= 2;
+    for (int i = 0; i < 200; ++i) {
+      const double mid = 0.5 * (l + h);
+      (truncated_exponential_mean(mid, lo, hi) > m ? l : h) = mid;
+    }
+    lambda = 0.5 * (l + h);
+  }
+  const int bins = 64;
+  const auto cdf = [&](double x) {
+    return lambda > 0 ? (1 - std::exp(-lambda * (x - lo))) / (1 - std::exp(-lambda * (hi - lo))) : (x - lo) / (hi - lo);
+  };
+  double prev_edge = lo - 1;
+  for (int i = 1; i <= bins; ++i) {
+    const long long edge = i == bins ? b : static_cast<long long>(std::llround(lo + (hi - lo) * i / bins));
+    if (static_cast<double>(edge) <= prev_edge) continue;
+    const double w = cdf(static_cast<double>(edge)) - cdf(std::max(prev_edge, lo));
+    d.bins.push_back({edge, std::max(w, 0.0)});
+    prev_edge = static_cast<double>(edge);
+  }
+  return d;
+}
+
+}  // namespace
+
 std::optional<serving::LengthDist> dataset_length_dist(const DatasetLengths& l) {
   if (!l.mean) return std::nullopt;
   serving::LengthDist d;
@@ -96,6 +140,9 @@ std::optional<serving::LengthDist> dataset_length_dist(const DatasetLengths& l) 
     d.kind = serving::LengthDist::Kind::Normal;
     d.mean_tokens = *l.mean;
     d.stddev_tokens = *l.stdev;
+  } else if (l.max_tokens && *l.max_tokens > l.min_tokens && *l.mean > static_cast<double>(l.min_tokens) &&
+             *l.mean < static_cast<double>(*l.max_tokens)) {
+    return max_entropy_lengths(*l.mean, l.min_tokens, *l.max_tokens);  // the spread is not published
   }
   return d;
 }

@@ -34,7 +34,9 @@ std::string default_serving_datasets_path();
 const ServingDataset* find_serving_dataset(const std::string& text);
 
 // A length distribution from the dataset's statistics: normal(mean, stdev) clamped to [min, max]
-// where the spread is published, else the mean as a fixed length. nullopt when the mean is null.
+// where the spread is published; else, with published bounds, the maximum-entropy distribution on
+// [min, max] with that mean (a truncated exponential: the least-assuming shape the published
+// figures allow); else the mean as a fixed length. nullopt when the mean is null.
 std::optional<serving::LengthDist> dataset_length_dist(const DatasetLengths& l);
 
 }  // namespace stacksim::analysis

@@ -197,7 +197,9 @@ serving::Workload parse_workload(const config::Node& w, const std::string& base_
     d = *dist;
     s.notes.push_back(std::string("workload.") + key + ": " + ds->name + "'s published mean, " +
                       std::to_string(static_cast<long long>(std::llround(d.mean_tokens))) + " tokens" +
-                      (d.kind == serving::LengthDist::Kind::Fixed ? " (fixed: the dataset's spread is not published)" : ""));
+                      (d.kind == serving::LengthDist::Kind::Fixed       ? " (fixed: neither its spread nor its bounds are published)"
+                       : d.kind == serving::LengthDist::Kind::Histogram ? " (maximum-entropy spread on its published bounds)"
+                                                                        : " (normal, its published spread)"));
   }
   return wl;
 }
@@ -243,13 +245,18 @@ serving::Slo parse_slo(const config::Node& n) {
   return slo;
 }
 
-// The default activation format for a weight format: the same where the GPU computes in it, else 16-bit.
+// The default activation format for a weight format: the same where the GPU has a tensor path for
+// it (the core's rule: FP8 on Hopper and later, FP4 on Blackwell, INT8 on Ampere/Ada/Hopper),
+// else 16-bit (weight-only quantisation).
 serving::Dtype default_activations(serving::Dtype w, const hw::GpuSpec& gpu) {
   using D = serving::Dtype;
-  if (w == D::FP8 && gpu.peak("fp8") > 0) return D::FP8;
-  if (w == D::INT8 && gpu.peak("int8") > 0) return D::INT8;
-  if (w == D::FP4 && gpu.peak("fp4") > 0) return D::FP4;
-  if (w == D::FP16) return D::FP16;
+  if (w != D::INT4) {
+    try {
+      serving::tensor_peak_flops_per_s(gpu, w, w);
+      return w;
+    } catch (const std::invalid_argument&) {
+    }
+  }
   return gpu.peak("bf16") > 0 ? D::BF16 : D::FP16;
 }
 
@@ -270,7 +277,11 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
   s.cluster = cluster;
   s.gpu = cluster.gpu;
   if (!top.has("model")) top.fail("model", "missing", "add a 'model:' section, e.g. model: {preset: llama3-70b}");
-  s.model = workload::parse_model(top["model"], base_dir);
+  // seq_len is a training key (the sequence a step trains on): serving takes its lengths from the
+  // workload, so a preset without a published pretraining length needs none here.
+  YAML::Node model_yaml = YAML::Clone(top["model"].yaml());
+  if (model_yaml.IsMap() && !model_yaml["seq_len"] && !model_yaml["hf_config"]) model_yaml["seq_len"] = 4096;
+  s.model = workload::parse_model(config::Node(model_yaml, top.file(), "model"), base_dir);
   s.prices = parse_prices(top["prices"]);
   const hw::GpuSpec& gpu = hw::bundled_gpus().get(s.gpu);
 

@@ -2,6 +2,7 @@
 // and the verdict on bad input (exit 2 naming the file, the key and the fix).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -79,8 +80,11 @@ TEST(ServingScenario, ADatasetGivesTheLengthsTheScenarioLeavesOut) {
   const analysis::Scenario s = parse(kBase, {"workload.input=null", "workload.output=null", "workload.dataset=sharegpt"});
   const analysis::ServingDataset* d = analysis::find_serving_dataset("sharegpt");
   ASSERT_NE(d, nullptr);
-  EXPECT_DOUBLE_EQ(s.serving.workload.input.mean_tokens, std::round(*d->input.mean));
-  EXPECT_DOUBLE_EQ(s.serving.workload.output.mean_tokens, std::round(*d->output.mean));
+  // No published spread, published bounds: the maximum-entropy lengths on them keep the mean.
+  EXPECT_EQ(s.serving.workload.input.kind, serving::LengthDist::Kind::Histogram);
+  EXPECT_NEAR(s.serving.workload.input.expected_tokens(), *d->input.mean, 0.02 * *d->input.mean);
+  EXPECT_NEAR(s.serving.workload.output.expected_tokens(), *d->output.mean, 0.02 * *d->output.mean);
+  EXPECT_EQ(s.serving.workload.input.max_tokens, *d->input.max_tokens);
   EXPECT_EQ(s.serving.dataset, "sharegpt");
   EXPECT_FALSE(s.serving.notes.empty());  // the lengths' origin is said
   // A given length wins over the dataset's.
