@@ -120,12 +120,16 @@ TEST(ServingScenario, BadInputNamesTheKeyAndTheFix) {
   EXPECT_NE(error_of(kBase, {"serving.tp=16"}).find("needs 16 GPUs"), std::string::npos);
   EXPECT_NE(error_of(kBase, {"serving.weights_dtype=fp6"}).find("serving.weights_dtype"), std::string::npos);
   EXPECT_NE(error_of(kBase, {"slo.ttft_s=2"}).find("did you mean 'ttft_ms'"), std::string::npos);
-  EXPECT_NE(error_of(kBase, {"slo.ttft_ms.p98=2"}).find("unknown statistic"), std::string::npos);
+  EXPECT_NE(error_of(kBase, {"slo.ttft_ms.p98=2"}).find("slo.ttft_ms.p98"), std::string::npos);
+  EXPECT_NE(error_of(std::string(kBase) + "slo: {ttft_ms.p98: 2}\n").find("unknown statistic"), std::string::npos);
   EXPECT_NE(error_of(kBase, {"serving.prefix_cache_hit_rate=1.5"}).find("prefix_cache_hit_rate"), std::string::npos);
   EXPECT_NE(error_of(kBase, {"parallelism.tp=2"}).find("parallelism"), std::string::npos);  // training keys refused
-  // FP8 on a GPU without FP8 tensor cores.
-  e = error_of(kBase, {"hardware.gpu=A100-SXM4-80GB", "serving.weights_dtype=fp8"});
-  EXPECT_NE(e.find("serving.weights_dtype"), std::string::npos) << e;
+  // FP8 compute on a GPU without FP8 tensor cores; FP8 weights alone are weight-only there.
+  e = error_of(kBase, {"hardware.gpu=A100-SXM4-80GB", "serving.weights_dtype=fp8", "serving.activations_dtype=fp8"});
+  EXPECT_NE(e.find("serving.activations_dtype"), std::string::npos) << e;
+  const analysis::Scenario w8a16 = parse(kBase, {"hardware.gpu=A100-SXM4-80GB", "serving.weights_dtype=fp8"});
+  EXPECT_EQ(w8a16.serving.config.activations_dtype, serving::Dtype::BF16);
+  EXPECT_EQ(parse(kBase, {"serving.weights_dtype=fp8"}).serving.config.activations_dtype, serving::Dtype::FP8);  // H100
   // Weights that do not fit: Llama 3.1 405B in BF16 on one H100.
   e = error_of(kBase, {"model.preset=Llama 3.1 405B"});
   EXPECT_NE(e.find("serving."), std::string::npos) << e;
