@@ -21,6 +21,8 @@
 //     step_overhead_s: 2.0e-3            # host work per engine step, eager launches
 //     step_overhead_cuda_graph_s: 0.5e-3 # the same with CUDA graphs captured for decode
 //     per_sequence_overhead_s: 5.0e-6    # scheduler/sampling host work per running sequence per step
+//     gemm_efficiency: 1.0               # share of the GPU's calibrated GEMM rate its kernels reach
+//     attention_efficiency: 1.0          # share of the GPU's fused-attention rate
 //     sources: [...]
 #pragma once
 #include <string>
@@ -47,6 +49,11 @@ struct EngineProfile {
   double step_overhead_s = 2e-3;
   double step_overhead_cuda_graph_s = 0.5e-3;
   double per_sequence_overhead_s = 5e-6;
+  // Fractions of the GPU's calibrated GEMM and fused-attention rates the engine's kernels reach
+  // (1 = the best measured kernels). Per engine version family, fitted on the dev set with
+  // leave-one-source-out CV where the docs give nothing.
+  double gemm_efficiency = 1.0;
+  double attention_efficiency = 1.0;
   std::vector<std::string> sources;
   std::string file;
 };

@@ -93,8 +93,13 @@ StepOutcome Instance::step(double now, std::vector<Seq>& done) {
       break;  // prefill_first: prompts wait for their own step
     long long tokens = prefilling ? w.prompt_tokens - w.computed : q_decode;
     if (prefilling && tokens > budget) {
-      if (config_.chunked_prefill) tokens = budget;
-      else if (!items.empty()) break;  // a whole prompt that does not fit waits for an emptier step
+      if (config_.chunked_prefill) {
+        tokens = budget;
+      } else if (std::any_of(items.begin(), items.end(), [](const Item& it) { return it.prefill; })) {
+        break;  // a whole prompt over the budget waits for a step without other prompts
+      }
+      // Unchunked engines size their token limit to the longest prompt (vLLM V0 requires
+      // max_num_batched_tokens >= max_model_len): a longer prompt runs whole, as the step's only one.
     }
     long long need = blocks_for(w.kv_tokens + tokens) - w.blocks;
     if (config_.engine.kv_admission == KvAdmission::ReserveFull)
@@ -118,12 +123,14 @@ StepOutcome Instance::step(double now, std::vector<Seq>& done) {
   StepShape& sh = out.shape;
   for (const Item& it : items) {
     const Seq& s = running_[it.index];
+    sh.largest_item_tokens = std::max(sh.largest_item_tokens, it.tokens);
     if (it.prefill) {
       ++sh.prefill_seqs;
       sh.prefill_tokens += it.tokens;
       const double prior = static_cast<double>(s.kv_tokens), c = static_cast<double>(it.tokens);
       sh.prefill_pair_tokens += c * (prior + c / 2);
       sh.prefill_context_tokens += prior + c;
+      sh.largest_prefill_pairs = std::max(sh.largest_prefill_pairs, c * (prior + c / 2));
       if (s.computed + it.tokens >= s.prompt_tokens) ++sh.logits_tokens;
     } else {
       ++sh.decode_seqs;

@@ -53,7 +53,7 @@ StepCostModel::StepCostModel(const ServingConfig& config, const Parallelism& par
   layers_per_stage_ = (model.layers + par_.pp - 1) / par_.pp;
   for (int l = 0; l < model.layers; ++l) (model.is_moe_layer(l) ? moe_layers_ : dense_layers_)++;
   tensor_flops_ = tensor_peak_flops_per_s(gpu, config.weights_dtype, config.activations_dtype) *
-                  gpu.max_efficiency(gemm_efficiency_key(config.activations_dtype));
+                  gpu.max_efficiency(gemm_efficiency_key(config.activations_dtype)) * config.engine.gemm_efficiency;
   f16_flops_ = tensor_peak_flops_per_s(gpu, Dtype::BF16, Dtype::BF16);
   hbm_Bps_ = gpu.hbm_Bps * gpu.hbm_efficiency;
   kernel_s_ = gpu.kernel_overhead_s;
@@ -104,19 +104,16 @@ double StepCostModel::transfer_seconds(int dst_rank, double bytes) const {
 
 // Everything in a step that depends only on its token count: GEMMs, element-wise kernels and the
 // collectives of every layer of every stage, plus the pipeline transfers.
-const CategorySeconds& StepCostModel::token_part(long long tokens) {
-  if (tokens >= static_cast<long long>(memo_.size())) {
-    memo_.resize(static_cast<size_t>(tokens) + 1);
-    memo_done_.resize(static_cast<size_t>(tokens) + 1, 0);
-  }
-  CategorySeconds& c = memo_[static_cast<size_t>(tokens)];
-  if (memo_done_[static_cast<size_t>(tokens)]) return c;
-  memo_done_[static_cast<size_t>(tokens)] = 1;
+const CategorySeconds& StepCostModel::token_part(long long tokens, long long rank_tokens) {
+  const uint64_t key = static_cast<uint64_t>(rank_tokens) << 32 | static_cast<uint64_t>(tokens);
+  auto [it, fresh] = memo_.try_emplace(key);
+  CategorySeconds& c = it->second;
+  if (!fresh) return c;
   c.fill(0);
   if (tokens == 0) return c;
   const workload::ModelConfig& m = model_;
   const double tp = par_.tp, dp = par_.dp;
-  const double t_rank = std::ceil(static_cast<double>(tokens) / dp);  // tokens of the busiest dp rank
+  const double t_rank = static_cast<double>(rank_tokens);  // tokens of the busiest dp rank
   const double h = static_cast<double>(m.hidden);
   auto add_gemm = [&](double count, double mm, double n, double k, double wbytes) {
     const Gemm g = gemm(mm, n, k, wbytes);
@@ -162,8 +159,10 @@ const CategorySeconds& StepCostModel::token_part(long long tokens) {
     const double expert_s = std::sqrt(compute_s * compute_s + memory_s * memory_s) + 2 * kernel_s_;
     c[static_cast<size_t>(memory_s >= compute_s ? StepCategory::WeightRead : StepCategory::GemmCompute)] +=
         moe_layers_ * expert_s;
+    // Token copies written in expert order and read back by the weighted sum (the gather into the
+    // grouped GEMM and its scatter are fused into its prologue and epilogue).
     c[static_cast<size_t>(StepCategory::Elementwise)] +=
-        moe_layers_ * (rows * h * 4 * kActivationBytes / hbm_Bps_ + 2 * kernel_s_);  // permute and unpermute
+        moe_layers_ * (rows * h * 2 * kActivationBytes / hbm_Bps_ + 2 * kernel_s_);
     if (par_.ep > 1) {
       coll::MoeDispatch d;
       d.top_k = moe.top_k;
@@ -194,7 +193,7 @@ void StepCostModel::attention(const StepShape& s, CategorySeconds& out) const {
   const workload::ModelConfig& m = model_;
   const double tp = par_.tp, dp = par_.dp, layers = m.layers;
   const double heads_gpu = std::ceil(static_cast<double>(m.heads) / tp);
-  const double eff_peak = f16_flops_ * gpu_.attention_forward_efficiency;
+  const double eff_peak = f16_flops_ * gpu_.attention_forward_efficiency * config_.engine.attention_efficiency;
   auto add = [&](double flops, double bytes, double blocks_visited) {
     if (flops <= 0 && bytes <= 0) return;
     const double plateau = blocks_visited / (blocks_visited + kAttentionTileOverhead);
@@ -209,16 +208,19 @@ void StepCostModel::attention(const StepShape& s, CategorySeconds& out) const {
                                 : static_cast<double>(m.head_dim + m.v_head_dim());
   if (s.decode_seqs > 0) {
     const double q_per_seq = static_cast<double>(s.decode_query_tokens) / static_cast<double>(s.decode_seqs);
-    const double ctx = s.decode_context_tokens / dp;
+    // The busiest rank holds ceil(seqs / dp) of the sequences (a sequence lives on one rank).
+    const double seqs_rank = std::ceil(static_cast<double>(s.decode_seqs) / dp);
+    const double ctx = s.decode_context_tokens / static_cast<double>(s.decode_seqs) * seqs_rank;
     const double flops = 2 * heads_gpu * qk_pv_dims * ctx * q_per_seq;
     const double bytes = ctx * kv_token_layer_bytes_;
     add(flops, bytes, std::max(1.0, s.decode_context_tokens / static_cast<double>(s.decode_seqs) / kAttentionBlock));
   }
   if (s.prefill_tokens > 0) {
     const double prefill_dims = static_cast<double>(m.head_dim + m.v_head_dim());  // MLA prefill runs unabsorbed
-    const double flops = 2 * heads_gpu * prefill_dims * s.prefill_pair_tokens / dp;
-    const double bytes = s.prefill_context_tokens / dp * kv_token_layer_bytes_ +
-                         static_cast<double>(s.prefill_tokens) / dp * heads_gpu * prefill_dims * kActivationBytes;
+    const double share = std::max(1.0 / dp, s.largest_prefill_pairs / std::max(1.0, s.prefill_pair_tokens));
+    const double flops = 2 * heads_gpu * prefill_dims * s.prefill_pair_tokens * share;
+    const double bytes = s.prefill_context_tokens * share * kv_token_layer_bytes_ +
+                         static_cast<double>(s.prefill_tokens) * share * heads_gpu * prefill_dims * kActivationBytes;
     add(flops, bytes, std::max(1.0, s.prefill_pair_tokens / static_cast<double>(s.prefill_tokens) / kAttentionBlock));
   }
 }
@@ -226,12 +228,13 @@ void StepCostModel::attention(const StepShape& s, CategorySeconds& out) const {
 StepCost StepCostModel::cost(const StepShape& s) {
   StepCost r;
   const long long tokens = s.decode_query_tokens + s.prefill_tokens;
-  r.by_category = token_part(tokens);
+  const long long rank_tokens = std::max((tokens + par_.dp - 1) / par_.dp, std::min(tokens, s.largest_item_tokens));
+  r.by_category = token_part(tokens, rank_tokens);
   attention(s, r.by_category);
   // LM head (16-bit weights, vocabulary split over tp) and sampling over the logits.
   if (s.logits_tokens > 0) {
     const double vocab_gpu = static_cast<double>(model_.vocab) / par_.tp;
-    const double rows = std::ceil(static_cast<double>(s.logits_tokens) / par_.dp);
+    const double rows = std::ceil(static_cast<double>(s.logits_tokens) / par_.dp);  // spread over the ranks
     const Gemm g = gemm(rows, vocab_gpu, static_cast<double>(model_.hidden), 2);
     r.by_category[static_cast<size_t>(g.memory_bound ? StepCategory::WeightRead : StepCategory::GemmCompute)] += g.seconds;
     r.by_category[static_cast<size_t>(StepCategory::Elementwise)] += rows * vocab_gpu * 4 * 2 / hbm_Bps_ + 2 * kernel_s_;
@@ -239,7 +242,7 @@ StepCost StepCostModel::cost(const StepShape& s) {
   // Speculative decoding: k draft passes over the decoding sequences before the verification.
   const SpeculativeConfig& spec = config_.speculative;
   if (spec.draft_tokens > 0 && s.decode_seqs > 0) {
-    const CategorySeconds& d = token_part(s.decode_seqs);
+    const CategorySeconds& d = token_part(s.decode_seqs, (s.decode_seqs + par_.dp - 1) / par_.dp);
     const double draft_s = std::accumulate(d.begin(), d.end(), 0.0);
     r.by_category[static_cast<size_t>(StepCategory::SpeculativeDraft)] += spec.draft_tokens * spec.draft_cost_ratio * draft_s;
   }

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "models/collectives/collective.hpp"
@@ -47,6 +48,10 @@ struct StepShape {
   double prefill_pair_tokens = 0;      // sum over chunks of chunk x (prior + chunk / 2): causal score pairs
   double prefill_context_tokens = 0;   // sum over chunks of (prior + chunk): KV read by the chunks
   long long logits_tokens = 0;         // tokens that go through the LM head (decodes, last chunks)
+  // With dp attention ranks: the most tokens (the longest prompt chunk) one sequence brings, since
+  // a sequence lives on one rank; the busiest rank runs max(ceil(tokens / dp), this).
+  long long largest_item_tokens = 0;
+  double largest_prefill_pairs = 0;    // the largest chunk's share of prefill_pair_tokens
 };
 
 struct StepCost {
@@ -70,7 +75,7 @@ class StepCostModel {
  private:
   struct Gemm { double seconds; bool memory_bound; };
   Gemm gemm(double m, double n, double k, double weight_bytes_per_elem) const;
-  const CategorySeconds& token_part(long long tokens);
+  const CategorySeconds& token_part(long long tokens, long long rank_tokens);
   double collective_s(coll::CollectiveOp op, const std::vector<int>& ranks, double bytes,
                       const coll::MoeDispatch& dispatch = {});
   void attention(const StepShape& s, CategorySeconds& out) const;
@@ -87,8 +92,7 @@ class StepCostModel {
   double tensor_flops_ = 0, f16_flops_ = 0, hbm_Bps_ = 0, kernel_s_ = 0;
   double w_bytes_ = 2, a_bytes_ = 2, kv_bytes_ = 2;
   double kv_token_layer_bytes_ = 0;
-  std::vector<CategorySeconds> memo_;
-  std::vector<char> memo_done_;
+  std::unordered_map<uint64_t, CategorySeconds> memo_;  // by (rank tokens, tokens)
   std::map<std::tuple<int, double, size_t>, double> coll_memo_;
 };
 

@@ -250,3 +250,55 @@ TEST(Metrics, PercentilesExactThenHistogram) {
 
 }  // namespace
 }  // namespace stacksim::serving
+
+namespace stacksim::serving {
+namespace {
+
+TEST(Scheduler, UnchunkedPromptLongerThanTheBudgetRunsWhole) {
+  // 20k-token prompts over an 8k token budget: without chunking each runs whole as its step's
+  // only prompt, beside the running decodes; throughput stays close to the chunked engine's.
+  const ServingHardware h = testing::dgx_h100();
+  ServingConfig c = testing::tp8_fp8();
+  c.max_num_batched_tokens = 8192;
+  const Workload w = testing::fixed_lengths(ArrivalMode::Offline, 60, 20000, 500);
+  c.chunked_prefill = true;
+  const ServingResult chunked = simulate_serving(c, w, testing::llama3_70b(), h);
+  c.chunked_prefill = false;
+  const ServingResult whole = simulate_serving(c, w, testing::llama3_70b(), h);
+  EXPECT_EQ(whole.completed_requests, 60);
+  EXPECT_NEAR(whole.output_tokens_per_s, chunked.output_tokens_per_s, 0.3 * chunked.output_tokens_per_s);
+}
+
+TEST(Scheduler, PipelineStagesAddLatencyAndThroughput) {
+  // pp 2 x tp 4 holds the same weights per GPU as tp 8, but a token crosses both stages in turn,
+  // so a lone request's step reads twice the bytes per GPU in sequence: one more W/8 over the HBM
+  // rate, communication aside. At load the two in-flight batches (virtual engines) recover it.
+  const ServingHardware h = testing::dgx_h100();
+  ServingConfig tp8 = testing::tp8_fp8();
+  ServingConfig pp2 = tp8;
+  pp2.parallel.tp = 4;
+  pp2.parallel.pp = 2;
+  const workload::ModelConfig m = testing::llama3_70b();
+  const auto cluster = cluster_of(h);
+  const coll::CommTuning tuning = coll::tuning_for(h.cluster.node, h.cluster.nic);
+  StepCostModel c8(tp8, tp8.parallel, m, h.gpu, cluster, tuning, 0);
+  StepCostModel c42(pp2, pp2.parallel, m, h.gpu, cluster, tuning, 0);
+  StepShape one;
+  one.decode_seqs = one.decode_query_tokens = one.logits_tokens = 1;
+  one.decode_context_tokens = 100;
+  auto compute_s = [](const StepCost& c) {
+    return c.gpu_seconds - c.by_category[static_cast<size_t>(StepCategory::TpComm)] -
+           c.by_category[static_cast<size_t>(StepCategory::PpComm)];
+  };
+  const MemoryPlan p8 = plan_memory(tp8, m, h.gpu);
+  const double layer_weights_s = (p8.weights_bytes - 2.0 * m.vocab * m.hidden * 2 / 8) / (h.gpu.hbm_Bps * h.gpu.hbm_efficiency);
+  const double extra_s = compute_s(c42.cost(one)) - compute_s(c8.cost(one));
+  EXPECT_NEAR(extra_s, layer_weights_s, 0.1 * layer_weights_s);
+  const Workload offline = testing::fixed_lengths(ArrivalMode::Offline, 2000, 500, 300);
+  const double thr8 = simulate_serving(tp8, offline, m, h).output_tokens_per_s;
+  const double thr42 = simulate_serving(pp2, offline, m, h).output_tokens_per_s;
+  EXPECT_GT(thr42, 0.6 * thr8);
+}
+
+}  // namespace
+}  // namespace stacksim::serving
