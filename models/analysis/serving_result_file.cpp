@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <tuple>
+#include <vector>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -17,13 +18,23 @@
 namespace stacksim::analysis {
 namespace {
 
+// Python's json module writes an infinite request rate as the bare word Infinity (SGLang), which
+// JSON does not have: read it as the string "inf" (vLLM's own spelling), NaN as null.
+std::string python_json_to_json(std::string text) {
+  const std::vector<std::pair<std::string, std::string>> words = {{"-Infinity", "\"-inf\""}, {"Infinity", "\"inf\""}, {"NaN", "null"}};
+  for (const auto& [from, to] : words)
+    for (size_t at = text.find(": " + from); at != std::string::npos; at = text.find(": " + from, at + 2))
+      text.replace(at + 2, from.size(), to);
+  return text;
+}
+
 // The run to compare: the JSON object of the file, or the last object of a JSONL file.
 nlohmann::json read_result(const std::string& path, std::string& tool) {
   std::ifstream in(path);
   if (!in) throw config::InputError(path, 0, "", "cannot read the benchmark result file", "check the path");
   std::stringstream ss;
   ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = python_json_to_json(ss.str());
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
     if (!j.is_object()) throw config::InputError(path, 1, "", "expected one JSON object (a benchmark result)", "give the --save-result file");

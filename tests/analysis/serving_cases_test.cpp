@@ -7,7 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/error.hpp"
 #include "models/analysis/serving_cases.hpp"
+#include "models/analysis/serving_result_file.hpp"
 #include "models/analysis/validation.hpp"
 #include "tests/test_tmp.hpp"
 
@@ -147,4 +149,58 @@ TEST(ServingCases, ValidateReportsEveryFigure) {
   std::ostringstream text;
   analysis::print_validation(outcomes, text);
   EXPECT_NE(text.str().find("macro MAPE over sources"), std::string::npos);
+}
+
+namespace {
+
+const char* kDeployment = R"(
+name: mine
+cluster: {node: dgx-h100, nodes: 1}
+model: {preset: Llama 3 8B}
+serving: {engine: vllm, tp: 1}
+workload: {mode: offline, requests: 1, input: 1, output: 1}
+)";
+
+}  // namespace
+
+TEST(ServingResultFile, VllmJsonAndSglangJsonlBecomeOneMeasuredCase) {
+  const std::string scenario = test_tmp("mine.yaml");
+  std::ofstream(scenario) << kDeployment;
+  const std::string vllm = test_tmp("vllm.json");
+  std::ofstream(vllm) << R"({"backend": "vllm", "request_rate": "inf", "max_concurrency": 16, "completed": 100,
+    "total_input_tokens": 51200, "total_output_tokens": 12800, "request_throughput": 5.0, "output_throughput": 640.0,
+    "total_token_throughput": 3200.0, "mean_ttft_ms": 80.0, "median_ttft_ms": 70.0, "p99_ttft_ms": 200.0,
+    "mean_tpot_ms": 20.0, "median_tpot_ms": 19.0, "p99_tpot_ms": 30.0, "mean_e2el_ms": 2600.0})";
+  const auto o = analysis::validate_serving_result(vllm, scenario, {});
+  ASSERT_EQ(o.size(), 1u);
+  ASSERT_TRUE(o[0].ok()) << o[0].error;
+  EXPECT_EQ(o[0].metric, "output_tokens_per_s");
+  EXPECT_DOUBLE_EQ(o[0].measured, 640.0);
+  std::vector<std::string> names;
+  for (const auto& m : o[0].metrics) names.push_back(m.metric);
+  const std::vector<std::string> expected{"output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "ttft_ms.mean",
+                                          "ttft_ms.p50", "ttft_ms.p99", "tpot_ms.mean", "tpot_ms.p50", "tpot_ms.p99",
+                                          "e2e_latency_s.mean"};
+  EXPECT_EQ(names, expected);
+  EXPECT_DOUBLE_EQ(o[0].metrics.back().measured, 2.6);  // ms in the file, seconds compared
+  // The run's workload replaced the scenario's: 16 in flight, 512 in / 128 out.
+  bool said = false;
+  for (const auto& d : o[0].defaults) said = said || d.find("input 512, output 128") != std::string::npos;
+  EXPECT_TRUE(said);
+
+  const std::string sglang = test_tmp("sglang.jsonl");
+  std::ofstream(sglang) << R"({"backend": "sglang", "request_rate": 2.0, "completed": 10, "total_input_tokens": 100, "total_output_tokens": 100, "output_throughput": 1.0})"
+                        << "\n"
+                        << R"({"backend": "sglang", "request_rate": Infinity, "max_concurrency": 8, "completed": 50, "total_input_tokens": 5000, "total_output_tokens": 2500, "output_throughput": 300.0, "mean_e2e_latency_ms": 900.0})"
+                        << "\n";
+  const auto g = analysis::validate_serving_result(sglang, scenario, {});
+  ASSERT_TRUE(g[0].ok()) << g[0].error;
+  EXPECT_DOUBLE_EQ(g[0].measured, 300.0);  // the last line is the run compared
+  EXPECT_EQ(g[0].source, "sglang-bench_serving");
+  ASSERT_EQ(g[0].metrics.size(), 2u);
+  EXPECT_EQ(g[0].metrics[1].metric, "e2e_latency_s.mean");
+
+  const std::string broken = test_tmp("broken.jsonl");
+  std::ofstream(broken) << "{not json\n";
+  EXPECT_THROW(analysis::validate_serving_result(broken, scenario, {}), config::InputError);
 }
