@@ -8,11 +8,10 @@
 
 #include "config/error.hpp"
 #include "config/yaml.hpp"
-#include "models/analysis/scenario.hpp"
-#include "models/analysis/serving_commands.hpp"
-#include "models/analysis/serving_run.hpp"
-#include "models/analysis/training.hpp"
-#include "models/analysis/validation.hpp"
+#include "services/scenario.hpp"
+#include "services/training.hpp"
+#include "services/serving_commands.hpp"
+#include "services/serving_run.hpp"
 #include "models/workload/model_catalog.hpp"
 #include "sim/allocator.hpp"
 #include "sim/engine.hpp"
@@ -89,16 +88,6 @@ PYBIND11_MODULE(_core, m) {
       py::arg("text"), py::arg("origin") = "<scenario>", py::arg("sets") = std::vector<std::string>{},
       py::arg("base_dir") = ".", py::arg("trace") = "",
       "Simulates the scenario given as YAML text; returns the result as JSON text.");
-  m.def(
-      "validate",
-      [](const std::string& path, const std::vector<std::string>& kinds, const std::vector<std::string>& sources,
-         const std::vector<std::string>& ids) {
-        py::gil_scoped_release release;
-        return analysis::validation_json(analysis::validate_file(path, {kinds, sources, ids})).dump();
-      },
-      py::arg("path"), py::arg("kinds") = std::vector<std::string>{}, py::arg("sources") = std::vector<std::string>{},
-      py::arg("ids") = std::vector<std::string>{},
-      "Validates a stacksim-validation/1 case file; returns the report as JSON text.");
   m.def("catalog_models", &catalog_models_json,
         "The bundled model catalogue (models/workload/architectures) as JSON text.");
   m.def("catalog_model", &catalog_model_json, py::arg("name"),
