@@ -38,9 +38,10 @@ struct Parallelism {
 struct SpeculativeConfig {
   int draft_tokens = 0;          // k tokens proposed per step (0 = off)
   double acceptance_rate = 0;    // a: each drafted token accepted with probability a (given the previous)
-  // Cost of one draft forward pass over the target's decode step at the same batch: an EAGLE head
-  // or one MTP layer is about 1/layers of the model; a separate small draft model its size ratio.
-  double draft_cost_ratio = 0.05;
+  // Cost of one draft forward pass over the target's decode step at the same batch, for a separate
+  // small draft model (its size ratio). 0 = an MTP module or EAGLE head: one transformer layer of
+  // the target plus its LM head, timed by the same operator model.
+  double draft_cost_ratio = 0;
   // Expected tokens emitted per sequence per step: (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023).
   double tokens_per_step() const;
 };

@@ -243,8 +243,14 @@ StepCost StepCostModel::cost(const StepShape& s) {
   const SpeculativeConfig& spec = config_.speculative;
   if (spec.draft_tokens > 0 && s.decode_seqs > 0) {
     const CategorySeconds& d = token_part(s.decode_seqs, (s.decode_seqs + par_.dp - 1) / par_.dp);
-    const double draft_s = std::accumulate(d.begin(), d.end(), 0.0);
-    r.by_category[static_cast<size_t>(StepCategory::SpeculativeDraft)] += spec.draft_tokens * spec.draft_cost_ratio * draft_s;
+    const double target_s = std::accumulate(d.begin(), d.end(), 0.0);
+    double draft_s = spec.draft_cost_ratio * target_s;
+    if (spec.draft_cost_ratio <= 0) {  // MTP / EAGLE: one layer of the target and the LM head
+      const double rows = std::ceil(static_cast<double>(s.decode_seqs) / par_.dp);
+      draft_s = target_s / model_.layers + gemm(rows, static_cast<double>(model_.vocab) / par_.tp,
+                                                 static_cast<double>(model_.hidden), 2).seconds;
+    }
+    r.by_category[static_cast<size_t>(StepCategory::SpeculativeDraft)] += spec.draft_tokens * draft_s;
   }
   r.gpu_seconds = std::accumulate(r.by_category.begin(), r.by_category.end(), 0.0);
   const EngineProfile& e = config_.engine;

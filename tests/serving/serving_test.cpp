@@ -153,6 +153,13 @@ TEST(Speculative, TokensPerStepClosedForm) {
   c.speculative.draft_cost_ratio = 0.02;
   const double spec = simulate_serving(c, one, llama3_70b(), h).tpot_ms.mean;
   EXPECT_LT(spec, plain / 1.5);
+  // An MTP head (draft_cost_ratio 0): one layer and the LM head per draft token, timed like the
+  // target's; between the free draft and a full-model draft.
+  c.speculative.draft_cost_ratio = 0;
+  const double mtp = simulate_serving(c, one, llama3_70b(), h).tpot_ms.mean;
+  c.speculative.draft_cost_ratio = 0;
+  EXPECT_GT(mtp, spec);
+  EXPECT_LT(mtp, plain);
 }
 
 TEST(Disaggregated, PrefillAndDecodePoolsHandOverTheKv) {
