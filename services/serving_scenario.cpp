@@ -343,7 +343,7 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
     c.speculative.draft_tokens = count(sp, "draft_tokens", 1);
     c.speculative.acceptance_rate = fraction(sp, "acceptance_rate", 0.7, true);
     if (!sp.has("acceptance_rate")) sp.fail("acceptance_rate", "missing", "give the measured acceptance rate, e.g. 0.7");
-    if (sp.has("draft_cost_ratio")) c.speculative.draft_cost_ratio = sp.positive("draft_cost_ratio", sp.required_number("draft_cost_ratio"));
+    if (sp.has("draft_cost_ratio")) c.speculative.draft_cost_ratio = sp.non_negative("draft_cost_ratio", sp.required_number("draft_cost_ratio"));
   }
   if (n.has("disaggregated")) {
     const config::Node d = n["disaggregated"];
