@@ -20,7 +20,8 @@ endfunction()
 
 function(stacksim_check_layers)
   set(product stacksim_sim stacksim_config stacksim_topo stacksim_hardware stacksim_compute
-      stacksim_collectives stacksim_workload stacksim_calibration stacksim_host stacksim_services)
+      stacksim_collectives stacksim_workload stacksim_calibration stacksim_host stacksim_serving
+      stacksim_services)
   if(TARGET _core)
     list(APPEND product _core)
   endif()

@@ -8,6 +8,7 @@
 
 #include "config/error.hpp"
 #include "config/yaml.hpp"
+#include "services/compare.hpp"
 #include "services/scenario.hpp"
 #include "services/training.hpp"
 #include "services/serving_commands.hpp"
@@ -40,6 +41,27 @@ std::string run_yaml(const std::string& text, const std::string& origin, const s
   try {
     return analysis::training_json(s, analysis::simulate_training(s.training, o)).dump();
   } catch (const sim::HorizonError& e) {  // out-of-range input too: a ScenarioError in Python
+    throw config::InputError(origin, 0, "", e.what(), "bring the scenario's rates and durations into a realistic range");
+  }
+}
+
+// `stacksim compare` on a scenario given as YAML text: the same C++ comparison (speedups, reasons,
+// elasticity), so Python has no second rule for it. Each variant is a list of KEY=VALUE overrides.
+std::string compare_yaml(const std::string& text, const std::string& origin, const std::string& base_dir,
+                         const std::vector<std::vector<std::string>>& variants, bool elasticity) {
+  const YAML::Node parsed = config::Node::load_string(text, origin).yaml();
+  auto load = [&](const std::vector<std::string>& sets) {
+    YAML::Node root = YAML::Clone(parsed);
+    for (const auto& s : sets) analysis::apply_scenario_override(root, s, "set(" + s + ")");
+    try {
+      return analysis::scenario_from_yaml(root, origin, base_dir);
+    } catch (const config::InputError& e) {
+      config::rethrow_for_overrides(e, sets, "set");
+    }
+  };
+  try {
+    return analysis::comparison_json(analysis::compare(load, origin, {}, variants, elasticity)).dump();
+  } catch (const sim::HorizonError& e) {
     throw config::InputError(origin, 0, "", e.what(), "bring the scenario's rates and durations into a realistic range");
   }
 }
@@ -88,6 +110,15 @@ PYBIND11_MODULE(_core, m) {
       py::arg("text"), py::arg("origin") = "<scenario>", py::arg("sets") = std::vector<std::string>{},
       py::arg("base_dir") = ".", py::arg("trace") = "",
       "Simulates the scenario given as YAML text; returns the result as JSON text.");
+  m.def(
+      "compare_yaml",
+      [](const std::string& text, const std::string& origin, const std::string& base_dir,
+         const std::vector<std::vector<std::string>>& variants, bool elasticity) {
+        py::gil_scoped_release release;
+        return compare_yaml(text, origin, base_dir, variants, elasticity);
+      },
+      py::arg("text"), py::arg("origin"), py::arg("base_dir"), py::arg("variants"), py::arg("elasticity") = false,
+      "Compares the scenario (YAML text) with each variant's KEY=VALUE overrides; returns compare --json's text.");
   m.def("catalog_models", &catalog_models_json,
         "The bundled model catalogue (models/workload/architectures) as JSON text.");
   m.def("catalog_model", &catalog_model_json, py::arg("name"),

@@ -120,15 +120,21 @@ std::string explain(const TrainingResult& base, const TrainingResult& var, doubl
 
 Comparison compare(const std::string& path, const std::vector<std::string>& base_sets,
                    const std::vector<std::vector<std::string>>& variants, bool elasticity) {
+  return compare([&path](const std::vector<std::string>& sets) { return load_scenario(path, sets); }, path, base_sets,
+                 variants, elasticity);
+}
+
+Comparison compare(const ScenarioLoader& load, const std::string& origin, const std::vector<std::string>& base_sets,
+                   const std::vector<std::vector<std::string>>& variants, bool elasticity) {
   struct Job {
     Scenario scenario;
     std::string label;
     std::vector<std::string> sets;
   };
   std::vector<Job> jobs;
-  const Scenario base = load_scenario(path, base_sets);
+  const Scenario base = load(base_sets);
   if (base.kind != WorkloadKind::Training)
-    throw config::InputError(path, 0, "collective", "compare needs a training scenario",
+    throw config::InputError(origin, 0, "collective", "compare needs a training scenario",
                              "use a scenario with model: and parallelism:");
   jobs.push_back({base, "baseline", {}});
   for (const auto& v : variants) {
@@ -136,7 +142,7 @@ Comparison compare(const std::string& path, const std::vector<std::string>& base
     all.insert(all.end(), v.begin(), v.end());
     std::string label;
     for (const auto& s : v) label += (label.empty() ? "" : ", ") + s;
-    jobs.push_back({load_scenario(path, all), label, v});
+    jobs.push_back({load(all), label, v});
   }
   const size_t first_elastic = jobs.size();
   if (elasticity) {

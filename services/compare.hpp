@@ -7,6 +7,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -31,6 +32,12 @@ struct Comparison {
 };
 
 Comparison compare(const std::string& scenario_path, const std::vector<std::string>& base_sets,
+                   const std::vector<std::vector<std::string>>& variants, bool elasticity);
+
+// The same for a scenario held elsewhere (Python's in-memory Scenario): `load(sets)` returns the
+// scenario with those overrides applied; `origin` names it in errors.
+using ScenarioLoader = std::function<Scenario(const std::vector<std::string>& sets)>;
+Comparison compare(const ScenarioLoader& load, const std::string& origin, const std::vector<std::string>& base_sets,
                    const std::vector<std::vector<std::string>>& variants, bool elasticity);
 
 // Change of the cost per million tokens, in percent (negative: cheaper); both results priced.

@@ -29,17 +29,10 @@ using config::has;
 
 }  // namespace
 
-CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
-  CollectiveCaseResult r;
-  const YAML::Node hw = c["hardware"], op = c["op"], m = c["measured"];
-  const std::string gpu = has(hw, "gpu") ? hw["gpu"].as<std::string>() : "";
-  const std::string node = node_for(gpu);
-  if (node.empty()) {
-    r.error = "no node type for GPU '" + gpu + "'";
-    return r;
-  }
-  const std::string name = has(op, "name") ? config::lowercase(op["name"].as<std::string>()) : "";
-  // nccl-tests' operations (all_reduce_perf, ...), underscored or run together.
+namespace {
+
+// nccl-tests' operation names (all_reduce_perf, ...), underscored or run together; nullptr if none.
+const CollectiveOp* collective_op_of(const std::string& name) {
   static const std::map<std::string, CollectiveOp> kOps = {
       {"all_reduce", CollectiveOp::AllReduce},         {"allreduce", CollectiveOp::AllReduce},
       {"all_gather", CollectiveOp::AllGather},         {"allgather", CollectiveOp::AllGather},
@@ -48,76 +41,90 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
       {"broadcast", CollectiveOp::Broadcast},          {"reduce", CollectiveOp::Broadcast},
       {"sendrecv", CollectiveOp::SendRecv},            {"send_recv", CollectiveOp::SendRecv}};
   const auto known = kOps.find(name);
-  if (known == kOps.end()) {
-    r.error = name.empty() ? std::string("op.name is null")
-                           : "unsupported collective '" + name +
-                                 "' (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or sendrecv)";
-    return r;
-  }
-  const CollectiveOp kind = known->second;
-  // NCCL's ring reduce pipelines the same chunks over the same ring as its broadcast, the other
-  // way round (and both count bus bandwidth as the algorithm bandwidth).
-  if (name == "reduce") r.defaults.push_back("reduce: timed as its mirror, a ring broadcast");
+  return known == kOps.end() ? nullptr : &known->second;
+}
 
-  const int node_gpus = hw::bundled_nodes().node(node).gpus_per_node;
-  int per_node = has(hw, "gpus_per_node") ? hw["gpus_per_node"].as<int>() : node_gpus;
+// Where a case's collective runs: GPUs per node (a rack's, where the stated count is a tray's),
+// the GPU count and message size, with the defaults taken for what the case leaves out.
+struct CaseLayout {
+  std::string node;
+  int node_gpus = 0, per_node = 0, tray_gpus = 0, gpus = 0;
+  double bytes = 0;
+  bool partitions = false;  // the case describes NVLink partitions of a rack
+  std::string described;    // system and notes, lower case
+};
+
+bool read_layout(const YAML::Node& c, const std::string& node, CaseLayout& l, CollectiveCaseResult& r) {
+  const YAML::Node hw = c["hardware"], op = c["op"];
+  l.node = node;
+  l.node_gpus = hw::bundled_nodes().node(node).gpus_per_node;
+  l.per_node = has(hw, "gpus_per_node") ? hw["gpus_per_node"].as<int>() : l.node_gpus;
   if (!has(hw, "gpus_per_node"))
-    r.defaults.push_back("hardware.gpus_per_node: the node type's " + std::to_string(node_gpus));
-  if (per_node < 1) {
-    r.error = "hardware.gpus_per_node must be at least 1, got " + std::to_string(per_node);
-    return r;
+    r.defaults.push_back("hardware.gpus_per_node: the node type's " + std::to_string(l.node_gpus));
+  if (l.per_node < 1) {
+    r.error = "hardware.gpus_per_node must be at least 1, got " + std::to_string(l.per_node);
+    return false;
   }
-  int tray_gpus = 0;  // the stated GPUs per node, where they are a tray's
   // As for training cases: on a rack-scale NVLink node (NVL72) fewer GPUs per node are a tray's,
   // unless the case describes NVLink partitions: then each is an NVLink domain of its own and the
   // partitions talk over the fabric.
-  const std::string described = config::lowercase((has(hw, "system") ? hw["system"].as<std::string>() : "") + " " +
-                                                  (has(c, "notes") ? c["notes"].as<std::string>() : ""));
-  const bool partitions = described.find("nvl partition") != std::string::npos ||
-                          described.find("nvlink partition") != std::string::npos;
-  if (node_gpus > 16 && per_node < node_gpus && partitions) {
-    r.defaults.push_back("hardware.gpus_per_node: " + std::to_string(per_node) +
+  l.described = config::lowercase((has(hw, "system") ? hw["system"].as<std::string>() : "") + " " +
+                                  (has(c, "notes") ? c["notes"].as<std::string>() : ""));
+  l.partitions = l.described.find("nvl partition") != std::string::npos ||
+                 l.described.find("nvlink partition") != std::string::npos;
+  if (l.node_gpus > 16 && l.per_node < l.node_gpus && l.partitions) {
+    r.defaults.push_back("hardware.gpus_per_node: " + std::to_string(l.per_node) +
                          " GPUs per NVLink partition (the case describes partitions: separate NVLink domains "
                          "joined over the fabric)");
-  } else if (node_gpus > 16 && per_node < node_gpus) {
-    r.defaults.push_back("hardware.gpus_per_node: " + std::to_string(per_node) + " GPUs per tray, in one " +
-                         std::to_string(node_gpus) + "-GPU NVLink rack");
-    tray_gpus = per_node;
-    per_node = node_gpus;
+  } else if (l.node_gpus > 16 && l.per_node < l.node_gpus) {
+    r.defaults.push_back("hardware.gpus_per_node: " + std::to_string(l.per_node) + " GPUs per tray, in one " +
+                         std::to_string(l.node_gpus) + "-GPU NVLink rack");
+    l.tray_gpus = l.per_node;
+    l.per_node = l.node_gpus;
   }
-  int gpus = has(op, "gpus") ? op["gpus"].as<int>() : has(hw, "num_gpus") ? hw["num_gpus"].as<int>() : 0;
-  if (gpus <= 0) {
-    gpus = 2 * per_node;
+  l.gpus = has(op, "gpus") ? op["gpus"].as<int>() : has(hw, "num_gpus") ? hw["num_gpus"].as<int>() : 0;
+  if (l.gpus <= 0) {
+    l.gpus = 2 * l.per_node;
     r.defaults.push_back("op.gpus: 2 nodes (a multi-node statement without a GPU count)");
   }
-  double bytes = has(op, "bytes") ? op["bytes"].as<double>() : 0;
-  if (bytes <= 0) {
-    bytes = 8.0 * (1ull << 30);
+  l.bytes = has(op, "bytes") ? op["bytes"].as<double>() : 0;
+  if (l.bytes <= 0) {
+    l.bytes = 8.0 * (1ull << 30);
     r.defaults.push_back("op.bytes: 8 GiB (a peak-bandwidth statement)");
   }
-  bool per_nic = false;
+  return true;
+}
+
+// The measured figure: bus bandwidth, or an all-to-all's per-NIC range (its middle). False when
+// the case publishes neither; `per_nic` says which.
+bool read_measured(const YAML::Node& m, CollectiveOp kind, CollectiveCaseResult& r, bool& per_nic) {
+  per_nic = false;
   if (has(m, "busbw_GBps")) {
     r.metric = "busbw_GBps";
     r.measured = m["busbw_GBps"].as<double>();
-  } else if (kind == CollectiveOp::AllToAll && has(m, "other") &&
-             has(m["other"], "expected_per_nic_GBps_ndr400_low") &&
-             has(m["other"], "expected_per_nic_GBps_ndr400_high")) {
+    return true;
+  }
+  if (kind == CollectiveOp::AllToAll && has(m, "other") && has(m["other"], "expected_per_nic_GBps_ndr400_low") &&
+      has(m["other"], "expected_per_nic_GBps_ndr400_high")) {
     r.metric = "per_nic_GBps";
     r.measured = 0.5 * (m["other"]["expected_per_nic_GBps_ndr400_low"].as<double>() +
                         m["other"]["expected_per_nic_GBps_ndr400_high"].as<double>());
     per_nic = true;
     r.defaults.push_back("per-NIC statement: network bytes per GPU S(n-g)/n over the all-to-all time; "
                          "measured = middle of the stated range");
-  } else {
-    r.error = "the case publishes no bus bandwidth";
-    return r;
+    return true;
   }
+  r.error = "the case publishes no bus bandwidth";
+  return false;
+}
 
+// The cluster section the case describes: node, GPUs, NIC rate and count.
+YAML::Node case_cluster(const YAML::Node& hw, const std::string& gpu, const CaseLayout& l, CollectiveCaseResult& r) {
   YAML::Node cl;
-  cl["node"] = node;
+  cl["node"] = l.node;
   cl["gpu"] = gpu;
-  cl["gpus_per_node"] = std::min(per_node, gpus);
-  cl["nodes"] = (gpus + per_node - 1) / per_node;
+  cl["gpus_per_node"] = std::min(l.per_node, l.gpus);
+  cl["nodes"] = (l.gpus + l.per_node - 1) / l.per_node;
   const YAML::Node inter = hw["inter_node"];
   if (has(inter, "nic_gbps")) {
     const int gbps = inter["nic_gbps"].as<int>();
@@ -127,33 +134,32 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
   } else {
     r.defaults.push_back("hardware.inter_node: the node type's NICs");
   }
-  if (has(inter, "nics_per_node") && tray_gpus > 0) {
+  if (has(inter, "nics_per_node") && l.tray_gpus > 0) {
     // A tray's NIC count beside a tray's GPU count (as for training cases).
-    const auto rack = validate::rack_nics_from_tray(inter["nics_per_node"].as<int>(), tray_gpus, std::min(per_node, gpus));
+    const auto rack = validate::rack_nics_from_tray(inter["nics_per_node"].as<int>(), l.tray_gpus, std::min(l.per_node, l.gpus));
     cl["nics_per_node"] = rack.nics;
     r.defaults.push_back(rack.note);
   } else if (has(inter, "nics_per_node")) {
     cl["nics_per_node"] = inter["nics_per_node"].as<int>();
-  } else if (partitions && per_node < node_gpus) {
+  } else if (l.partitions && l.per_node < l.node_gpus) {
     // A partition keeps its GPUs' own NICs (the rack's per-GPU share), not the whole rack's.
-    const hw::NodeSpec& spec = hw::bundled_nodes().node(node);
-    cl["nics_per_node"] = std::max(1, spec.nics * per_node / node_gpus);
+    const hw::NodeSpec& spec = hw::bundled_nodes().node(l.node);
+    cl["nics_per_node"] = std::max(1, spec.nics * l.per_node / l.node_gpus);
   }
-  const topo::ClusterConfig cfg = topo::parse_cluster_config(config::Node(cl, "case", "cluster"), hw::bundled_nodes());
-  const topo::Cluster cluster = topo::build_cluster(cfg);
-  const CommTuning tuning = tuning_for(cfg.node, cfg.nic);
+  return cl;
+}
 
-  Collective col;
-  col.op = kind;
-  col.bytes = bytes;
-  for (int i = 0; i < gpus; ++i) col.ranks.push_back(i);
-  if (kind == CollectiveOp::AllReduce && cfg.nodes > 1) {
+// The algorithm a multi-node all-reduce runs (with the default's note), or what a named one means.
+void choose_algorithm(const YAML::Node& c, const CaseLayout& l, const topo::ClusterConfig& cfg,
+                      const topo::Cluster& cluster, const CommTuning& tuning, Collective& col, CollectiveCaseResult& r) {
+  const YAML::Node hw = c["hardware"], op = c["op"];
+  if (col.op == CollectiveOp::AllReduce && cfg.nodes > 1) {
     // NCCL's large-message choice across nodes: NVLSTree across 8-GPU NVSwitch boxes that reduce
     // in-switch (Hopper and later: four sources measure 2-node busbw above a ring's NIC limit),
     // else Ring (also across NVL72 racks, where the measured busbw stays below a ring's).
     // A run that turned NVLS off (NCCL_NVLS_ENABLE=0, in the case's notes) has no in-switch
     // algorithm to choose.
-    const bool nvls_off = described.find("nccl_nvls_enable=0") != std::string::npos;
+    const bool nvls_off = l.described.find("nccl_nvls_enable=0") != std::string::npos;
     const bool rack_domains = cfg.node.gpus_per_node > 16;
     const bool nvls_tree_possible = tuning.nvls_efficiency > 0 && !rack_domains &&
                                     detail::nvls_tree_capable(cluster, detail::ranks_by_node(cluster, col.ranks));
@@ -172,34 +178,78 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
   } else if (has(op, "algorithm")) {
     r.defaults.push_back("op.algorithm '" + op["algorithm"].as<std::string>() + "': NCCL's default (Auto)");
   }
+}
+
+// sendrecv_perf: every rank sends the buffer to the next rank and receives from the previous
+// one, all at once. On a switched node and a rail fabric the pairs share no link, so the
+// slowest pair sets the time: a pair inside a node, and one across nodes.
+double sendrecv_seconds(const topo::Cluster& cluster, const topo::ClusterConfig& cfg, const CommTuning& tuning,
+                        int gpus, double bytes) {
+  const auto pair_s = [&](int from, int to) {
+    Collective pair;
+    pair.op = CollectiveOp::SendRecv;
+    pair.ranks = {from, to};
+    pair.peer = to;
+    pair.bytes = bytes;
+    return time_collective(cluster, tuning, pair).seconds;
+  };
+  const int g = cfg.node.gpus_per_node;
+  double seconds = 0;
+  if (std::min(g, gpus) >= 2) seconds = pair_s(0, 1);
+  if (cfg.nodes > 1) seconds = std::max(seconds, pair_s(g - 1, g));
+  return seconds;
+}
+
+}  // namespace
+
+CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
+  CollectiveCaseResult r;
+  const YAML::Node hw = c["hardware"], op = c["op"];
+  const std::string gpu = has(hw, "gpu") ? hw["gpu"].as<std::string>() : "";
+  const std::string node = node_for(gpu);
+  if (node.empty()) {
+    r.error = "no node type for GPU '" + gpu + "'";
+    return r;
+  }
+  const std::string name = has(op, "name") ? config::lowercase(op["name"].as<std::string>()) : "";
+  const CollectiveOp* known = collective_op_of(name);
+  if (!known) {
+    r.error = name.empty() ? std::string("op.name is null")
+                           : "unsupported collective '" + name +
+                                 "' (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or sendrecv)";
+    return r;
+  }
+  const CollectiveOp kind = *known;
+  // NCCL's ring reduce pipelines the same chunks over the same ring as its broadcast, the other
+  // way round (and both count bus bandwidth as the algorithm bandwidth).
+  if (name == "reduce") r.defaults.push_back("reduce: timed as its mirror, a ring broadcast");
+  CaseLayout l;
+  bool per_nic = false;
+  if (!read_layout(c, node, l, r) || !read_measured(c["measured"], kind, r, per_nic)) return r;
+
+  const YAML::Node cl = case_cluster(hw, gpu, l, r);
+  const topo::ClusterConfig cfg = topo::parse_cluster_config(config::Node(cl, "case", "cluster"), hw::bundled_nodes());
+  const topo::Cluster cluster = topo::build_cluster(cfg);
+  const CommTuning tuning = tuning_for(cfg.node, cfg.nic);
+
+  Collective col;
+  col.op = kind;
+  col.bytes = l.bytes;
+  for (int i = 0; i < l.gpus; ++i) col.ranks.push_back(i);
+  choose_algorithm(c, l, cfg, cluster, tuning, col, r);
   if (kind == CollectiveOp::SendRecv) {
-    // sendrecv_perf: every rank sends the buffer to the next rank and receives from the previous
-    // one, all at once. On a switched node and a rail fabric the pairs share no link, so the
-    // slowest pair sets the time: a pair inside a node, and one across nodes.
-    if (gpus < 2) {
+    if (l.gpus < 2) {
       r.error = "sendrecv needs at least 2 GPUs";
       return r;
     }
-    const auto pair_s = [&](int from, int to) {
-      Collective pair;
-      pair.op = CollectiveOp::SendRecv;
-      pair.ranks = {from, to};
-      pair.peer = to;
-      pair.bytes = bytes;
-      return time_collective(cluster, tuning, pair).seconds;
-    };
-    const int g = cfg.node.gpus_per_node;
-    double seconds = 0;
-    if (std::min(g, gpus) >= 2) seconds = pair_s(0, 1);
-    if (cfg.nodes > 1) seconds = std::max(seconds, pair_s(g - 1, g));
     r.defaults.push_back("sendrecv: a ring of simultaneous pairs, timed by its slowest pair");
-    r.predicted = bytes / seconds / 1e9;
+    r.predicted = l.bytes / sendrecv_seconds(cluster, cfg, tuning, l.gpus, l.bytes) / 1e9;
     return r;
   }
   const CollectiveTiming t = time_collective(cluster, tuning, col);
   if (per_nic) {
     const int g = cfg.node.gpus_per_node;
-    r.predicted = bytes * double(gpus - g) / gpus / t.seconds / 1e9;
+    r.predicted = l.bytes * double(l.gpus - g) / l.gpus / t.seconds / 1e9;
   } else {
     r.predicted = t.busbw_Bps / 1e9;
   }
