@@ -20,6 +20,9 @@
 #include "services/sweep.hpp"
 #include "services/training.hpp"
 #include "validate/validation.hpp"
+#include "services/serving_commands.hpp"
+#include "validate/serving_result_file.hpp"
+#include "services/serving_run.hpp"
 #include "models/calibration/calibrate.hpp"
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
@@ -32,6 +35,7 @@ struct Args {
   std::vector<std::string> positional;
   std::vector<std::string> sets;
   std::string json, trace, output, scenarios_dir;
+  std::string serving_result, scenario;  // validate --serving-result FILE --scenario S.yaml
   std::vector<std::string> kinds, sources, ids;
   std::string gpu;
   std::vector<std::vector<std::string>> variants;
@@ -81,6 +85,8 @@ Args parse_args(const std::string& command, const std::vector<std::string>& args
     else if (x == "--kind") for (auto& k : split_commas(value())) a.kinds.push_back(k);
     else if (x == "--source") for (auto& k : split_commas(value())) a.sources.push_back(k);
     else if (x == "--scenarios") a.scenarios_dir = value();
+    else if (x == "--serving-result") a.serving_result = value();
+    else if (x == "--scenario") a.scenario = value();
     else if (x == "--id") for (auto& k : split_commas(value())) a.ids.push_back(k);
     else if (x == "-v" || x == "--verbose") a.verbose = true;
     else if (x == "--gpu") a.gpu = value();
@@ -100,6 +106,9 @@ const char* kRunHelp =
     "usage: stacksim run SCENARIO.yaml [--set KEY=VALUE]... [--json FILE] [--trace FILE] [-v]\n"
     "  Simulates one training step of the scenario (or its collective benchmark) and prints the\n"
     "  step time, throughput, TFLOP/s per GPU, MFU, memory per GPU and where the time goes.\n"
+    "  A serving scenario (serving:, workload:, slo:) is replayed request by request: TTFT, TPOT and\n"
+    "  end-to-end latency percentiles, throughput, goodput and the max rate under the SLO, KV-cache\n"
+    "  pressure, cost per million output tokens and the bottleneck (--json: ttft_ms, tpot_ms, ...).\n"
     "  --set KEY=VALUE  override any scenario key, e.g. --set hardware.gpu=H200-SXM-141GB\n"
     "                   --set parallelism.tp=4 --set cluster.nodes=16 (repeatable)\n"
     "  --json FILE      write the result as JSON (step_time_s, tokens_per_s, tflops_per_gpu, mfu,\n"
@@ -113,8 +122,12 @@ const char* kValidateHelp =
     "  Predicts every case of a stacksim-validation/1 file and prints predicted vs measured per\n"
     "  case, then MAPE and max error per kind and source. Cases that cannot be built are listed\n"
     "  with the reason and counted apart.\n"
-    "  --scenarios DIR  write the scenario built for each training case to DIR/<id>.yaml, to rerun\n"
-    "                   and inspect it with `stacksim run` (breakdown, trace, --set what-ifs)\n";
+    "  --scenarios DIR  write the scenario built for each training or serving case to DIR/<id>.yaml,\n"
+    "                   to rerun and inspect it with `stacksim run` (breakdown, trace, --set what-ifs)\n"
+    "  Serving cases (kind: serving) compare every measured figure (throughput, TTFT, TPOT, e2e).\n"
+    "usage: stacksim validate --serving-result RESULT --scenario DEPLOYMENT.yaml [--set K=V]... [--json FILE]\n"
+    "  Compares your own benchmark run (vLLM benchmark_serving --save-result JSON, SGLang bench_serving\n"
+    "  JSONL) with the prediction for the deployment the scenario describes, figure by figure.\n";
 
 int cmd_run(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
   const Args a = parse_args("run", raw, {"--set", "--json", "--trace", "-v", "--verbose"});
@@ -125,6 +138,15 @@ int cmd_run(const std::vector<std::string>& raw, std::ostream& out, std::ostream
   const Scenario s = load_scenario(a.positional[0], a.sets);
   RunOptions options;
   options.trace_path = a.trace;
+  if (s.kind == WorkloadKind::Serving) {
+    ServingRunOptions so;
+    so.record_steps = !a.trace.empty();
+    const ServingRun r = run_serving(s.serving, so);
+    print_serving(s, r, a.verbose, out);
+    if (!a.json.empty()) write_json_atomically(a.json, serving_json(s, r));
+    if (!a.trace.empty()) write_serving_trace(a.trace, s, r);
+    return 0;
+  }
   if (s.kind == WorkloadKind::CollectiveBenchmark) {
     const auto rows = run_collective_benchmark(s.bench);
     print_collective_table(s, rows, out);
@@ -138,8 +160,19 @@ int cmd_run(const std::vector<std::string>& raw, std::ostream& out, std::ostream
 }
 
 int cmd_validate(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
-  const Args a = parse_args("validate", raw, {"--json", "--kind", "--source", "--id", "--scenarios"});
+  const Args a = parse_args("validate", raw, {"--json", "--kind", "--source", "--id", "--scenarios", "--serving-result",
+                                              "--scenario", "--set"});
   if (a.help) { out << kValidateHelp; return 0; }
+  if (!a.serving_result.empty() || !a.scenario.empty()) {  // a user's own benchmark run
+    if (a.serving_result.empty() || a.scenario.empty() || !a.positional.empty())
+      throw config::InputError("command line", 0, a.serving_result.empty() ? "--serving-result" : "--scenario",
+                               "a benchmark result is compared with the deployment a serving scenario describes",
+                               "write: stacksim validate --serving-result result.json --scenario deployment.yaml");
+    const auto outcomes = validate_serving_result(a.serving_result, a.scenario, a.sets);
+    print_validation(outcomes, out);
+    if (!a.json.empty()) write_json_atomically(a.json, validation_json(outcomes));
+    return 0;
+  }
   if (a.positional.size() != 1)
     throw config::InputError("command line", 0, "CASES", "validate takes exactly one case file",
                              "write: stacksim validate ../shared/validation/cases.yaml");
@@ -165,13 +198,17 @@ int cmd_validate(const std::vector<std::string>& raw, std::ostream& out, std::os
 int cmd_catalog(const std::vector<std::string>& raw, std::ostream& out) {
   const Args a = parse_args("catalog", raw, {});
   if (a.help) {
-    out << "usage: stacksim catalog [gpus|nodes|nics|models]\n  Lists the bundled hardware catalogue (models/hardware) and\n"
-           "  the bundled model architectures (models/workload/architectures; a scenario names one as model.preset).\n";
+    out << "usage: stacksim catalog [gpus|nodes|nics|models|engines|datasets]\n  Lists the bundled hardware catalogue (models/hardware) and\n"
+           "  the bundled model architectures (models/workload/architectures; a scenario names one as model.preset),\n"
+           "  the serving engine profiles (models/serving/engines; serving.engine) and the serving datasets'\n"
+           "  length statistics (models/workload/serving_datasets.yaml; workload.dataset).\n";
     return 0;
   }
   const std::string what = a.positional.empty() ? "all" : a.positional[0];
+  if (what == "engines" || what == "datasets") return print_serving_catalog(what, out);
   if (what != "all" && what != "gpus" && what != "nodes" && what != "nics" && what != "models")
-    throw config::InputError("command line", 0, what, "unknown catalogue section", "use gpus, nodes, nics or models");
+    throw config::InputError("command line", 0, what, "unknown catalogue section",
+                             "use gpus, nodes, nics, models, engines or datasets");
   char line[256];
   if (what == "all" || what == "gpus") {
     out << "GPUs:\n";
@@ -230,7 +267,10 @@ const char* kCompareHelp =
     "                HBM bandwidth, NVLink, NIC/fabric, PCIe, CPU loader, storage), ranked: which\n"
     "                upgrade pays\n"
     "  With a prices: section (gpu_hour_usd, node_hour_usd, nic_hour_usd) every result carries its\n"
-    "  cost per million tokens; --set prices.gpu_hour_usd=... reprices a variant.\n";
+    "  cost per million tokens; --set prices.gpu_hour_usd=... reprices a variant.\n"
+    "  On a serving scenario the figure compared is the max request rate under its SLO (output tokens/s\n"
+    "  without one), with TTFT/TPOT p99, KV-cache capacity, batch, preemptions and $/M output tokens;\n"
+    "  --elasticity there scales GPU FLOP/s, HBM, NVLink, network and the engine's host overhead.\n";
 
 int cmd_compare(const std::vector<std::string>& raw, std::ostream& out) {
   Args a = parse_args("compare", raw, {"--set", "--variant", "--elasticity", "--json"});
@@ -242,6 +282,12 @@ int cmd_compare(const std::vector<std::string>& raw, std::ostream& out) {
   if (a.variants.empty() && !a.elasticity)
     throw config::InputError("command line", 0, "--set", "nothing to compare",
                              "give at least one --set KEY=VALUE (or --variant, or --elasticity)");
+  if (load_scenario(a.positional[0], {}).kind == WorkloadKind::Serving) {
+    const ServingComparison sc = compare_serving(a.positional[0], a.variants, a.elasticity);
+    print_serving_comparison(sc, out);
+    if (!a.json.empty()) write_json_atomically(a.json, serving_comparison_json(sc));
+    return 0;
+  }
   const Comparison c = compare(a.positional[0], {}, a.variants, a.elasticity);
   print_comparison(c, out);
   if (!a.json.empty()) write_json_atomically(a.json, comparison_json(c));

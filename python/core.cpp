@@ -12,6 +12,8 @@
 #include "services/plan_search.hpp"
 #include "services/scenario.hpp"
 #include "services/training.hpp"
+#include "services/serving_commands.hpp"
+#include "services/serving_run.hpp"
 #include "models/workload/model_catalog.hpp"
 #include "sim/allocator.hpp"
 #include "sim/engine.hpp"
@@ -26,6 +28,13 @@ std::string run_yaml(const std::string& text, const std::string& origin, const s
   YAML::Node root = config::Node::load_string(text, origin).yaml();
   for (const auto& s : sets) analysis::apply_scenario_override(root, s, "set(" + s + ")");
   const analysis::Scenario s = analysis::scenario_from_yaml(root, origin, base_dir);
+  if (s.kind == analysis::WorkloadKind::Serving) {
+    analysis::ServingRunOptions so;
+    so.record_steps = !trace.empty();
+    const analysis::ServingRun r = analysis::run_serving(s.serving, so);
+    if (!trace.empty()) analysis::write_serving_trace(trace, s, r);
+    return analysis::serving_json(s, r).dump();
+  }
   if (s.kind == analysis::WorkloadKind::CollectiveBenchmark)
     return analysis::collective_table_json(s, analysis::run_collective_benchmark(s.bench)).dump();
   analysis::RunOptions o;

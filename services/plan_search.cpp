@@ -173,6 +173,10 @@ PlanSearchResult search_plans(const std::string& path, const std::vector<std::st
   const config::Node file = config::Node::load_file(path);
   YAML::Node root = file.yaml();
   for (const auto& o : base_sets) apply_scenario_override(root, o, "--set " + o);
+  if (config::Node(root, path, "").has("serving"))
+    config::Node(root, path, "").fail("serving", "plan searches training plans; a serving deployment is not searched by it",
+                                      "compare serving layouts with stacksim sweep over serving.tp, serving.replicas, ... "
+                                      "(docs/serving.md)");
   const std::string base = std::filesystem::path(path).parent_path().string();
   try {
     return search_plans(load_for_plan_search(root, path, base.empty() ? "." : base), options);

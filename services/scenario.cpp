@@ -12,7 +12,8 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"name",       "description", "hardware", "cluster",    "model",
                                            "parallelism", "collective", "host",     "storage",    "checkpoint",
-                                           "failures",    "prices",     "purchase"};  // purchase: plan --purchase (purchase.hpp)
+                                           "failures",    "prices",     "purchase",  // plan --purchase (purchase.hpp)
+                                           "serving",     "workload",   "slo"};
 
 // storage: the job's storage target per node, read by the data loaders and written by checkpoints
 // (`--set storage.read_GBps=20` asks what faster storage buys). A bare number is GB/s, as the key
@@ -171,8 +172,21 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
     s.bench.name = s.name;
     return s;
   }
+  if (top.has("serving")) {
+    for (const char* k : {"parallelism", "host", "storage", "checkpoint", "failures"})
+      if (top.has(k))
+        top.fail(k, "a serving scenario has no training key '" + std::string(k) + "'",
+                 "remove it (a scenario is either a training job, with parallelism:, or a serving deployment, with serving:)");
+    s.kind = WorkloadKind::Serving;
+    s.serving = parse_serving_scenario(top, cc, base_dir);
+    s.serving.name = s.name;
+    return s;
+  }
+  for (const char* k : {"workload", "slo"})
+    if (top.has(k)) top.fail(k, "only a serving scenario has '" + std::string(k) + "'", "add a 'serving:' section, or remove it");
   if (!top.has("model")) top.fail("model", "missing", "add a 'model:' section (or 'collective:' for a benchmark)");
-  if (!top.has("parallelism")) top.fail("parallelism", "missing", "add a 'parallelism:' section with tp, pp, dp, ...");
+  if (!top.has("parallelism"))
+    top.fail("parallelism", "missing", "add a 'parallelism:' section with tp, pp, dp, ... (or 'serving:' for an inference deployment)");
   s.kind = WorkloadKind::Training;
   TrainingSetup& t = s.training;
   t.name = s.name;

@@ -6,6 +6,7 @@
 //   model: {...} or {hf_config: path/config.json}
 //   parallelism: {tp: 4, pp: 4, dp: 4, micro_batch: 1, global_batch: 128, ...}
 //   prices: {gpu_hour_usd: 2.5}           # optional: cost per million tokens (prices.hpp)
+// or, instead of parallelism, a serving deployment (serving:, workload:, slo:; serving_scenario.hpp),
 // or, instead of model/parallelism, a collective benchmark:
 //   collective: {op: all_reduce, gpus: 8, sizes: {min: 1 KiB, max: 8 GiB, factor: 2}, algorithm: auto}
 #pragma once
@@ -20,11 +21,12 @@
 #include "models/host/host.hpp"
 #include "models/host/resilience.hpp"
 #include "services/prices.hpp"
+#include "services/serving_scenario.hpp"
 #include "topologies/builders.hpp"
 
 namespace stacksim::analysis {
 
-enum class WorkloadKind { Training, CollectiveBenchmark };
+enum class WorkloadKind { Training, CollectiveBenchmark, Serving };
 
 // Multipliers on hardware rates, for elasticity studies ("what if only X were 2x faster").
 struct ResourceScales {
@@ -64,6 +66,7 @@ struct Scenario {
   WorkloadKind kind = WorkloadKind::Training;
   TrainingSetup training;
   CollectiveBenchSetup bench;
+  ServingSetup serving;  // a serving: section (serving_scenario.hpp)
   YAML::Node yaml;  // after overrides
 };
 

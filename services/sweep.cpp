@@ -17,6 +17,7 @@
 #include "services/output.hpp"
 #include "services/scenario.hpp"
 #include "services/training.hpp"
+#include "services/serving_run.hpp"
 
 namespace stacksim::analysis {
 namespace {
@@ -132,11 +133,19 @@ SweepSummary run_sweep(const std::string& sweep_path, const std::string& csv_pat
     points.swap(next);
   }
   // Resume: rows already in the output (keyed by their grid values) are kept as they are.
-  const std::vector<std::string> result_cols = {"num_gpus", "step_time_s", "tokens_per_s", "tokens_per_s_per_gpu",
-                                                 "tflops_per_gpu", "mfu", "memory_per_gpu_bytes", "oom", "bottleneck",
-                                                 "scaling_efficiency", "error"};
+  // A serving scenario's rows carry its latency and throughput figures (serving_sweep_columns).
+  bool serving = false;
+  try {
+    serving = load_scenario(scenario.string(), fixed).kind == WorkloadKind::Serving;
+  } catch (const config::InputError&) {  // the base alone may be incomplete: each row says why
+  }
+  const std::vector<std::string> result_cols =
+      serving ? serving_sweep_columns()
+              : std::vector<std::string>{"num_gpus", "step_time_s", "tokens_per_s", "tokens_per_s_per_gpu",
+                                         "tflops_per_gpu", "mfu", "memory_per_gpu_bytes", "oom", "bottleneck",
+                                         "scaling_efficiency", "error"};
   const size_t num_gpus_col = keys.size(), per_gpu_col = keys.size() + 3, efficiency_col = keys.size() + 9,
-               error_col = keys.size() + 10, width = keys.size() + result_cols.size();
+               error_col = keys.size() + result_cols.size() - 1, width = keys.size() + result_cols.size();
   std::vector<std::string> header_fields = keys;
   header_fields.insert(header_fields.end(), result_cols.begin(), result_cols.end());
   const std::string header = join_csv(header_fields);
@@ -173,6 +182,17 @@ SweepSummary run_sweep(const std::string& sweep_path, const std::string& csv_pat
       std::vector<std::string> sets = fixed;
       for (size_t j = 0; j < keys.size(); ++j) sets.push_back(keys[j] + "=" + points[i][j]);
       const Scenario s = load_scenario(scenario.string(), sets);
+      if (serving != (s.kind == WorkloadKind::Serving))
+        throw config::InputError(scenario.string(), 0, "serving", "this point is not the same kind of scenario as the sweep's base",
+                                 "sweep serving scenarios over serving keys");
+      if (serving) {
+        const std::vector<std::string> values = serving_sweep_row(s.serving);
+        std::copy(values.begin(), values.end(), row.begin() + keys.size());
+        rows[i] = std::move(row);
+        const size_t n = ++finished;
+        if (n % 16 == 0 || n == total) progress << "\r" << n << "/" << total << " points" << std::flush;
+        return;
+      }
       if (s.kind != WorkloadKind::Training)
         throw config::InputError(scenario.string(), 0, "", "sweeps need a training scenario", "use one with model:");
       const TrainingResult r = simulate_training(s.training, RunOptions::step_only());
@@ -193,7 +213,7 @@ SweepSummary run_sweep(const std::string& sweep_path, const std::string& csv_pat
     if (n % 16 == 0 || n == total) progress << "\r" << n << "/" << total << " points" << std::flush;
   });
   if (total > 0) progress << "\n";
-  fill_scaling_efficiency(rows, keys, num_gpus_col, per_gpu_col, efficiency_col);
+  if (!serving) fill_scaling_efficiency(rows, keys, num_gpus_col, per_gpu_col, efficiency_col);
   std::string text = header + "\n";
   for (const auto& r : rows) {
     text += join_csv(r) + "\n";

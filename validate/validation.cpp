@@ -15,6 +15,8 @@
 #include "validate/training_cases.hpp"
 #include "validate/collective_cases.hpp"
 #include "validate/kernel_cases.hpp"
+#include "validate/serving_cases.hpp"
+#include "validate/serving_validation.hpp"
 
 #include <tbb/parallel_for.h>
 
@@ -71,6 +73,8 @@ std::vector<CaseOutcome> validate_file(const std::string& cases_path, const Vali
     try {
       if (o.kind == "training") {
         predict_training_case(c, o);
+      } else if (o.kind == "serving") {
+        predict_serving_case(c, o);
       } else if (o.kind == "memory" && is_copy_case(c)) {
         predict_host_copy_case(c, o);
       } else if (o.kind == "gemm" || o.kind == "memory" || o.kind == "attention") {
@@ -117,6 +121,12 @@ nlohmann::json validation_json(const std::vector<CaseOutcome>& outcomes) {
       ++errors;
     }
     if (!o.defaults.empty()) j["defaults"] = o.defaults;
+    if (o.ok() && !o.metrics.empty()) {
+      nlohmann::json ms = nlohmann::json::array();
+      for (const auto& m : o.metrics)
+        ms.push_back({{"metric", m.metric}, {"measured", m.measured}, {"predicted", m.predicted}, {"error_pct", m.error_pct}});
+      j["metrics"] = ms;
+    }
     cases.push_back(j);
   }
   auto stats_json = [](const Stats& s) {
@@ -139,6 +149,7 @@ nlohmann::json validation_json(const std::vector<CaseOutcome>& outcomes) {
   summary["not_buildable"] = errors;
   summary["by_source"] = src;
   summary["by_kind"] = kinds;
+  if (by_kind.count("serving")) summary["serving"] = serving_summary_json(outcomes);
   return nlohmann::json{{"cases", cases}, {"summary", summary}};
 }
 
@@ -155,6 +166,11 @@ void print_validation(const std::vector<CaseOutcome>& outcomes, std::ostream& ou
       std::snprintf(line, sizeof line, "%-58.58s %-10s not buildable: %.120s\n", o.id.c_str(),
                     o.kind.c_str(), o.error.c_str());
     out << line;
+    for (size_t m = 1; o.ok() && m < o.metrics.size(); ++m) {  // a serving case's other figures
+      std::snprintf(line, sizeof line, "%-58s %-10s %-22.22s %12.5g %12.5g %+8.1f\n", "", "", o.metrics[m].metric.c_str(),
+                    o.metrics[m].predicted, o.metrics[m].measured, o.metrics[m].error_pct);
+      out << line;
+    }
   }
   const nlohmann::json j = validation_json(outcomes);
   const auto& s = j["summary"];
@@ -176,6 +192,7 @@ void print_validation(const std::vector<CaseOutcome>& outcomes, std::ostream& ou
                   kj["max_abs_error_pct"].get<double>(), kj["macro_mape_pct"].get<double>());
     out << line;
   }
+  if (s.contains("serving")) print_serving_summary(outcomes, out);
   std::snprintf(line, sizeof line, "  overall: n=%zu MAPE %.1f%% (macro over sources %.1f%%), max %.1f%%, not buildable %zu\n",
                 s["n"].get<size_t>(), s["mape_pct"].get<double>(), s["macro_mape_pct"].get<double>(),
                 s["max_abs_error_pct"].get<double>(), s["not_buildable"].get<size_t>());

@@ -1,7 +1,8 @@
 // `stacksim validate`: predicts every case of a stacksim-validation/1 file
 // (../shared/validation/README.md) and compares with the published measurement.
 // Training cases go through the full replay; gemm/memory cases through the kernel model;
-// collective cases through the collective model on the case's topology. A case that cannot be
+// collective cases through the collective model on the case's topology; serving cases through
+// the serving replay (serving_cases.hpp), every measured figure compared. A case that cannot be
 // built is listed with its reason and counted apart, never dropped.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -12,12 +13,20 @@
 
 namespace stacksim::analysis {
 
+// One measured figure of a case with several (serving: throughput, TTFT, TPOT, e2e percentiles),
+// named as in the case file ("ttft_ms.p99").
+struct MetricOutcome {
+  std::string metric;
+  double measured = 0, predicted = 0, error_pct = 0;
+};
+
 struct CaseOutcome {
   std::string id, kind, source, metric;
   double predicted = 0, measured = 0, error_pct = 0;  // error = (predicted - measured) / measured
   std::string error;                                  // non-empty: not buildable, and why
   std::vector<std::string> defaults;                  // fields filled by the global null policy
-  std::string scenario_yaml;                          // training: the scenario built and run
+  std::string scenario_yaml;                          // training/serving: the scenario built and run
+  std::vector<MetricOutcome> metrics;                 // serving: every measured figure, the primary first
   bool ok() const { return error.empty(); }
 };
 

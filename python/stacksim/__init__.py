@@ -1,4 +1,4 @@
-"""stacksim: predict AI-cluster training performance before buying hardware.
+"""stacksim: predict AI-cluster training and LLM-serving performance before buying hardware.
 
     import stacksim
     s = stacksim.Scenario.load("scenarios/llama3-70b-64xh100.yaml")
@@ -50,6 +50,10 @@ class Result:
         return pd.DataFrame([{"category": k, "seconds": v, "fraction": v / total} for k, v in b.items()])
 
     def __repr__(self) -> str:
+        if self._data.get("kind") == "serving":
+            return (f"Result(output_tokens_per_s={self.output_tokens_per_s:.5g}, "
+                    f"ttft_ms.p99={self.ttft_ms['p99']:.4g}, tpot_ms.p99={self.tpot_ms['p99']:.4g}, "
+                    f"bottleneck={self.bottleneck!r})")
         if "step_time_s" in self._data:
             return f"Result(step_time_s={self.step_time_s:.4g}, mfu={self.mfu:.3f}, bottleneck={self.bottleneck!r})"
         return f"Result({list(self._data)})"
@@ -139,6 +143,9 @@ def _row(base: "Scenario", point: Dict[str, Any]) -> Dict[str, Any]:
         for k, v in point.items():
             s.set(k, v)
         r = s.run().to_dict()
+        if r.get("kind") == "serving":
+            _serving_row(r, row)
+            return row
         for key in ("num_gpus", "step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "goodput_tokens_per_s",
                     "tflops_per_gpu", "mfu", "memory_per_gpu_bytes", "oom", "bottleneck", "recompute"):
             row[key] = r.get(key)
@@ -148,6 +155,21 @@ def _row(base: "Scenario", point: Dict[str, Any]) -> Dict[str, Any]:
     except ValueError as e:  # an invalid combination is a row with its reason, never an abort
         row["error"] = str(e)
     return row
+
+
+def _serving_row(r: Dict[str, Any], row: Dict[str, Any]) -> None:
+    """A serving result's sweep columns (those of `stacksim sweep` on a serving scenario)."""
+    for key in ("num_gpus", "output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "goodput_requests_per_s",
+                "preemptions", "bottleneck", "usd_per_million_tokens"):
+        row[key] = r.get(key)
+    for metric in ("ttft_ms", "tpot_ms", "e2e_latency_s"):
+        for stat in ("p50", "p99"):
+            row[f"{metric}_{stat}"] = r[metric][stat]
+    row["kv_capacity_tokens"] = r["kv_cache"]["capacity_tokens"]
+    row["kv_utilization_mean"] = r["kv_cache"]["utilization_mean"]
+    m = r.get("max_rate_under_slo")
+    row["max_rate_under_slo_per_s"] = (m.get("rate_per_s", 0.0) if m["feasible"] else 0.0) if m else None
+    row["error"] = None
 
 
 __all__.append("sweep")
@@ -189,7 +211,7 @@ def _scaling_efficiency(df, keys: List[str]):
     import math
 
     eff = [math.nan] * len(df)
-    if "num_gpus" not in df:
+    if "num_gpus" not in df or "tokens_per_s_per_gpu" not in df:  # serving rows have no per-GPU rate
         return eff
     groups: Dict[tuple, List[int]] = {}
     for i in range(len(df)):

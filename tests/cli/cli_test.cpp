@@ -271,7 +271,7 @@ TEST(Cli, CatalogListsTheModelsAScenarioCanNameAsPreset) {
                               "model: {preset: Llama 3 8B, seq_len: 2048}\n"
                               "parallelism: {tp: 1, pp: 1, dp: 8, micro_batch: 1, global_batch: 8, zero: 3}\n");
   EXPECT_EQ(analysis::run_command("run", {s}, out, err), 0);
-  EXPECT_NE(input_error("catalog", {"model"}).find("gpus, nodes, nics or models"), std::string::npos);
+  EXPECT_NE(input_error("catalog", {"model"}).find("gpus, nodes, nics, models, engines or datasets"), std::string::npos);
 }
 
 TEST(Cli, SettingAPresetSwapsTheModelAndKeepsTheTrainingChoices) {
