@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <optional>
 
 #include "config/yaml.hpp"
 #include "models/analysis/scenario.hpp"
@@ -35,14 +36,20 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
   YAML::Node root = file.yaml();
   for (const auto& o : base_sets) apply_scenario_override(root, o, "--set " + o);
   const config::Node top_node(root, path, "");
-  if (!top_node.has("model") || !top_node.has("cluster"))
-    top_node.fail("model", "plan search needs a training scenario with cluster: and model:", "add them");
-  YAML::Node cluster_yaml = YAML::Clone(root["cluster"]);
-  if (root["hardware"] && root["hardware"]["gpu"]) cluster_yaml["gpu"] = root["hardware"]["gpu"];
-  const int gpus =
-      topo::parse_cluster_config(config::Node(cluster_yaml, path, "cluster"), hw::bundled_nodes()).num_gpus();
-  const std::string base_dir = std::filesystem::path(path).parent_path().string();
-  const workload::ModelConfig m = workload::parse_model(top_node["model"], base_dir.empty() ? "." : base_dir);
+  int gpus = 0;
+  workload::ModelConfig m;
+  try {  // an error in an override is reported as the override's ("did you mean --set ...?")
+    if (!top_node.has("model") || !top_node.has("cluster"))
+      top_node.fail("model", "plan search needs a training scenario with cluster: and model:", "add them");
+    YAML::Node cluster_yaml = YAML::Clone(root["cluster"]);
+    if (root["hardware"] && root["hardware"]["gpu"]) cluster_yaml["gpu"] = root["hardware"]["gpu"];
+    gpus =
+        topo::parse_cluster_config(config::Node(cluster_yaml, path, "cluster"), hw::bundled_nodes()).num_gpus();
+    const std::string base_dir = std::filesystem::path(path).parent_path().string();
+    m = workload::parse_model(top_node["model"], base_dir.empty() ? "." : base_dir);
+  } catch (const config::InputError& e) {
+    config::rethrow_for_overrides(e, base_sets, "--set");
+  }
   std::vector<std::vector<std::string>> plans;
   for (int tp = 1; tp <= std::min(gpus, 8); tp *= 2) {
     if (m.heads % tp || m.kv_heads % tp || gpus % tp) continue;
@@ -100,6 +107,7 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
   }
   std::vector<PlanCandidate> all(plans.size());
   std::vector<char> ok(plans.size(), 0);
+  std::vector<std::optional<config::InputError>> errors(plans.size());
   std::atomic<size_t> simulated{0};
   tbb::parallel_for(size_t(0), plans.size(), [&](size_t i) {
     std::vector<std::string> sets = base_sets;
@@ -113,8 +121,9 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
       all[i].result = simulate_training(s.training, RunOptions::step_only());
       simulated.fetch_add(1, std::memory_order_relaxed);
       ok[i] = !all[i].result.oom;
-    } catch (const config::InputError&) {
+    } catch (const config::InputError& e) {
       // An invalid combination (e.g. the global batch does not divide): not a candidate.
+      errors[i] = e;
     } catch (const sim::HorizonError&) {
       // A plan whose step would outlast the engine's horizon: not a candidate either.
     }
@@ -122,6 +131,11 @@ std::vector<PlanCandidate> search_plans(const std::string& path, const std::vect
   std::vector<PlanCandidate> good;
   for (size_t i = 0; i < all.size(); ++i)
     if (ok[i]) good.push_back(all[i]);
+  // No plan ran: an error that every plan shares (a misspelled --set key, a bad file value) is the
+  // user's to fix, so the first one is reported rather than "0 plans valid".
+  if (simulated.load() == 0)
+    for (const auto& e : errors)
+      if (e) config::rethrow_for_overrides(*e, base_sets, "--set");
   std::stable_sort(good.begin(), good.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
     return a.result.step_time_s < b.result.step_time_s;
   });
