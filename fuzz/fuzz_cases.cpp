@@ -12,8 +12,8 @@
 
 #include "config/cases_file.hpp"
 #include "config/error.hpp"
-#include "models/analysis/scenario.hpp"
-#include "models/analysis/training_cases.hpp"
+#include "services/scenario.hpp"
+#include "validate/training_cases.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

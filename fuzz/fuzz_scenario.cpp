@@ -10,7 +10,7 @@
 
 #include "config/error.hpp"
 #include "config/yaml.hpp"
-#include "models/analysis/scenario.hpp"
+#include "services/scenario.hpp"
 #include "sim/engine.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

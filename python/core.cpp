@@ -11,9 +11,9 @@
 
 #include "config/error.hpp"
 #include "config/yaml.hpp"
-#include "models/analysis/scenario.hpp"
-#include "models/analysis/training.hpp"
-#include "models/analysis/validation.hpp"
+#include "services/compare.hpp"
+#include "services/scenario.hpp"
+#include "services/training.hpp"
 #include "models/workload/model_catalog.hpp"
 #include "sim/allocator.hpp"
 #include "sim/engine.hpp"
@@ -81,6 +81,27 @@ std::string load_yaml_json(const std::string& path) {
   return json_text(yaml_to_json(config::Node::load_file(path).yaml()));
 }
 
+// `stacksim compare` on a scenario given as YAML text: the same C++ comparison (speedups, reasons,
+// elasticity), so Python has no second rule for it. Each variant is a list of KEY=VALUE overrides.
+std::string compare_yaml(const std::string& text, const std::string& origin, const std::string& base_dir,
+                         const std::vector<std::vector<std::string>>& variants, bool elasticity) {
+  const YAML::Node parsed = config::Node::load_string(text, origin).yaml();
+  auto load = [&](const std::vector<std::string>& sets) {
+    YAML::Node root = YAML::Clone(parsed);
+    for (const auto& s : sets) analysis::apply_scenario_override(root, s, "set(" + s + ")");
+    try {
+      return analysis::scenario_from_yaml(root, origin, base_dir);
+    } catch (const config::InputError& e) {
+      config::rethrow_for_overrides(e, sets, "set");
+    }
+  };
+  try {
+    return json_text(analysis::comparison_json(analysis::compare(load, origin, {}, variants, elasticity)));
+  } catch (const sim::HorizonError& e) {
+    throw config::InputError(origin, 0, "", e.what(), "bring the scenario's rates and durations into a realistic range");
+  }
+}
+
 // One catalogue entry as JSON: its shape and parameter counts.
 nlohmann::json catalog_entry_json(const workload::CatalogModel& e) {
   const workload::ModelConfig& c = e.config;
@@ -126,15 +147,14 @@ PYBIND11_MODULE(_core, m) {
       py::arg("base_dir") = ".", py::arg("trace") = "",
       "Simulates the scenario given as YAML text; returns the result as JSON text.");
   m.def(
-      "validate",
-      [](const std::string& path, const std::vector<std::string>& kinds, const std::vector<std::string>& sources,
-         const std::vector<std::string>& ids) {
+      "compare_yaml",
+      [](const std::string& text, const std::string& origin, const std::string& base_dir,
+         const std::vector<std::vector<std::string>>& variants, bool elasticity) {
         py::gil_scoped_release release;
-        return json_text(analysis::validation_json(analysis::validate_file(path, {kinds, sources, ids})));
+        return compare_yaml(text, origin, base_dir, variants, elasticity);
       },
-      py::arg("path"), py::arg("kinds") = std::vector<std::string>{}, py::arg("sources") = std::vector<std::string>{},
-      py::arg("ids") = std::vector<std::string>{},
-      "Validates a stacksim-validation/1 case file; returns the report as JSON text.");
+      py::arg("text"), py::arg("origin"), py::arg("base_dir"), py::arg("variants"), py::arg("elasticity") = false,
+      "Compares the scenario (YAML text) with each variant's KEY=VALUE overrides; returns compare --json's text.");
   m.def(
       "load_yaml",
       [](const std::string& path) {

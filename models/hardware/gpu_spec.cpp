@@ -48,14 +48,15 @@ GpuSpec GpuCatalog::parse_file(const std::string& path) {
   using sim::Dimension;
   const config::Node n = config::Node::load_file(path);
   n.require_map();
-  n.check_keys({"name", "aliases", "architecture", "sm_count", "boost_clock", "peak", "memory", "l2_cache",
-                "tdp", "calibration", "sources", "notes"});
+  n.check_keys({"name", "aliases", "architecture", "default_node", "sm_count", "boost_clock", "peak", "memory",
+                "l2_cache", "tdp", "calibration", "sources", "notes"});
   GpuSpec g;
   g.file = path;
   g.name = n.required_string("name");
   const config::Node al = n["aliases"];
   for (size_t i = 0; al.is_sequence() && i < al.size(); ++i) g.aliases.push_back(al.at(i).as_string());
   g.architecture = n.required_string("architecture");
+  g.default_node = n.string_or("default_node", "");
   g.sm_count = static_cast<int>(n.positive("sm_count", n.required_int("sm_count")));
   const config::Node pk = n["peak"];
   pk.check_keys({"fp32", "tf32", "fp16", "bf16", "fp8"});

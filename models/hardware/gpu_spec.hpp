@@ -46,6 +46,7 @@ struct GpuSpec {
   std::string name;
   std::vector<std::string> aliases;
   std::string architecture;
+  std::string default_node;  // node type a case or scenario naming only this GPU runs on ("" if none)
   int sm_count = 0;
   double boost_clock_Hz = 0;                        // 0 when the file does not state it
   std::map<std::string, double> peak_flops_per_s;  // fp32, tf32, fp16, bf16, fp8 (dense)
