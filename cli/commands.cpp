@@ -1,6 +1,7 @@
 #include "cli/commands.hpp"
 
 #include <sys/wait.h>
+#include <csignal>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "config/error.hpp"
+#include "config/output_file.hpp"
 #include "services/compare.hpp"
 #include "services/output.hpp"
 #include "services/plan_search.hpp"
@@ -56,6 +58,22 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
+// A whole number for an option ("--threads 4"): anything else is an input error, not 0.
+int int_option(const std::string& flag, const std::string& text, int min_value) {
+  size_t pos = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  if (pos == 0 || pos != text.size() || v < min_value || v > 1 << 20)
+    throw config::InputError("command line", 0, flag, "expected a whole number from " + std::to_string(min_value) +
+                                                          ", got '" + text + "'",
+                             "write e.g. " + flag + " 4");
+  return static_cast<int>(v);
+}
+
 Args parse_args(const std::string& command, const std::vector<std::string>& args,
                 const std::vector<std::string>& allowed) {
   Args a;
@@ -92,11 +110,11 @@ Args parse_args(const std::string& command, const std::vector<std::string>& args
     else if (x == "--gpu") a.gpu = value();
     else if (x == "--variant") a.variants.push_back(split_commas(value()));
     else if (x == "--elasticity") a.elasticity = true;
-    else if (x == "--threads") a.threads = std::atoi(value().c_str());
-    else if (x == "-n" || x == "--top") a.top = std::atoi(value().c_str());
-    else if (x == "-k") a.replay_top = std::atoi(value().c_str());
+    else if (x == "--threads") a.threads = int_option(x, value(), 1);
+    else if (x == "-n" || x == "--top") a.top = int_option(x, value(), 1);
+    else if (x == "-k") a.replay_top = int_option(x, value(), 1);
     else if (x == "--purchase") a.purchase = value();
-    else if (x == "--replay-sample") a.replay_sample = std::atoi(value().c_str());
+    else if (x == "--replay-sample") a.replay_sample = int_option(x, value(), 0);
     else a.positional.push_back(x);
   }
   return a;
@@ -190,7 +208,8 @@ int cmd_validate(const std::vector<std::string>& raw, std::ostream& out, std::os
   if (!a.scenarios_dir.empty()) {
     for (const auto& o : outcomes)
       if (!o.scenario_yaml.empty())
-        write_text_atomically((std::filesystem::path(a.scenarios_dir) / (o.id + ".yaml")).string(), o.scenario_yaml);
+        config::write_output_text((std::filesystem::path(a.scenarios_dir) / config::safe_file_name(o.id + ".yaml")).string(),
+                                  o.scenario_yaml, {a.scenarios_dir});
   }
   return 0;
 }
@@ -309,6 +328,12 @@ int cmd_sweep(const std::vector<std::string>& raw, std::ostream& out, std::ostre
   const SweepSummary s = run_sweep(a.positional[0], a.output, a.threads, err);
   out << s.points << " points: " << s.simulated << " simulated, " << s.resumed << " resumed, " << s.invalid
       << " invalid -> " << a.output << "\n";
+  if (s.interrupted_by) {
+    err << "stacksim sweep: interrupted by " << (s.interrupted_by == SIGINT ? "SIGINT" : "SIGTERM") << " after "
+        << s.written << " of " << s.points << " points; the finished rows are in " << a.output
+        << ". Rerun the same command to resume from there.\n";
+    return 128 + s.interrupted_by;
+  }
   return 0;
 }
 

@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <regex>
+
 #include "config/error.hpp"
 #include "config/yaml.hpp"
 #include "services/compare.hpp"
@@ -23,6 +26,11 @@ using namespace stacksim;
 
 namespace {
 
+// Results cross as JSON text; text that is not UTF-8 (a file name) is replaced, never a throw.
+std::string json_text(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string run_yaml(const std::string& text, const std::string& origin, const std::vector<std::string>& sets,
                      const std::string& base_dir, const std::string& trace) {
   YAML::Node root = config::Node::load_string(text, origin).yaml();
@@ -36,11 +44,11 @@ std::string run_yaml(const std::string& text, const std::string& origin, const s
     return analysis::serving_json(s, r).dump();
   }
   if (s.kind == analysis::WorkloadKind::CollectiveBenchmark)
-    return analysis::collective_table_json(s, analysis::run_collective_benchmark(s.bench)).dump();
+    return json_text(analysis::collective_table_json(s, analysis::run_collective_benchmark(s.bench)));
   analysis::RunOptions o;
   o.trace_path = trace;
   try {
-    return analysis::training_json(s, analysis::simulate_training(s.training, o)).dump();
+    return json_text(analysis::training_json(s, analysis::simulate_training(s.training, o)));
   } catch (const sim::HorizonError& e) {  // out-of-range input too: a ScenarioError in Python
     throw config::InputError(origin, 0, "", e.what(), "bring the scenario's rates and durations into a realistic range");
   }
@@ -55,6 +63,43 @@ std::string plan_yaml(const std::string& text, const std::string& origin, const 
   analysis::PlanSearchOptions o;
   o.replay_top = k;
   return analysis::plans_json(analysis::search_plans(s, o)).dump();
+}
+
+// A YAML tree as JSON, typed as YAML 1.2's core schema reads plain scalars (null, true/false,
+// integers, finite floats); quoted scalars, other words and numbers JSON cannot hold (.inf, ints
+// past 64 bits) stay text, which the C++ reader then judges as it would the file.
+nlohmann::json yaml_to_json(const YAML::Node& n) {
+  if (!n || n.IsNull()) return nullptr;
+  if (n.IsSequence()) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& c : n) a.push_back(yaml_to_json(c));
+    return a;
+  }
+  if (n.IsMap()) {
+    nlohmann::json o = nlohmann::json::object();
+    for (const auto& kv : n) o[kv.first.Scalar()] = yaml_to_json(kv.second);
+    return o;
+  }
+  const std::string& t = n.Scalar();
+  if (n.Tag() == "!") return t;  // quoted
+  if (t == "~" || t == "null" || t == "Null" || t == "NULL") return nullptr;
+  if (t == "true" || t == "True" || t == "TRUE") return true;
+  if (t == "false" || t == "False" || t == "FALSE") return false;
+  static const std::regex integer("[-+]?[0-9]+"), real("[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?");
+  try {
+    if (std::regex_match(t, integer)) return std::stoll(t);
+    if (std::regex_match(t, real)) {
+      const double v = std::stod(t);
+      if (std::isfinite(v)) return v;
+    }
+  } catch (const std::out_of_range&) {
+  }
+  return t;
+}
+
+// A scenario file read by the CLI's reader (limits, duplicate keys, one document), as JSON text.
+std::string load_yaml_json(const std::string& path) {
+  return json_text(yaml_to_json(config::Node::load_file(path).yaml()));
 }
 
 // `stacksim compare` on a scenario given as YAML text: the same C++ comparison (speedups, reasons,
@@ -72,7 +117,7 @@ std::string compare_yaml(const std::string& text, const std::string& origin, con
     }
   };
   try {
-    return analysis::comparison_json(analysis::compare(load, origin, {}, variants, elasticity)).dump();
+    return json_text(analysis::comparison_json(analysis::compare(load, origin, {}, variants, elasticity)));
   } catch (const sim::HorizonError& e) {
     throw config::InputError(origin, 0, "", e.what(), "bring the scenario's rates and durations into a realistic range");
   }
@@ -95,7 +140,7 @@ nlohmann::json catalog_entry_json(const workload::CatalogModel& e) {
 std::string catalog_models_json() {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& e : workload::bundled_models().models()) out.push_back(catalog_entry_json(e));
-  return out.dump();
+  return json_text(out);
 }
 
 // The entry a preset name names (any spelling, as model.preset reads it); "null" when none does.
@@ -141,6 +186,13 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("text"), py::arg("origin"), py::arg("base_dir"), py::arg("variants"), py::arg("elasticity") = false,
       "Compares the scenario (YAML text) with each variant's KEY=VALUE overrides; returns compare --json's text.");
+  m.def(
+      "load_yaml",
+      [](const std::string& path) {
+        py::gil_scoped_release release;
+        return load_yaml_json(path);
+      },
+      py::arg("path"), "Reads a YAML file as the CLI does (limits, duplicate keys refused); returns JSON text.");
   m.def("catalog_models", &catalog_models_json,
         "The bundled model catalogue (models/workload/architectures) as JSON text.");
   m.def("catalog_model", &catalog_model_json, py::arg("name"),

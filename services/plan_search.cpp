@@ -12,6 +12,7 @@
 #include <iostream>
 #include <mutex>
 #include <numeric>
+#include <optional>
 
 #include "config/error.hpp"
 #include "services/plan_space.hpp"

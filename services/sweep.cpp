@@ -1,7 +1,9 @@
 #include "services/sweep.hpp"
 
 #include <tbb/global_control.h>
-#include <tbb/parallel_for.h>
+#include <tbb/parallel_pipeline.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <atomic>
@@ -10,90 +12,144 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <set>
-#include <sstream>
+#include <unordered_map>
 
+#include "config/output_file.hpp"
 #include "config/yaml.hpp"
-#include "services/output.hpp"
 #include "services/scenario.hpp"
 #include "services/training.hpp"
 #include "services/serving_run.hpp"
+#include "services/sweep_grid.hpp"
+#include "services/sweep_output.hpp"
 
 namespace stacksim::analysis {
 namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
-// The fields of one CSV line (quoted fields allowed), unquoted.
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> fields(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (c == '"') {
-      if (quoted && i + 1 < line.size() && line[i + 1] == '"') {
-        fields.back() += '"';
-        ++i;
-      } else {
-        quoted = !quoted;
-      }
-    } else if (c == ',' && !quoted) {
-      fields.emplace_back();
-    } else {
-      fields.back() += c;
-    }
-  }
-  return fields;
-}
-
-std::string join_csv(const std::vector<std::string>& fields) {
-  std::string line;
-  for (size_t i = 0; i < fields.size(); ++i) {
-    if (i) line += ',';
-    line += csv_field(fields[i]);
-  }
-  return line;
-}
 
 // Keys whose values change how many GPUs a job runs on: the scale-out dimension of a sweep.
 bool scales_out(const std::string& key) {
   return key == "cluster.nodes" || key == "cluster.gpus_per_node" || key == "parallelism.dp";
 }
 
+// Scaling efficiency needs every row of a group; groups beyond this many are not filled in (the
+// pass keeps one entry per group in memory).
+constexpr uint64_t kMaxScalingGroups = 1u << 20;
+
+// The signal that asked a running sweep to stop (0: none). The handler only stores it: rows in
+// flight finish and are written, then the sweep returns.
+std::atomic<int> g_stop_signal{0};
+extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+
+struct StopSignals {
+  struct sigaction old_int{}, old_term{};
+  StopSignals() {
+    g_stop_signal.store(0);
+    struct sigaction sa{};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+  }
+};
+
 // Scaling efficiency of each valid row: its tokens/s per GPU over that of the valid row with the
 // fewest GPUs among the rows that agree on every grid key that does not scale out (the first such
-// row in grid order on a tie). Empty where a group has a single GPU count.
-void fill_scaling_efficiency(std::vector<std::vector<std::string>>& rows, const std::vector<std::string>& keys,
+// row in grid order on a tie). Empty where a group has a single GPU count. Two passes over the
+// finished file (constant memory per group), then the file is replaced.
+void fill_scaling_efficiency(const std::string& csv_path, const std::vector<std::string>& keys, size_t width,
                              size_t num_gpus_col, size_t per_gpu_col, size_t efficiency_col) {
-  std::map<std::string, std::vector<size_t>> groups;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    std::string group;
+  struct Group {
+    double base_gpus = 0, base_rate = 0;
+    bool several = false;
+  };
+  std::unordered_map<std::string, Group> groups;
+  const auto group_of = [&](const std::vector<std::string>& f) {
+    std::string g;
     for (size_t k = 0; k < keys.size(); ++k)
-      if (!scales_out(keys[k])) group += rows[i][k] + '\x1f';
-    rows[i][efficiency_col].clear();
-    if (!rows[i][num_gpus_col].empty()) groups[group].push_back(i);
-  }
-  for (const auto& [group, members] : groups) {
-    size_t base = members.front();
-    std::set<double> counts;
-    for (size_t i : members) {
-      const double g = std::stod(rows[i][num_gpus_col]);
-      counts.insert(g);
-      if (g < std::stod(rows[base][num_gpus_col])) base = i;
+      if (!scales_out(keys[k])) g += f[k] + '\x1f';
+    return g;
+  };
+  {
+    std::ifstream in(csv_path, std::ios::binary);
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+      const std::vector<std::string> f = split_csv(line);
+      if (f.size() != width || f[num_gpus_col].empty()) continue;
+      const double gpus = std::stod(f[num_gpus_col]);
+      auto [it, fresh] = groups.try_emplace(group_of(f));
+      Group& g = it->second;
+      if (fresh || gpus < g.base_gpus) {
+        if (!fresh) g.several = true;
+        g.base_gpus = gpus;
+        g.base_rate = std::stod(f[per_gpu_col]);
+      } else if (gpus != g.base_gpus) {
+        g.several = true;
+      }
     }
-    if (counts.size() < 2) continue;
-    const double base_rate = std::stod(rows[base][per_gpu_col]);
-    for (size_t i : members) {
+  }
+  config::write_output_file(csv_path, [&](std::ostream& out) {
+    std::ifstream in(csv_path, std::ios::binary);
+    std::string line;
+    std::getline(in, line);
+    out << line << "\n";
+    while (std::getline(in, line)) {
+      std::vector<std::string> f = split_csv(line);
+      if (f.size() == width) {
+        f[efficiency_col].clear();
+        if (!f[num_gpus_col].empty())
+          if (const Group& g = groups.at(group_of(f)); g.several) {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%.6g", std::stod(f[per_gpu_col]) / g.base_rate);
+            f[efficiency_col] = buf;
+          }
+      }
+      out << join_csv(f) << "\n";
+    }
+  });
+}
+
+// One grid point simulated: its CSV fields (an invalid point carries its reason in `error`).
+std::vector<std::string> simulate_point(const std::filesystem::path& scenario, const std::vector<std::string>& fixed,
+                                        const SweepGrid& grid, const std::vector<std::string>& point, size_t width,
+                                        size_t error_col, bool serving) {
+  std::vector<std::string> row = point;
+  row.resize(width);
+  try {
+    std::vector<std::string> sets = fixed;
+    for (size_t j = 0; j < grid.keys.size(); ++j) sets.push_back(grid.keys[j] + "=" + point[j]);
+    const Scenario s = load_scenario(scenario.string(), sets);
+    if (serving != (s.kind == WorkloadKind::Serving))
+      throw config::InputError(scenario.string(), 0, "serving",
+                               "this point is not the same kind of scenario as the sweep's base",
+                               "sweep serving scenarios over serving keys");
+    if (serving) {  // a serving scenario's rows carry its latency and throughput figures
+      const std::vector<std::string> values = serving_sweep_row(s.serving);
+      std::copy(values.begin(), values.end(), row.begin() + grid.keys.size());
+      return row;
+    }
+    if (s.kind != WorkloadKind::Training)
+      throw config::InputError(scenario.string(), 0, "", "sweeps need a training scenario", "use one with model:");
+    const TrainingResult r = simulate_training(s.training, RunOptions::step_only());
+    const auto num = [](double v) {
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%.6g", std::stod(rows[i][per_gpu_col]) / base_rate);
-      rows[i][efficiency_col] = buf;
-    }
+      std::snprintf(buf, sizeof buf, "%.9g", v);
+      return std::string(buf);
+    };
+    const std::vector<std::string> values = {std::to_string(r.num_gpus), num(r.step_time_s), num(r.tokens_per_s),
+                                             num(r.tokens_per_s_per_gpu), num(r.model_tflops_per_gpu), num(r.mfu),
+                                             num(r.memory_per_gpu_bytes), r.oom ? "true" : "false", r.bottleneck};
+    std::copy(values.begin(), values.end(), row.begin() + grid.keys.size());
+  } catch (const std::exception& e) {
+    std::string reason = e.what();
+    for (char& c : reason)
+      if (c == '\n' || c == '\r') c = ' ';  // one row per line, whatever the message
+    row[error_col] = reason;
   }
+  return row;
 }
 
 }  // namespace
@@ -107,32 +163,23 @@ SweepSummary run_sweep(const std::string& sweep_path, const std::string& csv_pat
   if (scenario.is_relative()) scenario = dir / scenario;
   std::vector<std::string> fixed;
   const config::Node set = root["set"];
+  if (!set.is_null() && !set.is_map())
+    set.fail("", "expected a map of KEY: VALUE overrides", "write e.g. set: {model.layers: 40}");
   for (const auto& k : set.keys()) fixed.push_back(k + "=" + set[k].as_string());
-  const config::Node grid = root["grid"];
-  grid.require_map();
-  std::vector<std::string> keys = grid.keys();
-  if (keys.empty()) root.fail("grid", "is empty", "give at least one key with a list of values");
-  std::vector<std::vector<std::string>> values;
-  for (const auto& k : keys) {
-    const config::Node v = grid[k];
+  const config::Node grid_node = root["grid"];
+  grid_node.require_map();
+  SweepGrid grid;
+  grid.keys = grid_node.keys();
+  if (grid.keys.empty()) root.fail("grid", "is empty", "give at least one key with a list of values");
+  for (const auto& k : grid.keys) {
+    const config::Node v = grid_node[k];
     if (!v.is_sequence() || v.size() == 0) v.fail("", "expected a non-empty list of values", "write e.g. [2, 4, 8]");
     std::vector<std::string> vs;
     for (size_t i = 0; i < v.size(); ++i) vs.push_back(v.at(i).as_string());
-    values.push_back(vs);
+    grid.values.push_back(vs);
   }
-  // Points in grid order (the last key varies fastest).
-  std::vector<std::vector<std::string>> points{{}};
-  for (const auto& vs : values) {
-    std::vector<std::vector<std::string>> next;
-    for (const auto& p : points)
-      for (const auto& v : vs) {
-        auto q = p;
-        q.push_back(v);
-        next.push_back(q);
-      }
-    points.swap(next);
-  }
-  // Resume: rows already in the output (keyed by their grid values) are kept as they are.
+  const uint64_t points = grid.size();
+  if (points == 0) root.fail("grid", "has more than 2^63 points", "split the sweep into several files");
   // A serving scenario's rows carry its latency and throughput figures (serving_sweep_columns).
   bool serving = false;
   try {
@@ -144,83 +191,87 @@ SweepSummary run_sweep(const std::string& sweep_path, const std::string& csv_pat
               : std::vector<std::string>{"num_gpus", "step_time_s", "tokens_per_s", "tokens_per_s_per_gpu",
                                          "tflops_per_gpu", "mfu", "memory_per_gpu_bytes", "oom", "bottleneck",
                                          "scaling_efficiency", "error"};
-  const size_t num_gpus_col = keys.size(), per_gpu_col = keys.size() + 3, efficiency_col = keys.size() + 9,
-               error_col = keys.size() + result_cols.size() - 1, width = keys.size() + result_cols.size();
-  std::vector<std::string> header_fields = keys;
+  const size_t nk = grid.keys.size();
+  const size_t num_gpus_col = nk, per_gpu_col = nk + 3, efficiency_col = nk + 9,
+               error_col = nk + result_cols.size() - 1, width = nk + result_cols.size();
+  std::vector<std::string> header_fields = grid.keys;
   header_fields.insert(header_fields.end(), result_cols.begin(), result_cols.end());
-  const std::string header = join_csv(header_fields);
-  std::map<std::string, std::vector<std::string>> done_fields;
-  if (std::ifstream in{csv_path}) {
-    std::string line;
-    if (std::getline(in, line) && line == header)
-      while (std::getline(in, line)) {
-        std::vector<std::string> f = split_csv(line);
-        if (f.size() != width) continue;  // a damaged row is simulated again
-        done_fields[join_csv({f.begin(), f.begin() + keys.size()})] = std::move(f);
-      }
-  }
-  std::vector<std::vector<std::string>> rows(points.size());
-  std::vector<char> todo(points.size(), 1);
+
+  SweepOutput output(csv_path, join_csv(header_fields), grid, width, error_col);
   SweepSummary sum;
-  sum.points = points.size();
-  for (size_t i = 0; i < points.size(); ++i) {
-    if (auto it = done_fields.find(join_csv(points[i])); it != done_fields.end()) {
-      rows[i] = it->second;
-      todo[i] = 0;
-      ++sum.resumed;
-    }
-  }
+  sum.points = points;
+  sum.resumed = output.prefix_rows();
+  sum.invalid = output.prefix_invalid();
+
   std::unique_ptr<tbb::global_control> limit;
   if (threads > 0) limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, threads);
-  std::atomic<size_t> finished{0};
-  const size_t total = points.size() - sum.resumed;
-  tbb::parallel_for(size_t(0), points.size(), [&](size_t i) {
-    if (!todo[i]) return;
-    std::vector<std::string> row = points[i];
-    row.resize(width);
-    try {
-      std::vector<std::string> sets = fixed;
-      for (size_t j = 0; j < keys.size(); ++j) sets.push_back(keys[j] + "=" + points[i][j]);
-      const Scenario s = load_scenario(scenario.string(), sets);
-      if (serving != (s.kind == WorkloadKind::Serving))
-        throw config::InputError(scenario.string(), 0, "serving", "this point is not the same kind of scenario as the sweep's base",
-                                 "sweep serving scenarios over serving keys");
-      if (serving) {
-        const std::vector<std::string> values = serving_sweep_row(s.serving);
-        std::copy(values.begin(), values.end(), row.begin() + keys.size());
-        rows[i] = std::move(row);
-        const size_t n = ++finished;
-        if (n % 16 == 0 || n == total) progress << "\r" << n << "/" << total << " points" << std::flush;
-        return;
-      }
-      if (s.kind != WorkloadKind::Training)
-        throw config::InputError(scenario.string(), 0, "", "sweeps need a training scenario", "use one with model:");
-      const TrainingResult r = simulate_training(s.training, RunOptions::step_only());
-      const auto num = [](double v) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.9g", v);
-        return std::string(buf);
-      };
-      const std::vector<std::string> values = {std::to_string(r.num_gpus), num(r.step_time_s), num(r.tokens_per_s),
-                                               num(r.tokens_per_s_per_gpu), num(r.model_tflops_per_gpu), num(r.mfu),
-                                               num(r.memory_per_gpu_bytes), r.oom ? "true" : "false", r.bottleneck};
-      std::copy(values.begin(), values.end(), row.begin() + keys.size());
-    } catch (const std::exception& e) {
-      row[error_col] = e.what();
+  const size_t slots = 2 * tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism);
+  StopSignals signals;
+  // Rows are simulated in parallel and written in grid order: the pipeline's last stage takes them
+  // in order, holding at most `slots` finished rows that wait for an earlier one.
+  struct Item {
+    uint64_t index = 0;
+    std::vector<std::string> row;
+    bool simulated = false;
+  };
+  uint64_t next = output.prefix_rows(), written = output.prefix_rows();
+  const uint64_t todo = points - output.prefix_rows();
+  uint64_t done = 0;
+  tbb::parallel_pipeline(
+      slots,
+      tbb::make_filter<void, Item>(tbb::filter_mode::serial_in_order,
+                                   [&](tbb::flow_control& fc) {
+                                     if (next >= points || g_stop_signal.load()) {
+                                       fc.stop();
+                                       return Item{};
+                                     }
+                                     return Item{next++, {}, false};
+                                   }) &
+          tbb::make_filter<Item, Item>(tbb::filter_mode::parallel,
+                                       [&](Item item) {
+                                         const std::vector<std::string> point = grid.point(item.index);
+                                         item.row = point;  // looked up (edited grid) or simulated below
+                                         return item;
+                                       }) &
+          tbb::make_filter<Item, Item>(tbb::filter_mode::serial_in_order,
+                                       [&](Item item) {
+                                         // Rows kept from an edited grid's file are looked up in order.
+                                         if (const auto* kept = output.kept_row(join_csv(item.row))) {
+                                           item.row = *kept;
+                                         } else {
+                                           item.simulated = true;
+                                         }
+                                         return item;
+                                       }) &
+          tbb::make_filter<Item, Item>(tbb::filter_mode::parallel,
+                                       [&](Item item) {
+                                         if (item.simulated)
+                                           item.row = simulate_point(scenario, fixed, grid, item.row, width, error_col, serving);
+                                         return item;
+                                       }) &
+          tbb::make_filter<Item, void>(tbb::filter_mode::serial_in_order, [&](Item item) {
+            output.append(item.row);
+            ++written;
+            if (item.simulated) ++sum.simulated;
+            else ++sum.resumed;
+            if (!item.row[error_col].empty()) ++sum.invalid;
+            if (++done % 16 == 0 || done == todo) progress << "\r" << done << "/" << todo << " points" << std::flush;
+          }));
+  if (done > 0) progress << "\n";
+  const bool complete = written == points;
+  output.finish(complete);
+  sum.interrupted_by = complete ? 0 : g_stop_signal.load();
+  sum.written = written;
+  if (complete && output.regular_file() && !serving) {
+    uint64_t groups = 1;
+    bool any_scale_out = false;
+    for (size_t k = 0; k < nk; ++k) {
+      if (scales_out(grid.keys[k])) any_scale_out = true;
+      else groups *= grid.values[k].size();  // <= points, no overflow
     }
-    rows[i] = std::move(row);
-    const size_t n = ++finished;
-    if (n % 16 == 0 || n == total) progress << "\r" << n << "/" << total << " points" << std::flush;
-  });
-  if (total > 0) progress << "\n";
-  if (!serving) fill_scaling_efficiency(rows, keys, num_gpus_col, per_gpu_col, efficiency_col);
-  std::string text = header + "\n";
-  for (const auto& r : rows) {
-    text += join_csv(r) + "\n";
-    if (!r[error_col].empty()) ++sum.invalid;
+    if (any_scale_out && groups <= kMaxScalingGroups)
+      fill_scaling_efficiency(csv_path, grid.keys, width, num_gpus_col, per_gpu_col, efficiency_col);
   }
-  write_text_atomically(csv_path, text);
-  sum.simulated = total;
   return sum;
 }
 

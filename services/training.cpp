@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "config/error.hpp"
+#include "services/result_checks.hpp"
 #include "models/collectives/collective.hpp"
 #include "models/compute/gpu_model.hpp"
 #include "models/hardware/gpu_spec.hpp"
@@ -238,6 +239,7 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   r.tasks = rr.tasks;
   r.engine = rr.engine_stats;
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  require_physical_result(setup, r);
   return r;
 }
 

@@ -38,9 +38,15 @@ struct Stats {
 };
 
 
+// A case's field that is a plain value, else "" (a map as id: the case fails with a reason).
+std::string field_text(const YAML::Node& c, const char* key) {
+  if (!c.IsMap() || !c[key] || !c[key].IsScalar()) return "";
+  return c[key].Scalar();
+}
+
 // nvbandwidth's copy tests: host <-> device over PCIe, device <-> device over NVLink.
 bool is_copy_case(const YAML::Node& c) {
-  const YAML::Node name = c["op"] ? c["op"]["name"] : YAML::Node();
+  const YAML::Node name = c.IsMap() && c["op"] && c["op"].IsMap() ? c["op"]["name"] : YAML::Node();
   if (!name || !name.IsScalar()) return false;
   const std::string n = name.as<std::string>();
   return n == "h2d" || n == "d2h" || n.rfind("d2d", 0) == 0;
@@ -54,9 +60,9 @@ std::vector<CaseOutcome> validate_file(const std::string& cases_path, const Vali
   for (size_t i = 0; i < cases.size(); ++i) {
     const YAML::Node c = cases.at(i).yaml();
     all.push_back(c);
-    const std::string kind = c["kind"] ? c["kind"].as<std::string>() : "";
-    const std::string source = c["source"] && c["source"]["key"] ? c["source"]["key"].as<std::string>() : "";
-    const std::string id = c["id"] ? c["id"].as<std::string>() : "";
+    const std::string kind = field_text(c, "kind");
+    const std::string source = c.IsMap() && c["source"] ? field_text(c["source"], "key") : "";
+    const std::string id = field_text(c, "id");
     if (matches(filter.kinds, kind, false) && matches(filter.sources, source, false) &&
         matches(filter.ids, id, true))
       selected.push_back(c);
@@ -67,9 +73,9 @@ std::vector<CaseOutcome> validate_file(const std::string& cases_path, const Vali
   tbb::parallel_for(size_t(0), selected.size(), [&](size_t i) {
     const YAML::Node& c = selected[i];
     CaseOutcome& o = out[i];
-    o.id = c["id"] ? c["id"].as<std::string>() : "";
-    o.kind = c["kind"] ? c["kind"].as<std::string>() : "";
-    o.source = c["source"] && c["source"]["key"] ? c["source"]["key"].as<std::string>() : "";
+    o.id = field_text(c, "id");
+    o.kind = field_text(c, "kind");
+    o.source = c.IsMap() && c["source"] ? field_text(c["source"], "key") : "";
     try {
       if (o.kind == "training") {
         predict_training_case(c, o);
@@ -90,7 +96,10 @@ std::vector<CaseOutcome> validate_file(const std::string& cases_path, const Vali
         o.error = "unknown case kind '" + o.kind + "'";
       }
       if (o.error.empty()) {
-        if (!(o.measured > 0)) o.error = "the case has no positive measured value for " + o.metric;
+        if (!(o.measured > 0) || !std::isfinite(o.measured))
+          o.error = "the case has no positive finite measured value for " + o.metric;
+        else if (!std::isfinite(o.predicted))
+          o.error = "the prediction for " + o.metric + " is not finite (an input out of range)";
         else o.error_pct = 100.0 * (o.predicted - o.measured) / o.measured;
       }
     } catch (const std::exception& e) {

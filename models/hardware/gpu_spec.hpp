@@ -96,6 +96,7 @@ class GpuCatalog {
   struct Parts {
     std::string part, form;
     int memory_gb = 0;
+    bool unread = false;  // a word that is none of these nor a memory type ("FAKE", "1TB")
   };
   static std::string spelling(const std::string& name);
   static Parts parts(const std::string& spelled);

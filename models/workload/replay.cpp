@@ -1,5 +1,7 @@
 #include "models/workload/replay.hpp"
 
+#include "config/error.hpp"
+#include "config/output_file.hpp"
 #include "models/workload/replay_builder.hpp"
 
 namespace stacksim::workload {
@@ -62,15 +64,9 @@ ReplayResult StepBuilder::run(const ReplayOptions& options) {
   build_tail();
   sim::ExecutionResult r = sim::execute(engine_, g_);
   if (!r.completed) throw std::logic_error("replay: the step's task graph has a dependency cycle");
-  if (!options.trace_path.empty()) {
-    const std::string tmp = options.trace_path + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary);
-      if (!out) throw std::runtime_error("cannot write trace file " + options.trace_path);
-      sim::write_chrome_trace(g_, r, kCategoryNames, out);
-    }
-    std::rename(tmp.c_str(), options.trace_path.c_str());
-  }
+  if (!options.trace_path.empty())
+    config::write_output_file(options.trace_path,
+                              [&](std::ostream& out) { sim::write_chrome_trace(g_, r, kCategoryNames, out); });
   ReplayResult out;
   out.step_time_s = r.makespan.seconds();
   out.tasks = g_.size();
@@ -123,6 +119,15 @@ ReplayResult replay_step_bounded(const StepProgram& program, const topo::Cluster
   // 4 pp micro-batches): m2 at least 8 rounds of pp, m1 four rounds shorter.
   const int round = std::max(1, program.pp);
   const int m2 = std::max(max_micro_batches / round, 8) * round, m1 = m2 - 4 * round;
+  // A trace holds every task of the step: a step of thousands of micro-batches would grow it (and
+  // the replay, which cannot extrapolate then) to gigabytes.
+  if (!options.trace_path.empty() && program.micro_batches > kMaxTracedMicroBatches)
+    throw config::InputError(options.trace_path, 0, "--trace",
+                             "the step has " + std::to_string(program.micro_batches) +
+                                 " micro-batches per rank; a trace replays each of them, at most " +
+                                 std::to_string(kMaxTracedMicroBatches),
+                             "trace a shorter step (e.g. --set parallelism.global_batch with fewer micro-batches), "
+                             "or run without --trace");
   *extrapolated = program.micro_batches > m2 && options.trace_path.empty();
   if (!*extrapolated) return replay_step(program, cluster, tuning, options);
   StepProgram shorter = program;

@@ -28,8 +28,10 @@ void StepBuilder::build_item(int s, const PipelineItem& it) {
   item_entry_[key(it, s)] = entry;
 
   std::vector<sim::TaskId> layer_done;  // compute end per processed layer (for FSDP prefetch)
+  const int chunk_first_layer = l0;     // (clang 14 cannot capture a structured binding)
   auto run_layer = [&](int l, const std::vector<CostedOp>& ops) {
-    if (gathered_ahead) st.cursor = add_join({st.cursor, st.chunk_layer_gather[it.chunk][l - l0]});
+    if (gathered_ahead)
+      st.cursor = add_join({st.cursor, st.chunk_layer_gather[it.chunk][l - chunk_first_layer]});
     if (gather) {
       const sim::TaskId limiter = layer_done.size() >= 2 ? layer_done[layer_done.size() - 2] : entry;
       const sim::TaskId gathered = fsdp_gather(s, p_.layers[l], limiter);

@@ -21,9 +21,27 @@ ScenarioError = _core.InputError
 ScenarioError.__doc__ = "Bad scenario input (a ValueError): the message names the file, key, reason and fix."
 
 
-def _dump_yaml(data: Dict[str, Any]) -> str:
-    # JSON is valid YAML 1.2 flow syntax, which yaml-cpp reads.
-    return json.dumps(data)
+def _dump_yaml(data: Dict[str, Any], origin: str = "<scenario>") -> str:
+    # JSON is valid YAML 1.2 flow syntax, which yaml-cpp reads. NaN and infinity have no JSON
+    # spelling: they go as YAML's .nan/.inf text, which the reader refuses with the key's name.
+    def plain(v):
+        if isinstance(v, float) and v != v:
+            return ".nan"
+        if isinstance(v, float) and v in (float("inf"), float("-inf")):
+            return ".inf" if v > 0 else "-.inf"
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        return v
+
+    try:
+        return json.dumps(plain(data), allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ScenarioError(f"{origin}: a value cannot be written as YAML: {e}. "
+                            "Fix: use numbers, strings, lists and dicts with string keys") from None
+    except RecursionError:
+        raise ScenarioError(f"{origin}: the scenario refers to itself (or is nested too deeply)") from None
 
 
 class Result:
@@ -63,26 +81,32 @@ class Scenario:
     """A scenario: from a YAML file, a dict, or keyword sections; any key can be changed."""
 
     def __init__(self, data: Optional[Dict[str, Any]] = None, origin: str = "<scenario>", base_dir: str = ".", **sections):
-        self._data: Dict[str, Any] = copy.deepcopy(data) if data else {}
+        if data is not None and not isinstance(data, dict):
+            raise ScenarioError(f"{origin}: a scenario is a dict of sections, got {type(data).__name__}")
+        try:
+            self._data: Dict[str, Any] = copy.deepcopy(data) if data else {}
+        except RecursionError:
+            raise ScenarioError(f"{origin}: the scenario refers to itself (or is nested too deeply)") from None
         self._data.update(copy.deepcopy(sections))
         self._origin = origin
         self._base_dir = base_dir
 
     @classmethod
     def load(cls, path: str) -> "Scenario":
-        import yaml  # python3-yaml
-
-        with open(path) as f:
-            try:
-                data = yaml.safe_load(f)
-            except yaml.YAMLError as e:
-                raise ScenarioError(f"{path}: malformed YAML: {e}") from None
+        """Reads a scenario file with the CLI's reader: the same limits (size, node count, alias
+        expansion), and duplicate keys or several documents refused, as ScenarioError."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise ScenarioError(f"Scenario.load: expected a file path, got {type(path).__name__}")
+        path = os.fspath(path)
+        data = json.loads(_core.load_yaml(path))
         if not isinstance(data, dict):
-            raise ScenarioError(f"{path}: a scenario must be a map of sections")
+            raise ScenarioError(f"{path}: a scenario must be a map of sections. Fix: write 'key: value' lines")
         return cls(data, origin=path, base_dir=os.path.dirname(os.path.abspath(path)))
 
     def set(self, key: str, value: Any) -> "Scenario":
         """Sets a dotted key (like the CLI's --set), e.g. set("parallelism.tp", 8)."""
+        if not isinstance(key, str) or not key or any(not p for p in key.split(".")):
+            raise ScenarioError(f"{self._origin}: key {key!r}: expected a dotted key such as 'parallelism.tp'")
         node = self._data
         parts = key.split(".")
         if key in ("model.preset", "model.hf_config") and isinstance(self._data.get("model"), dict):
@@ -91,9 +115,12 @@ class Scenario:
             kept = ("seq_len", "attention", "mtp_layers")
             self._data["model"] = {k: v for k, v in self._data["model"].items() if k in kept}
         for p in parts[:-1]:
-            node = node.setdefault(p, {})
+            if node.get(p) is None:
+                node[p] = {}
+            node = node[p]
             if not isinstance(node, dict):
-                raise ScenarioError(f"{self._origin}: key '{key}': '{p}' holds a value, not a map")
+                raise ScenarioError(f"{self._origin}: key '{key}': '{p}' holds a value, not a map. "
+                                    f"Fix: set '{p}' itself, or check the key path")
         node[parts[-1]] = value
         return self
 
@@ -101,7 +128,7 @@ class Scenario:
         return copy.deepcopy(self._data)
 
     def run(self, trace: Optional[str] = None) -> Result:
-        text = _core.run_yaml(_dump_yaml(self._data), self._origin, [], self._base_dir, trace or "")
+        text = _core.run_yaml(_dump_yaml(self._data, self._origin), self._origin, [], self._base_dir, trace or "")
         return Result(json.loads(text))
 
 

@@ -27,6 +27,7 @@ TEST(BundledScenarios, EveryOneRuns) {
   ASSERT_GE(paths.size(), 10u);
   for (const std::string& path : paths) {
     SCOPED_TRACE(path);
+    // The JSON writer refuses inf and NaN (FiniteOutputs): this also scans run --json for them.
     const std::string json = test_tmp("bundled.json");
     std::ostringstream out, err;
     ASSERT_EQ(analysis::run_command("run", {path, "--json", json}, out, err), 0) << err.str();
