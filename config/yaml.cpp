@@ -103,9 +103,12 @@ Node Node::load_file(const std::string& path) {
                      "split the file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, 0, "", "cannot open the file", "check the path exists and is readable");
-  std::string text(kMaxYamlBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
+  // Read in 64 KiB pieces up to one byte past the limit: a file that grows while being read stops
+  // there, and a small file costs no 64 MiB buffer (each catalogue file is read this way).
+  std::string text;
+  char piece[1 << 16];
+  while (text.size() <= kMaxYamlBytes && in.read(piece, sizeof piece).gcount() > 0)
+    text.append(piece, static_cast<size_t>(in.gcount()));
   if (text.size() > kMaxYamlBytes)  // grew while being read
     throw InputError(path, 0, "", "is over the limit of " + std::to_string(kMaxYamlBytes) + " bytes", "split the file");
   return load_string(text, path);
