@@ -85,7 +85,11 @@ PYBIND11_MODULE(_core, m) {
       [](const std::string& path, const std::vector<std::string>& kinds, const std::vector<std::string>& sources,
          const std::vector<std::string>& ids) {
         py::gil_scoped_release release;
-        return analysis::validation_json(analysis::validate_file(path, {kinds, sources, ids})).dump();
+        analysis::ValidationFilter filter;
+        filter.kinds = kinds;
+        filter.sources = sources;
+        filter.ids = ids;
+        return analysis::validation_json(analysis::validate_file(path, filter)).dump();
       },
       py::arg("path"), py::arg("kinds") = std::vector<std::string>{}, py::arg("sources") = std::vector<std::string>{},
       py::arg("ids") = std::vector<std::string>{},

@@ -16,6 +16,7 @@
 #include "models/analysis/output.hpp"
 #include "models/analysis/plan_search.hpp"
 #include "models/analysis/scenario.hpp"
+#include "models/analysis/stack_fit.hpp"
 #include "models/analysis/sweep.hpp"
 #include "models/analysis/training.hpp"
 #include "models/analysis/validation.hpp"
@@ -30,7 +31,7 @@ namespace {
 struct Args {
   std::vector<std::string> positional;
   std::vector<std::string> sets;
-  std::string json, trace, output, scenarios_dir;
+  std::string json, trace, output, scenarios_dir, rows;
   std::vector<std::string> kinds, sources, ids;
   std::string gpu;
   std::vector<std::vector<std::string>> variants;
@@ -77,6 +78,7 @@ Args parse_args(const std::string& command, const std::vector<std::string>& args
     else if (x == "--kind") for (auto& k : split_commas(value())) a.kinds.push_back(k);
     else if (x == "--source") for (auto& k : split_commas(value())) a.sources.push_back(k);
     else if (x == "--scenarios") a.scenarios_dir = value();
+    else if (x == "--rows") a.rows = value();
     else if (x == "--id") for (auto& k : split_commas(value())) a.ids.push_back(k);
     else if (x == "-v" || x == "--verbose") a.verbose = true;
     else if (x == "--gpu") a.gpu = value();
@@ -143,7 +145,10 @@ int cmd_validate(const std::vector<std::string>& raw, std::ostream& out, std::os
       throw config::InputError("command line", 0, "--scenarios", "cannot create directory '" + a.scenarios_dir + "': " + ec.message(),
                                "name a writable directory");
   }
-  ValidationFilter f{a.kinds, a.sources, a.ids};
+  ValidationFilter f;
+  f.kinds = a.kinds;
+  f.sources = a.sources;
+  f.ids = a.ids;
   const auto outcomes = validate_file(a.positional[0], f);
   print_validation(outcomes, out);
   if (!a.json.empty()) write_json_atomically(a.json, validation_json(outcomes));
@@ -152,6 +157,35 @@ int cmd_validate(const std::vector<std::string>& raw, std::ostream& out, std::os
       if (!o.scenario_yaml.empty())
         write_text_atomically((std::filesystem::path(a.scenarios_dir) / (o.id + ".yaml")).string(), o.scenario_yaml);
   }
+  return 0;
+}
+
+const char* kFitHelp =
+    "usage: stacksim fit CASES.yaml... -o stacks/fitted.yaml\n"
+    "  Fits the software-stack parameters per framework family (compute efficiency, per-kernel gap,\n"
+    "  communication efficiency; docs/stacks.md) to the training cases of the files, judged by\n"
+    "  leave-one-source-out cross-validation: prints per family the fitted values, rows, sources and\n"
+    "  the errors of the real simulator (reference, in-sample, CV), and writes the fit with each\n"
+    "  family's 80 % interval band.\n"
+    "  --rows ROWS.csv  also write the rows the fit used (breakdown shares, CV log errors), for audit\n";
+
+int cmd_fit(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
+  const Args a = parse_args("fit", raw, {"-o", "--output", "--rows"});
+  if (a.help) { out << kFitHelp; return 0; }
+  if (a.positional.empty() || a.output.empty())
+    throw config::InputError("command line", 0, a.positional.empty() ? "CASES" : "-o", "fit needs case files and -o FILE",
+                             "write: stacksim fit validation/cases.yaml validation/extra/*.yaml -o stacks/fitted.yaml");
+  for (const auto& f : a.positional)
+    if (!std::filesystem::exists(f))
+      throw config::InputError(f, 0, "CASES", "no such case file", "name stacksim-validation/1 files");
+  if (!a.rows.empty()) write_text_atomically(a.rows, "");  // a bad path fails before the long fit
+  const FitReport rep = fit_stacks(a.positional, err, isatty(STDERR_FILENO), a.rows);
+  for (const auto& l : rep.lines) out << l << "\n";
+  std::string command = "stacksim fit";
+  for (const auto& f : a.positional) command += " " + f;
+  command += " -o " + a.output;
+  write_stack_fit(rep.fit, command, a.output);
+  out << "wrote " << a.output << "\n";
   return 0;
 }
 
@@ -342,7 +376,8 @@ int run_command(const std::string& command, const std::vector<std::string>& args
   if (command == "sweep") return cmd_sweep(args, out, err);
   if (command == "plan") return cmd_plan(args, out);
   if (command == "plot") return cmd_plot(args, out, err);
-  const std::vector<std::string> commands{"run", "compare", "sweep", "plan", "plot", "validate", "calibrate", "catalog"};
+  if (command == "fit") return cmd_fit(args, out, err);
+  const std::vector<std::string> commands{"run", "compare", "sweep", "plan", "plot", "validate", "calibrate", "catalog", "fit"};
   const std::string near = config::nearest(command, commands);
   throw config::InputError("command line", 0, command, "unknown command",
                            near.empty() ? "run 'stacksim --help' for the list"

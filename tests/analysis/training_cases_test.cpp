@@ -1568,3 +1568,41 @@ TEST(TrainingCasePolicy, StatedActivationOffloadingIsRead) {
   EXPECT_FALSE(offloaded("Activation offloading could be enabled with --cpu-offloading."));
   EXPECT_FALSE(offloaded(""));
 }
+
+// The case's software block becomes the scenario's; without one, the GPU era's stack (stacks/eras.yaml).
+TEST(TrainingCaseSoftware, BlockOrEraChoosesTheStack) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["software"] = YAML::Load("{framework: deepspeed, version: null, year: 2024}");
+  std::vector<std::string> defaults;
+  const YAML::Node s = training_case_scenario(c, defaults);
+  EXPECT_EQ(s["software"]["framework"].as<std::string>(), "deepspeed");
+  EXPECT_EQ(s["software"]["year"].as<int>(), 2024);
+  EXPECT_EQ(scenario_from_yaml(s, "case").training.software.profile, "deepspeed-current");
+
+  YAML::Node old = training_case("A100-SXM4-80GB", "");
+  defaults.clear();
+  const YAML::Node e = training_case_scenario(old, defaults);
+  EXPECT_EQ(e["software"]["framework"].as<std::string>(), "megatron-lm");
+  bool said = false;
+  for (const auto& d : defaults) said = said || d.rfind("software: megatron-lm", 0) == 0;
+  EXPECT_TRUE(said);
+
+  // A version the catalogue does not list is dropped (the year decides), and said so.
+  c["software"] = YAML::Load("{framework: nemo, version: '99.99', year: 2024}");
+  defaults.clear();
+  const YAML::Node v = training_case_scenario(c, defaults);
+  EXPECT_FALSE(v["software"]["version"]);
+  EXPECT_EQ(scenario_from_yaml(v, "case").training.software.profile, "nemo-24.x");
+}
+
+// What a stack's era means for an unstated knob is the catalogue's: NeMo before 24.05 ran
+// Transformer Engine's FlashAttention-2; 24.07 the fused kernels.
+TEST(TrainingCaseSoftware, CatalogueStatesTheEraAttentionKernels) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["software"] = YAML::Load("{framework: nemo, version: '24.03.01', year: 2024}");
+  std::vector<std::string> defaults;
+  EXPECT_EQ(training_case_scenario(c, defaults)["model"]["attention"].as<std::string>(), "flash2");
+  c["software"] = YAML::Load("{framework: nemo, version: '24.07', year: 2024}");
+  const YAML::Node later = training_case_scenario(c, defaults)["model"]["attention"];
+  EXPECT_TRUE(!later || later.as<std::string>() != "flash2");
+}
