@@ -1,5 +1,5 @@
 """`pip install --no-build-isolation .` (offline): builds stacksim's C++ core with CMake and
-installs the `stacksim` package with its `_core` extension. Needs README's set-up packages."""
+installs the `stacksim` package with its `_core` (product) and `_validate` (harness) extensions. Needs README's set-up packages."""
 import os
 import shutil
 import subprocess
@@ -15,8 +15,9 @@ class CMakeBuild(build_ext):
         build = os.path.join(ROOT, "build")
         if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
             subprocess.check_call(["cmake", "--preset", "release"], cwd=ROOT)
-        subprocess.check_call(["cmake", "--build", build, "--target", "_core", "-j2"], cwd=ROOT)
-        built = [f for f in os.listdir(os.path.join(build, "python", "stacksim")) if f.startswith("_core")]
+        module = ext.name.split(".")[-1]
+        subprocess.check_call(["cmake", "--build", build, "--target", module, "-j2"], cwd=ROOT)
+        built = [f for f in os.listdir(os.path.join(build, "python", "stacksim")) if f.startswith(module + ".")]
         target = self.get_ext_fullpath(ext.name)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.copyfile(os.path.join(build, "python", "stacksim", built[0]), target)
@@ -29,7 +30,7 @@ setup(
     packages=["stacksim"],
     package_dir={"": "python"},
     package_data={"stacksim": ["__init__.pyi"]},
-    ext_modules=[Extension("stacksim._core", sources=[])],
+    ext_modules=[Extension("stacksim._core", sources=[]), Extension("stacksim._validate", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
     python_requires=">=3.9",
 )

@@ -8,6 +8,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   pybind11-dev python3-dev python3-pybind11
   python3-numpy python3-pandas python3-pytest python3-matplotlib python3-distributed python3-yaml
+  python3-hypothesis
+  clang libclang-rt-14-dev  # the sanitize preset: ASan, UBSan and libFuzzer (docs/reliability.md)
 )
 missing=()
 for p in "${packages[@]}"; do

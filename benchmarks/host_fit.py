@@ -28,7 +28,7 @@ from torch_step_check import NODES, ROOT, scenario  # noqa: E402
 DEFAULT_STEPS = [os.path.join(ROOT, "calibration/measurements", f)
                  for f in ("h100-sxm5-80gb-devicevm-2026-11-24-torch-step-small.yaml",
                            "h100-sxm5-80gb-devicevm-2026-11-24-torch-step.yaml")]
-DEFAULT_KEYS = (41.0, 2.3)  # us per kernel, ms per step: the defaults (models/analysis/host.hpp)
+DEFAULT_KEYS = (41.0, 2.3)  # us per kernel, ms per step: the defaults (models/host/host.hpp)
 
 
 class Rows:

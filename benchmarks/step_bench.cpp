@@ -3,8 +3,8 @@
 // per second for a 64-GPU Llama-3 8B plan (sweep throughput); DeepSeek-V3's DualPipe step on 2,048 GPUs.
 #include <benchmark/benchmark.h>
 
-#include "models/analysis/scenario.hpp"
-#include "models/analysis/training.hpp"
+#include "services/scenario.hpp"
+#include "services/training.hpp"
 #include "sim/allocator.hpp"
 
 using namespace stacksim::analysis;

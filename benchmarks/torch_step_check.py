@@ -5,7 +5,7 @@ Each measured configuration becomes a one-GPU scenario (the model torch_step.py 
 LayerNorm, GELU MLP of 4x hidden, tied embeddings, SDPA causal attention, eager PyTorch modules,
 bf16 autocast over fp32 weights, AdamW, no recomputation) and is simulated twice: with the catalogue's GPU profile and with the
 calibrated profile fitted from the same machine's probe run (calibration/profiles/); the host cost
-per kernel is the default, itself measured there (models/analysis/host.hpp). Prints step
+per kernel is the default, itself measured there (models/host/host.hpp). Prints step
 time predicted vs measured and the error per row, then the MAPE of each profile.
 
     /usr/bin/python3 benchmarks/torch_step_check.py [STEPS.yaml] [PROFILE.yaml] [--binary build/bin/stacksim]

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "config/error.hpp"
-#include "models/analysis/commands.hpp"
+#include "cli/commands.hpp"
 #include "sim/allocator.hpp"
 #include "sim/engine.hpp"
 

@@ -4,8 +4,9 @@
 
 namespace stacksim::config {
 
-Node load_validation_cases(const std::string& path) {
-  const Node root = Node::load_file(path);
+Node load_validation_cases(const std::string& path) { return validation_cases_of(Node::load_file(path)); }
+
+Node validation_cases_of(const Node& root) {
   root.require_map();
   const std::string format = root.string_or("format", "");
   if (format != "stacksim-validation/1")

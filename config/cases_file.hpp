@@ -8,6 +8,8 @@
 namespace stacksim::config {
 
 Node load_validation_cases(const std::string& path);
+// The same from a file already read (Node::load_string: the fuzzer's entry).
+Node validation_cases_of(const Node& root);
 
 // A case field that is present and not null (sources leave unknowns null).
 inline bool has(const YAML::Node& n, const char* key) { return n && n[key] && !n[key].IsNull(); }

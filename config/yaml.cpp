@@ -4,23 +4,124 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unordered_set>
 
 namespace stacksim::config {
 
+namespace {
+
+// UTF-8 as the standard defines it (no overlongs, no surrogates): outputs are JSON, which must be.
+bool valid_utf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    unsigned cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c >> 5) == 0x6) {
+      n = 1, cp = c & 0x1F;
+    } else if ((c >> 4) == 0xE) {
+      n = 2, cp = c & 0x0F;
+    } else if ((c >> 3) == 0x1E) {
+      n = 3, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + n >= s.size()) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d >> 6) != 0x2) return false;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+int line_of(const YAML::Node& n) { return n.Mark().is_null() ? 0 : n.Mark().line + 1; }
+
+// The tree's checks before anything reads it: at most kMaxYamlNodes nodes counted with aliases
+// expanded (an alias bomb stops here, not in a reader), no key twice in one map (yaml-cpp would
+// keep the first, Python's reader the last), text in UTF-8.
+class TreeCheck {
+ public:
+  explicit TreeCheck(const std::string& file) : file_(file) {}
+  void walk(const YAML::Node& n, const std::string& path) {
+    if (++nodes_ > kMaxYamlNodes)
+      throw InputError(file_, line_of(n), path, "has more than " + std::to_string(kMaxYamlNodes) +
+                                                    " YAML nodes (aliases counted where they are used)",
+                       "split the file, or write fewer aliases of large sections");
+    if (n.IsScalar()) {
+      if (!valid_utf8(n.Scalar()))
+        throw InputError(file_, line_of(n), path, "is not valid UTF-8 text", "save the file as UTF-8");
+    } else if (n.IsSequence()) {
+      size_t i = 0;
+      for (const auto& child : n) walk(child, path + "[" + std::to_string(i++) + "]");
+    } else if (n.IsMap()) {
+      std::unordered_set<std::string> seen;
+      for (const auto& kv : n) {
+        if (!kv.first.IsScalar())
+          throw InputError(file_, line_of(kv.first), path, "has a key that is not a plain value",
+                           "write keys as plain words");
+        const std::string& k = kv.first.Scalar();
+        const std::string child = path.empty() ? k : path + "." + k;
+        if (!valid_utf8(k))
+          throw InputError(file_, line_of(kv.first), path, "has a key that is not valid UTF-8", "save the file as UTF-8");
+        if (!seen.insert(k).second)
+          throw InputError(file_, line_of(kv.first), child, "is given twice in the same map",
+                           "keep one of the two (remove or rename the other)");
+        walk(kv.second, child);
+      }
+    }
+  }
+
+ private:
+  const std::string& file_;
+  size_t nodes_ = 0;
+};
+
+}  // namespace
+
 Node Node::load_file(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status))
     throw InputError(path, 0, "", "is a directory, not a YAML file", "give the path of a .yaml file");
-  std::ifstream in(path);
+  if (status.type() == std::filesystem::file_type::not_found)
+    throw InputError(path, 0, "", "cannot open the file (it does not exist)", "check the path");
+  // A device or FIFO could block or never end (/dev/zero): only regular files are read.
+  if (!std::filesystem::is_regular_file(status))
+    throw InputError(path, 0, "", "is not a regular file (a device, FIFO or socket)", "give the path of a .yaml file");
+  const auto bytes = std::filesystem::file_size(path, ec);
+  if (!ec && bytes > kMaxYamlBytes)
+    throw InputError(path, 0, "", "is " + std::to_string(bytes) + " bytes, over the limit of " +
+                                      std::to_string(kMaxYamlBytes) + " bytes for a YAML input",
+                     "split the file");
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, 0, "", "cannot open the file", "check the path exists and is readable");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return load_string(ss.str(), path);
+  std::string text(kMaxYamlBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxYamlBytes)  // grew while being read
+    throw InputError(path, 0, "", "is over the limit of " + std::to_string(kMaxYamlBytes) + " bytes", "split the file");
+  return load_string(text, path);
 }
 
 Node Node::load_string(const std::string& text, const std::string& name) {
+  if (text.size() > kMaxYamlBytes)
+    throw InputError(name, 0, "", "is over the limit of " + std::to_string(kMaxYamlBytes) + " bytes", "split the file");
   try {
-    YAML::Node n = YAML::Load(text);
+    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1)
+      throw InputError(name, line_of(docs[1]), "", "holds " + std::to_string(docs.size()) +
+                                                       " YAML documents (separated by ---); one is read",
+                       "keep one document per file");
+    YAML::Node n = docs.empty() ? YAML::Node() : docs.front();
+    TreeCheck(name).walk(n, "");
     return Node(n, name, "");
   } catch (const YAML::Exception& e) {
     throw InputError(name, e.mark.is_null() ? 0 : e.mark.line + 1, "",
@@ -116,6 +217,10 @@ double Node::as_number() const {
 long long Node::as_int() const {
   const double v = as_number();
   if (std::floor(v) != v) fail("", "expected a whole number, got " + node_.as<std::string>(), "write an integer");
+  // Counts beyond 2^31 are no physical count here, and would overflow the int fields they land in.
+  if (std::fabs(v) > kMaxYamlInt)
+    fail("", "is out of range: " + node_.as<std::string>() + " (at most " + std::to_string(kMaxYamlInt) + " in size)",
+         "use a realistic count");
   return static_cast<long long>(v);
 }
 
@@ -166,11 +271,15 @@ std::optional<double> Node::optional_quantity(const std::string& key, sim::Dimen
   if (!has(key)) return std::nullopt;
   const Node child = (*this)[key];
   const std::string text = child.as_string();
+  double v = 0;
   try {
-    return sim::parse_quantity(text, dim, bare_scale);
+    v = sim::parse_quantity(text, dim, bare_scale);
   } catch (const std::invalid_argument& e) {
     child.fail("", e.what(), std::string("write a ") + sim::dimension_name(dim) + " with its unit");
   }
+  if (!std::isfinite(v))  // 1e308 GB/s: past what a double holds once in base units
+    child.fail("", "is out of range: " + text, std::string("write a realistic ") + sim::dimension_name(dim));
+  return v;
 }
 
 double Node::positive(const std::string& key, double value) const {

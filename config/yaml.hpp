@@ -12,13 +12,20 @@
 
 namespace stacksim::config {
 
+// Input limits (docs/reliability.md): a YAML input of at most this many bytes and nodes (aliases
+// counted where they are used); whole numbers of at most this magnitude.
+inline constexpr size_t kMaxYamlBytes = size_t(64) << 20;
+inline constexpr size_t kMaxYamlNodes = 4'000'000;
+inline constexpr long long kMaxYamlInt = (1ll << 31) - 1;
+
 // A YAML node together with where it came from, for error messages.
 class Node {
  public:
   Node(YAML::Node node, std::string file, std::string path)
       : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {}
 
-  static Node load_file(const std::string& path);               // InputError on I/O or syntax
+  // InputError on I/O, syntax, a limit, a duplicate key, several documents or text not in UTF-8.
+  static Node load_file(const std::string& path);
   static Node load_string(const std::string& text, const std::string& name);
 
   const YAML::Node& yaml() const { return node_; }

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "config/error.hpp"
+#include "config/output_file.hpp"
 #include "config/yaml.hpp"
 #include "models/calibration/fit.hpp"
 
@@ -506,10 +507,8 @@ void write_profile(const CalibrationReport& r, const std::string& out_path) {
   out << YAML::EndMap;
   out << YAML::EndMap;
 
-  std::ofstream file(out_path);
-  if (!file) throw config::InputError(out_path, 0, "", "cannot write the profile", "check the folder exists and is writable");
-  file << "# Calibrated GPU profile written by `stacksim calibrate` (docs/calibration.md).\n" << out.c_str() << "\n";
-  if (!file) throw config::InputError(out_path, 0, "", "writing the profile failed", "check free disk space");
+  config::write_output_text(out_path, "# Calibrated GPU profile written by `stacksim calibrate` (docs/calibration.md).\n" +
+                                          std::string(out.c_str()) + "\n");
 }
 
 std::string format_report(const CalibrationReport& r) {

@@ -48,14 +48,15 @@ GpuSpec GpuCatalog::parse_file(const std::string& path) {
   using sim::Dimension;
   const config::Node n = config::Node::load_file(path);
   n.require_map();
-  n.check_keys({"name", "aliases", "architecture", "sm_count", "boost_clock", "peak", "memory", "l2_cache",
-                "tdp", "calibration", "sources", "notes"});
+  n.check_keys({"name", "aliases", "architecture", "default_node", "sm_count", "boost_clock", "peak", "memory",
+                "l2_cache", "tdp", "calibration", "sources", "notes"});
   GpuSpec g;
   g.file = path;
   g.name = n.required_string("name");
   const config::Node al = n["aliases"];
   for (size_t i = 0; al.is_sequence() && i < al.size(); ++i) g.aliases.push_back(al.at(i).as_string());
   g.architecture = n.required_string("architecture");
+  g.default_node = n.string_or("default_node", "");
   g.sm_count = static_cast<int>(n.positive("sm_count", n.required_int("sm_count")));
   const config::Node pk = n["peak"];
   pk.check_keys({"fp32", "tf32", "fp16", "bf16", "fp8"});
@@ -176,8 +177,8 @@ std::string GpuCatalog::resolve(const std::string& name) const {
 }
 
 // A spelling split into what tells parts apart: the part number ("A100", "MI300X"), the memory
-// ("80GB", "80G") and the form factor (SXM*, PCIe, NVL, OAM); other words (HBM3, Tesla) are not
-// read. {"", 0, ""} parts compare equal to anything.
+// ("80GB", "80G") and the form factor (SXM*, PCIe, NVL, OAM); a memory type (HBM3) or "GPU" is not
+// read, any other word is marked unread. {"", 0, ""} parts compare equal to anything.
 GpuCatalog::Parts GpuCatalog::parts(const std::string& spelled) {
   Parts p;
   size_t start = 0;
@@ -197,6 +198,8 @@ GpuCatalog::Parts GpuCatalog::parts(const std::string& spelled) {
     } else if (p.part.empty() && std::isalpha(static_cast<unsigned char>(word[0])) &&
                word.find_first_of("0123456789") != std::string::npos) {
       p.part = word;
+    } else if (word.rfind("HBM", 0) != 0 && word != "GPU") {
+      p.unread = true;
     }
   }
   return p;
@@ -208,7 +211,9 @@ GpuCatalog::Parts GpuCatalog::parts(const std::string& spelled) {
 // choice for "A100"), else none, as an ambiguous name must not pick a part silently.
 std::string GpuCatalog::structured_match(const std::string& spelled) const {
   const Parts want = parts(spelled);
-  if (want.part.empty()) return "";
+  // A word it cannot place ("H100-FAKE-1TB") may name another part: no guess, the nearest names
+  // are suggested instead.
+  if (want.part.empty() || want.unread) return "";
   // A profile's parts from all its spellings: A100-SXM4-80GB is an A100 of 80 GB in SXM form
   // whether it is written "A100", "A100-80GB" or in full.
   std::map<std::string, Parts> profiles;
@@ -251,7 +256,13 @@ const GpuSpec& GpuCatalog::get(const std::string& name) const {
   std::vector<std::string> names;
   for (const auto& [k, v] : gpus_) names.push_back(k);
   for (const auto& [k, v] : alias_) names.push_back(k);
-  const std::string near = config::nearest(name, names);
+  std::string near = config::nearest(name, names);
+  if (near.empty()) {
+    // No close spelling: the profiles of the same part number ("H100-FAKE-1TB": the H100s).
+    const std::string part = parts(spelling(name)).part;
+    for (const auto& [k, v] : gpus_)
+      if (!part.empty() && parts(spelling(k)).part == part) near += (near.empty() ? "" : "' or '") + k;
+  }
   std::string all;
   for (const auto& [k, v] : gpus_) all += (all.empty() ? "" : ", ") + k;
   throw config::InputError("", 0, "gpu", "unknown GPU '" + name + "'",

@@ -46,6 +46,7 @@ struct GpuSpec {
   std::string name;
   std::vector<std::string> aliases;
   std::string architecture;
+  std::string default_node;  // node type a case or scenario naming only this GPU runs on ("" if none)
   int sm_count = 0;
   double boost_clock_Hz = 0;                        // 0 when the file does not state it
   std::map<std::string, double> peak_flops_per_s;  // fp32, tf32, fp16, bf16, fp8 (dense)
@@ -95,6 +96,7 @@ class GpuCatalog {
   struct Parts {
     std::string part, form;
     int memory_gb = 0;
+    bool unread = false;  // a word that is none of these nor a memory type ("FAKE", "1TB")
   };
   static std::string spelling(const std::string& name);
   static Parts parts(const std::string& spelled);

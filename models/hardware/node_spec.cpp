@@ -254,19 +254,6 @@ const NicSpec& NodeCatalog::nic_for(const std::string& fabric, double gbps) cons
   return *best;
 }
 
-std::string NodeCatalog::nic_for_note(const NicSpec& nic, double gbps) {
-  if (std::abs(nic.bandwidth_Bps * 8 / 1e9 - gbps) <= 0.5) return "";
-  return "hardware.inter_node.nic_gbps " + std::to_string(static_cast<long long>(std::llround(gbps))) +
-         ": the catalogue's nearest, " + nic.name;
-}
-
-NodeCatalog::RackNics NodeCatalog::rack_nics_from_tray(int tray_nics, int tray_gpus, int rack_gpus) {
-  const int nics = std::max(1, tray_nics * rack_gpus / tray_gpus);
-  return {nics, "hardware.inter_node.nics_per_node: " + std::to_string(nics) + " (the stated " + std::to_string(tray_nics) +
-                    " per " + std::to_string(tray_gpus) + "-GPU tray, for the rack's " + std::to_string(rack_gpus) +
-                    " GPUs)"};
-}
-
 std::string default_hardware_dir() {
   if (const char* env = std::getenv("STACKSIM_HARDWARE_DIR")) return env;
   return std::string(STACKSIM_SOURCE_DIR) + "/models/hardware";
@@ -288,31 +275,11 @@ std::string canonical_gpu_name(const std::string& gpu) {
 }
 
 std::string node_type_for_gpu(const std::string& written) {
-  const std::string gpu = canonical_gpu_name(written);
-  if (gpu.rfind("V100-SXM2", 0) == 0) return "dgx-1-v100";
-  if (gpu.rfind("V100-PCIe", 0) == 0) return "pcie-v100";
-  if (gpu.rfind("V100", 0) == 0) return "dgx-2-v100";
-  if (gpu == "A100-SXM4-40GB") return "dgx-a100-40gb";
-  if (gpu.rfind("A100-SXM4", 0) == 0) return "dgx-a100";
-  if (gpu.rfind("A100-PCIe", 0) == 0) return "pcie-a100";
-  if (gpu.rfind("A800", 0) == 0) return "hgx-a800";
-  if (gpu.rfind("H100-SXM5", 0) == 0) return "dgx-h100";
-  if (gpu.rfind("H100-PCIe", 0) == 0) return "pcie-h100";
-  if (gpu.rfind("H100-NVL", 0) == 0) return "pcie-h100-nvl";
-  if (gpu.rfind("H800", 0) == 0) return "hgx-h800";
-  if (gpu.rfind("H200", 0) == 0) return "dgx-h200";
-  if (gpu.rfind("B200", 0) == 0) return "dgx-b200";
-  if (gpu.rfind("GB200", 0) == 0) return "gb200-nvl72";
-  if (gpu.rfind("GB300", 0) == 0) return "gb300-nvl72";
-  if (gpu.rfind("GH200", 0) == 0) return "gh200-quad";
-  if (gpu.rfind("B300", 0) == 0) return "dgx-b200";  // same NVLink 5 baseboard; the GPU is B300's
-  if (gpu.rfind("L40S", 0) == 0) return "pcie-l40s";
-  if (gpu.rfind("MI300X", 0) == 0) return "mi300x-8gpu";
-  if (gpu.rfind("MI325X", 0) == 0) return "mi325x-8gpu";
-  if (gpu.rfind("MI355X", 0) == 0) return "mi355x-8gpu";
-  if (gpu.rfind("MI250X", 0) == 0) return "frontier";
-  if (gpu == "H20") return "hgx-h20";
-  throw std::runtime_error("no node type is known for GPU '" + written + "'");
+  // Each GPU's file names its usual node (default_node): a catalogue fact, kept as data.
+  const std::string profile = bundled_gpus().resolve(written);
+  const std::string node = profile.empty() ? "" : bundled_gpus().get(profile).default_node;
+  if (node.empty()) throw std::runtime_error("no node type is known for GPU '" + written + "'");
+  return node;
 }
 
 }  // namespace stacksim::hw

@@ -108,15 +108,6 @@ class NodeCatalog {
   // HGX clusters), or RoCE's for roce and ethernet (AWS's EFA only by its instance type), at that
   // rate, else at the nearest rate of the family.
   const NicSpec& nic_for(const std::string& fabric, double gbps) const;
-  // What a case's defaults say of nic_for's choice: "" at the stated rate, else the nearest taken.
-  static std::string nic_for_note(const NicSpec& nic, double gbps);
-  // A rack-scale NVLink node (NVL72) described by one tray: the tray's NICs per GPU for all the
-  // rack's GPUs (4 NICs per 4-GPU GB200 tray: 72 for the rack, not 4), with the case default's note.
-  struct RackNics {
-    int nics;
-    std::string note;
-  };
-  static RackNics rack_nics_from_tray(int tray_nics, int tray_gpus, int rack_gpus);
 
  private:
   std::map<std::string, NodeSpec> nodes_;

@@ -13,7 +13,7 @@
 // (AttentionCount::Full, the default here, so that published TFLOP/s of those releases compare
 // like with like); Megatron-LM since 2025 multiplies the attention core by 0.5 for causal masks
 // (AttentionCount::CausalHalf); the validation's case policy compares such a source's TFLOP/s
-// under that count (models/analysis/training_cases.cpp, counts_causal_attention_half).
+// under that count (validate/training_cases.cpp, counts_causal_attention_half).
 //
 // Hardware FLOPs add what recomputation executes again: full = one more forward of every layer
 // (not the logits), selective = one more forward of the attention core.

@@ -3,10 +3,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 
+#include "config/yaml.hpp"
 #include "models/workload/model_catalog.hpp"
 
 namespace stacksim::workload {
@@ -76,6 +78,11 @@ void validate(const ModelConfig& m, const Fail& fail) {
     if (m.moe.layer_freq < 1) fail("moe.layer_freq", "must be >= 1", "use 1 for MoE in every layer");
     if (m.moe.imbalance < 1.0)
       fail("moe.imbalance", "must be >= 1 (tokens of the busiest rank over the mean)", "use e.g. 1.1");
+    // The busiest rank gets at most every token: experts / top_k times the mean.
+    const double most = static_cast<double>(m.moe.experts) / m.moe.top_k;
+    if (m.moe.imbalance > most)
+      fail("moe.imbalance", "is above " + std::to_string(most) + ", every token on one expert's rank",
+           "use e.g. 1.1 (tokens of the busiest rank over the mean)");
     if (m.moe.capacity_factor < 0) fail("moe.capacity_factor", "must be >= 0", "use 0 for dropless routing");
     if (m.moe.groups < 0 || (m.moe.groups > 0 && m.moe.experts % m.moe.groups != 0))
       fail("moe.groups", "must divide the experts (" + std::to_string(m.moe.experts) + ") into equal groups",
@@ -279,6 +286,13 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
 }
 
 ModelConfig parse_hf_config(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec) && std::filesystem::exists(path, ec))
+    throw config::InputError(path, 0, "", "the HuggingFace config is not a regular file (a directory or device)",
+                             "give the path of its config.json");
+  if (std::filesystem::file_size(path, ec) > config::kMaxYamlBytes && !ec)
+    throw config::InputError(path, 0, "", "the HuggingFace config is larger than any config.json",
+                             "give the path of its config.json");
   std::ifstream in(path);
   if (!in)
     throw config::InputError(path, 0, "", "cannot open the HuggingFace config",
@@ -294,7 +308,13 @@ ModelConfig parse_hf_config(const std::string& path) {
   // "q_lora_rank": null).
   auto get = [&](std::initializer_list<const char*> keys, int64_t fallback, bool required) -> int64_t {
     for (const char* k : keys)
-      if (j.contains(k) && j[k].is_number()) return j[k].get<int64_t>();
+      if (j.contains(k) && j[k].is_number()) {
+        // A float past the integer range (1e308) would not convert: out of range, with the key.
+        const double v = j[k].get<double>();
+        if (!(std::fabs(v) <= static_cast<double>(config::kMaxYamlInt)))
+          throw config::InputError(path, 0, k, "is out of range: " + j[k].dump(), "use the model's real value");
+        return j[k].is_number_float() ? static_cast<int64_t>(v) : j[k].get<int64_t>();
+      }
     if (required)
       throw config::InputError(path, 0, *keys.begin(), "missing (or not a number)",
                                "a HuggingFace config needs this field; or describe the model in the scenario YAML");

@@ -88,36 +88,44 @@ std::string cuda_graphs_name(unsigned scopes) {
   return out;
 }
 
-ParallelPlan parse_plan(const config::Node& n) {
-  n.require_map();
-  n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
-                "recompute_layers", "recompute_modules", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "autocast", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "ep_overlap", "kernels", "cuda_graphs", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "offload_optimizer", "offload_params", "fp8_swiglu_cache", "chunked_loss", "offload_activations", "shard_size", "dp_bucket_size",
-                "first_stage_layers", "last_stage_layers", "stage_layers", "account_for_embedding_in_pipeline_split",
-                "account_for_loss_in_pipeline_split"});
-  ParallelPlan p;
-  auto positive_int = [&](const char* key, int fallback) {
-    const long long v = n.optional_int(key).value_or(fallback);
-    if (v < 1) n.fail(key, "must be at least 1, got " + str(v), "use a positive integer");
-    if (v > (1 << 24)) n.fail(key, "is " + str(v) + ", beyond the supported 16777216", "use a realistic value");
-    return static_cast<int>(v);
-  };
-  p.tp = positive_int("tp", 1);
-  p.pp = positive_int("pp", 1);
-  p.dp = positive_int("dp", 1);
-  p.cp = positive_int("cp", 1);
-  p.ep = positive_int("ep", 1);
-  if (n.has("etp")) p.etp = positive_int("etp", p.tp);
+namespace {
+
+// A count of at least 1 (sizes, batches), bounded so products stay in range.
+int positive_int(const config::Node& n, const char* key, int fallback) {
+  const long long v = n.optional_int(key).value_or(fallback);
+  if (v < 1) n.fail(key, "must be at least 1, got " + str(v), "use a positive integer");
+  if (v > (1 << 24)) n.fail(key, "is " + str(v) + ", beyond the supported 16777216", "use a realistic value");
+  return static_cast<int>(v);
+}
+
+int non_negative_int(const config::Node& n, const char* key) {
+  const long long v = n.optional_int(key).value_or(0);
+  if (v < 0) n.fail(key, "must be >= 0, got " + str(v), "use 0 for an even split");
+  return static_cast<int>(v);
+}
+
+// tp, pp, dp, cp, ep (and the expert layout), vp, micro and global batch.
+void parse_sizes(const config::Node& n, ParallelPlan& p) {
+  p.tp = positive_int(n, "tp", 1);
+  p.pp = positive_int(n, "pp", 1);
+  p.dp = positive_int(n, "dp", 1);
+  p.cp = positive_int(n, "cp", 1);
+  p.ep = positive_int(n, "ep", 1);
+  if (n.has("etp")) p.etp = positive_int(n, "etp", p.tp);
   if (p.expert_tp() != p.tp && p.etp != 1)
     n.fail("etp", "expert tensor parallelism " + str(p.etp) + " is neither tp (" + str(p.tp) +
                       ") nor 1; only those two expert layouts are modelled",
            "use etp: " + str(p.tp) + " (experts split like the dense layers) or etp: 1 (whole experts, MoE parallel folding)");
-  p.vp = positive_int("vp", 1);
-  p.micro_batch = positive_int("micro_batch", 1);
+  p.vp = positive_int(n, "vp", 1);
+  p.micro_batch = positive_int(n, "micro_batch", 1);
   if (!n.has("global_batch")) n.fail("global_batch", "missing", "add global_batch: <sequences per optimizer step>");
-  p.global_batch = positive_int("global_batch", 1);
-  p.sequence_parallel = n.bool_or("sequence_parallel", false);
+  p.global_batch = positive_int(n, "global_batch", 1);
+}
+
+// sequence parallelism, the recompute mode and the modules a selective recompute covers.
+void parse_recompute(const config::Node& n, ParallelPlan& p) {
   const std::string rc = n.string_or("recompute", "none");
+  p.sequence_parallel = n.bool_or("sequence_parallel", false);
   if (rc == "none") p.recompute = Recompute::None;
   else if (rc == "selective") p.recompute = Recompute::Selective;
   else if (rc == "full") p.recompute = Recompute::Full;
@@ -139,6 +147,10 @@ ParallelPlan parse_plan(const config::Node& n) {
       p.recompute_modules |= bit;
     }
   }
+}
+
+// cuda_graphs: none, full, or a list of scopes.
+void parse_cuda_graphs(const config::Node& n, ParallelPlan& p) {
   if (n.has("cuda_graphs")) {
     const config::Node g = n["cuda_graphs"];
     const char* fix = "write cuda_graphs: none, cuda_graphs: full, or a list of scopes, e.g. [attn, moe_router, "
@@ -163,6 +175,11 @@ ParallelPlan parse_plan(const config::Node& n) {
       }
     }
   }
+}
+
+// recompute_layers (full recompute of the first k layers per chunk) and the ZeRO stage.
+void parse_recompute_layers_and_zero(const config::Node& n, ParallelPlan& p) {
+  const std::string rc = n.string_or("recompute", "none");
   if (n.has("recompute_layers")) {
     const long long k = n.required_int("recompute_layers");
     if (k < 0) n.fail("recompute_layers", "must be >= 0, got " + str(k), "use 0 (every layer) or the layers to recompute per model chunk");
@@ -180,6 +197,10 @@ ParallelPlan parse_plan(const config::Node& n) {
       p.zero = static_cast<int>(z);
     }
   }
+}
+
+// precision and pipeline schedule.
+void parse_precision_and_schedule(const config::Node& n, ParallelPlan& p) {
   const std::string pr = n.string_or("precision", "bf16");
   if (pr == "fp32") p.precision = Precision::FP32;
   else if (pr == "tf32") p.precision = Precision::TF32;
@@ -202,6 +223,10 @@ ParallelPlan parse_plan(const config::Node& n) {
   } else {
     n.fail("schedule", "unknown schedule '" + sc + "'", "use 1f1b, interleaved (with vp > 1), gpipe or dualpipe");
   }
+}
+
+// what overlaps what, and which implementation of each exchange and kernel family runs.
+void parse_overlap_and_kernels(const config::Node& n, ParallelPlan& p) {
   p.overlap_grad_reduce = n.bool_or("overlap_grad_reduce", true);
   p.overlap_param_gather = n.bool_or("overlap_param_gather", true);
   p.async_tp_backward = n.bool_or("async_tp_backward", true);
@@ -238,6 +263,10 @@ ParallelPlan parse_plan(const config::Node& n) {
       {{"delayed", Fp8Recipe::Delayed}, {"current", Fp8Recipe::Current}, {"mxfp8", Fp8Recipe::Mxfp8}}, "FP8 recipe",
       "use delayed (per-tensor scale from the amax history, the default), current (per-tensor scale from the "
       "tensor's own amax) or mxfp8 (per-32-value scales, Blackwell)");
+}
+
+// optimizer state dtype, offloads, FP8 caches, sharding and bucket sizes.
+void parse_memory_options(const config::Node& n, ParallelPlan& p) {
   // int8: one byte per value and an fp32 absmax per block of 256 (bitsandbytes' and torchao's block size).
   p.optimizer_moment_bytes = choose<double>(n, "optimizer_moments", "fp32", {{"fp32", 4.0}, {"bf16", 2.0}, {"int8", 1.0 + 4.0 / 256}},
                                             "optimizer moment dtype", "use fp32 (the default), bf16 or int8");
@@ -257,17 +286,16 @@ ParallelPlan parse_plan(const config::Node& n) {
   if (p.fp8_swiglu_cache && p.precision != Precision::FP8)
     n.fail("fp8_swiglu_cache", "needs FP8 training (precision is " + std::string(precision_name(p.precision)) + ")",
            "set precision: fp8, or remove fp8_swiglu_cache");
-  p.shard_size = n.has("shard_size") ? positive_int("shard_size", 0) : 0;
+  p.shard_size = n.has("shard_size") ? positive_int(n, "shard_size", 0) : 0;
   p.dp_bucket_bytes = 2.0 * std::max(40e6, 1e6 * p.dp);
   if (n.has("dp_bucket_size"))
     p.dp_bucket_bytes = n.positive("dp_bucket_size", n.required_quantity("dp_bucket_size", sim::Dimension::Bytes, 1.0));
-  auto non_negative_int = [&](const char* key) {
-    const long long v = n.optional_int(key).value_or(0);
-    if (v < 0) n.fail(key, "must be >= 0, got " + str(v), "use 0 for an even split");
-    return static_cast<int>(v);
-  };
-  p.first_stage_layers = non_negative_int("first_stage_layers");
-  p.last_stage_layers = non_negative_int("last_stage_layers");
+}
+
+// how layers are laid out over the pipeline stages.
+void parse_stage_layout(const config::Node& n, ParallelPlan& p) {
+  p.first_stage_layers = non_negative_int(n, "first_stage_layers");
+  p.last_stage_layers = non_negative_int(n, "last_stage_layers");
   p.embedding_in_split = n.bool_or("account_for_embedding_in_pipeline_split", false);
   p.loss_in_split = n.bool_or("account_for_loss_in_pipeline_split", false);
   if ((p.embedding_in_split || p.loss_in_split) && (p.first_stage_layers > 0 || p.last_stage_layers > 0 || n.has("stage_layers")))
@@ -286,10 +314,33 @@ ParallelPlan parse_plan(const config::Node& n) {
     if (p.first_stage_layers > 0 || p.last_stage_layers > 0)
       n.fail("stage_layers", "given together with first_stage_layers/last_stage_layers", "use one or the other");
   }
+}
+
+}  // namespace
+
+ParallelPlan parse_plan(const config::Node& n) {
+  n.require_map();
+  n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
+                "recompute_layers", "recompute_modules", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
+                "async_tp_backward", "grad_reduce_fp32", "autocast", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "ep_overlap", "kernels", "cuda_graphs", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "offload_optimizer", "offload_params", "fp8_swiglu_cache", "chunked_loss", "offload_activations", "shard_size", "dp_bucket_size",
+                "first_stage_layers", "last_stage_layers", "stage_layers", "account_for_embedding_in_pipeline_split",
+                "account_for_loss_in_pipeline_split"});
+  ParallelPlan p;
+  parse_sizes(n, p);
+  parse_recompute(n, p);
+  parse_cuda_graphs(n, p);
+  parse_recompute_layers_and_zero(n, p);
+  parse_precision_and_schedule(n, p);
+  parse_overlap_and_kernels(n, p);
+  parse_memory_options(n, p);
+  parse_stage_layout(n, p);
   return p;
 }
 
-void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const config::Node& n) {
+namespace {
+
+// Features the model or the schedule cannot carry (Megatron-Core refuses these too).
+void check_features_against_model(const ModelConfig& m, const ParallelPlan& p, const config::Node& n) {
   // Modules the model does not have (Megatron-Core refuses these too).
   if (p.recompute == Recompute::Selective) {
     if ((p.recompute_modules & kRecomputeMlaUpProj) && !m.is_mla())
@@ -328,6 +379,10 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
   if (p.fp8_swiglu_cache && !(m.is_moe() && m.mlp == Mlp::SwiGlu))
     n.fail("fp8_swiglu_cache", "needs an MoE model with a SwiGLU MLP (the routed experts' SwiGLU inputs)",
            "remove fp8_swiglu_cache");
+}
+
+// The plan covers the cluster, and tensor parallelism splits whole heads and columns.
+void check_sizes(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const config::Node& n) {
   // In 64-bit: absurd sizes must produce a message, not an overflow.
   const long long product = 1LL * p.tp * p.pp * p.dp * p.cp;
   if (product != num_gpus) {
@@ -360,6 +415,10 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
   if (m.is_moe() && m.moe.expert_ffn_hidden % p.tp != 0)
     n.fail("tp", "moe.expert_ffn_hidden (" + str(m.moe.expert_ffn_hidden) + ") is not divisible by tp (" + str(p.tp) + ")",
            "use tp in {" + divisors(std::gcd(m.moe.expert_ffn_hidden, head_gcd), 64) + "}");
+}
+
+// Layers over the pipeline's virtual stages: explicit, with the embedding/loss, first/last, or even.
+void check_stage_layout(const ModelConfig& m, const ParallelPlan& p, const config::Node& n) {
   const int V = p.pp * p.vp;
   if (!p.stage_layers.empty()) {
     long long sum = 0;
@@ -401,6 +460,10 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
            "use pp in {" + options + "} with vp " + str(p.vp) + " (or vp in {" + divisors(m.layers / std::gcd(m.layers, p.pp), 16) +
                "} with pp " + str(p.pp) + "), or first_stage_layers/last_stage_layers for an uneven split");
   }
+}
+
+// Micro-batches, recompute ranges, sharding and what each schedule needs of them.
+void check_batches_and_schedule(const ModelConfig& m, const ParallelPlan& p, const config::Node& n) {
   if (p.recompute_layers > 0) {
     const int per_chunk = max_layers_per_chunk(m, p);
     if (p.recompute_layers > per_chunk)
@@ -457,6 +520,10 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
       n.fail("zero", "dualpipe with ZeRO-3/FSDP is not modelled (each rank holds two stages of its own)",
              "use zero: 1 or 2 (DeepSeek-V3 ran ZeRO-1)");
   }
+}
+
+// Context-parallel chunks and how experts are carved out of the other dimensions.
+void check_context_and_experts(const ModelConfig& m, const ParallelPlan& p, const config::Node& n) {
   // Load-balanced context parallelism cuts the sequence into 2*cp chunks (Megatron-Core, TE).
   if (p.cp > 1 && m.seq_len % (2 * p.cp) != 0)
     n.fail("cp", "seq_len (" + str(m.seq_len) + ") is not divisible by 2*cp = " + str(2 * p.cp) +
@@ -486,6 +553,16 @@ void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const
                        "): expert parallelism is carved out of " +
                        (p.experts_folded() ? "tensor, context and data" : "data and context") + " parallelism", fix);
   }
+}
+
+}  // namespace
+
+void check_plan(const ModelConfig& m, const ParallelPlan& p, int num_gpus, const config::Node& n) {
+  check_features_against_model(m, p, n);
+  check_sizes(m, p, num_gpus, n);
+  check_stage_layout(m, p, n);
+  check_batches_and_schedule(m, p, n);
+  check_context_and_experts(m, p, n);
 }
 
 }  // namespace stacksim::workload

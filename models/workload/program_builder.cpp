@@ -158,7 +158,7 @@ class Coster {
 }  // namespace
 
 StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& plan,
-                               const compute::GpuModel& gpu) {
+                               const compute::GpuModel& gpu, bool with_layers) {
   const Coster coster(model, plan, gpu);
   // One FSDP element-wise pass of `bytes_per_param` over `params` parameters (the replay runs
   // them only where it replays FSDP).
@@ -189,8 +189,8 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
   // times windowed attention or not.
   std::vector<LayerProgram> by_kind(8);
   std::vector<bool> costed(8, false);
-  p.layers.reserve(model.layers);
-  for (int l = 0; l < model.layers; ++l) {
+  if (with_layers) p.layers.reserve(model.layers);
+  for (int l = 0; l < (with_layers ? model.layers : 0); ++l) {
     const int kind = (model.is_moe_layer(l) ? 1 : 0) + 2 * (layer_recompute(model, plan, l) == plan.recompute ? 0 : 1) +
                      4 * (model.attention_window(l) > 0 ? 1 : 0);
     if (!costed[kind]) {

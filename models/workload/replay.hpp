@@ -179,6 +179,9 @@ int expert_replicas(const StepProgram& p);
 ReplayResult replay_step(const StepProgram& program, const topo::Cluster& cluster,
                          const coll::CommTuning& tuning, const ReplayOptions& options);
 
+// The most micro-batches per rank a --trace replays (it cannot extrapolate; InputError past it).
+inline constexpr int kMaxTracedMicroBatches = 1024;
+
 // replay_step for steps of many micro-batches in bounded time and memory: with more than
 // m2 = max(max_micro_batches, 8 pp) micro-batches (rounded to pp; no trace asked for) it replays
 // m2 and m2 - 4 pp and extends step and breakdown along the line through them. Past the

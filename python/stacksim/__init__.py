@@ -1,4 +1,4 @@
-"""stacksim: predict AI-cluster training performance before buying hardware.
+"""stacksim: predict AI-cluster training and LLM-serving performance before buying hardware.
 
     import stacksim
     s = stacksim.Scenario.load("scenarios/llama3-70b-64xh100.yaml")
@@ -21,9 +21,27 @@ ScenarioError = _core.InputError
 ScenarioError.__doc__ = "Bad scenario input (a ValueError): the message names the file, key, reason and fix."
 
 
-def _dump_yaml(data: Dict[str, Any]) -> str:
-    # JSON is valid YAML 1.2 flow syntax, which yaml-cpp reads.
-    return json.dumps(data)
+def _dump_yaml(data: Dict[str, Any], origin: str = "<scenario>") -> str:
+    # JSON is valid YAML 1.2 flow syntax, which yaml-cpp reads. NaN and infinity have no JSON
+    # spelling: they go as YAML's .nan/.inf text, which the reader refuses with the key's name.
+    def plain(v):
+        if isinstance(v, float) and v != v:
+            return ".nan"
+        if isinstance(v, float) and v in (float("inf"), float("-inf")):
+            return ".inf" if v > 0 else "-.inf"
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        return v
+
+    try:
+        return json.dumps(plain(data), allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ScenarioError(f"{origin}: a value cannot be written as YAML: {e}. "
+                            "Fix: use numbers, strings, lists and dicts with string keys") from None
+    except RecursionError:
+        raise ScenarioError(f"{origin}: the scenario refers to itself (or is nested too deeply)") from None
 
 
 class Result:
@@ -50,6 +68,10 @@ class Result:
         return pd.DataFrame([{"category": k, "seconds": v, "fraction": v / total} for k, v in b.items()])
 
     def __repr__(self) -> str:
+        if self._data.get("kind") == "serving":
+            return (f"Result(output_tokens_per_s={self.output_tokens_per_s:.5g}, "
+                    f"ttft_ms.p99={self.ttft_ms['p99']:.4g}, tpot_ms.p99={self.tpot_ms['p99']:.4g}, "
+                    f"bottleneck={self.bottleneck!r})")
         if "step_time_s" in self._data:
             return f"Result(step_time_s={self.step_time_s:.4g}, mfu={self.mfu:.3f}, bottleneck={self.bottleneck!r})"
         return f"Result({list(self._data)})"
@@ -59,26 +81,32 @@ class Scenario:
     """A scenario: from a YAML file, a dict, or keyword sections; any key can be changed."""
 
     def __init__(self, data: Optional[Dict[str, Any]] = None, origin: str = "<scenario>", base_dir: str = ".", **sections):
-        self._data: Dict[str, Any] = copy.deepcopy(data) if data else {}
+        if data is not None and not isinstance(data, dict):
+            raise ScenarioError(f"{origin}: a scenario is a dict of sections, got {type(data).__name__}")
+        try:
+            self._data: Dict[str, Any] = copy.deepcopy(data) if data else {}
+        except RecursionError:
+            raise ScenarioError(f"{origin}: the scenario refers to itself (or is nested too deeply)") from None
         self._data.update(copy.deepcopy(sections))
         self._origin = origin
         self._base_dir = base_dir
 
     @classmethod
     def load(cls, path: str) -> "Scenario":
-        import yaml  # python3-yaml
-
-        with open(path) as f:
-            try:
-                data = yaml.safe_load(f)
-            except yaml.YAMLError as e:
-                raise ScenarioError(f"{path}: malformed YAML: {e}") from None
+        """Reads a scenario file with the CLI's reader: the same limits (size, node count, alias
+        expansion), and duplicate keys or several documents refused, as ScenarioError."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise ScenarioError(f"Scenario.load: expected a file path, got {type(path).__name__}")
+        path = os.fspath(path)
+        data = json.loads(_core.load_yaml(path))
         if not isinstance(data, dict):
-            raise ScenarioError(f"{path}: a scenario must be a map of sections")
+            raise ScenarioError(f"{path}: a scenario must be a map of sections. Fix: write 'key: value' lines")
         return cls(data, origin=path, base_dir=os.path.dirname(os.path.abspath(path)))
 
     def set(self, key: str, value: Any) -> "Scenario":
         """Sets a dotted key (like the CLI's --set), e.g. set("parallelism.tp", 8)."""
+        if not isinstance(key, str) or not key or any(not p for p in key.split(".")):
+            raise ScenarioError(f"{self._origin}: key {key!r}: expected a dotted key such as 'parallelism.tp'")
         node = self._data
         parts = key.split(".")
         if key in ("model.preset", "model.hf_config") and isinstance(self._data.get("model"), dict):
@@ -87,9 +115,12 @@ class Scenario:
             kept = ("seq_len", "attention", "mtp_layers")
             self._data["model"] = {k: v for k, v in self._data["model"].items() if k in kept}
         for p in parts[:-1]:
-            node = node.setdefault(p, {})
+            if node.get(p) is None:
+                node[p] = {}
+            node = node[p]
             if not isinstance(node, dict):
-                raise ScenarioError(f"{self._origin}: key '{key}': '{p}' holds a value, not a map")
+                raise ScenarioError(f"{self._origin}: key '{key}': '{p}' holds a value, not a map. "
+                                    f"Fix: set '{p}' itself, or check the key path")
         node[parts[-1]] = value
         return self
 
@@ -97,7 +128,7 @@ class Scenario:
         return copy.deepcopy(self._data)
 
     def run(self, trace: Optional[str] = None) -> Result:
-        text = _core.run_yaml(_dump_yaml(self._data), self._origin, [], self._base_dir, trace or "")
+        text = _core.run_yaml(_dump_yaml(self._data, self._origin), self._origin, [], self._base_dir, trace or "")
         return Result(json.loads(text))
 
 
@@ -113,7 +144,8 @@ def validate(cases_path: str, kinds: Iterable[str] = (), sources: Iterable[str] 
              ids: Iterable[str] = ()) -> Dict[str, Any]:
     """Validates a stacksim-validation/1 file: {"cases": [...], "summary": {...}}; `ids` keeps the
     cases whose id contains one of the substrings (like the CLI's --id)."""
-    return json.loads(_core.validate(cases_path, list(kinds), list(sources), list(ids)))
+    from . import _validate  # the harness lives in its own module; the product module does not link it
+    return json.loads(_validate.validate(cases_path, list(kinds), list(sources), list(ids)))
 
 
 def models() -> List[Dict[str, Any]]:
@@ -138,6 +170,9 @@ def _row(base: "Scenario", point: Dict[str, Any]) -> Dict[str, Any]:
         for k, v in point.items():
             s.set(k, v)
         r = s.run().to_dict()
+        if r.get("kind") == "serving":
+            _serving_row(r, row)
+            return row
         for key in ("num_gpus", "step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "goodput_tokens_per_s",
                     "tflops_per_gpu", "mfu", "memory_per_gpu_bytes", "oom", "bottleneck", "recompute"):
             row[key] = r.get(key)
@@ -147,6 +182,21 @@ def _row(base: "Scenario", point: Dict[str, Any]) -> Dict[str, Any]:
     except ValueError as e:  # an invalid combination is a row with its reason, never an abort
         row["error"] = str(e)
     return row
+
+
+def _serving_row(r: Dict[str, Any], row: Dict[str, Any]) -> None:
+    """A serving result's sweep columns (those of `stacksim sweep` on a serving scenario)."""
+    for key in ("num_gpus", "output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "goodput_requests_per_s",
+                "preemptions", "bottleneck", "usd_per_million_tokens"):
+        row[key] = r.get(key)
+    for metric in ("ttft_ms", "tpot_ms", "e2e_latency_s"):
+        for stat in ("p50", "p99"):
+            row[f"{metric}_{stat}"] = r[metric][stat]
+    row["kv_capacity_tokens"] = r["kv_cache"]["capacity_tokens"]
+    row["kv_utilization_mean"] = r["kv_cache"]["utilization_mean"]
+    m = r.get("max_rate_under_slo")
+    row["max_rate_under_slo_per_s"] = (m.get("rate_per_s", 0.0) if m["feasible"] else 0.0) if m else None
+    row["error"] = None
 
 
 __all__.append("sweep")
@@ -188,7 +238,7 @@ def _scaling_efficiency(df, keys: List[str]):
     import math
 
     eff = [math.nan] * len(df)
-    if "num_gpus" not in df:
+    if "num_gpus" not in df or "tokens_per_s_per_gpu" not in df:  # serving rows have no per-GPU rate
         return eff
     groups: Dict[tuple, List[int]] = {}
     for i in range(len(df)):
@@ -275,20 +325,45 @@ def best_plans(base: "Scenario", top: int = 5, max_tp: int = 8, micro_batches: I
                           kind="stable").head(top).reset_index(drop=True)
 
 
+__all__.append("plan")
+
+
+def plan(scenario, k: int = 10, **overrides):
+    """Plan search in C++ (the CLI's `stacksim plan --json`): every valid plan that fits in memory,
+    ranked by the fast tier, the best `k` confirmed by the replay. `scenario` is a Scenario, a dict
+    or a path; keyword overrides use '__' for dots. Returns a DataFrame, one row per plan (tp, pp,
+    dp, cp, vp, ep, micro_batch, recompute, zero, schedule, fast_step_time_s, step_time_s where
+    replayed, ...), the replayed plans first by their replayed step time; its .attrs hold the
+    search's counts (evaluated, fit, replayed, seconds)."""
+    import pandas as pd
+
+    s = Scenario.load(scenario) if isinstance(scenario, str) else (
+        scenario if isinstance(scenario, Scenario) else Scenario(scenario))
+    s = Scenario(s.to_dict(), origin=s._origin, base_dir=s._base_dir)
+    for key, v in overrides.items():
+        s.set(key.replace("__", "."), v)
+    doc = json.loads(_core.plan_yaml(_dump_yaml(s._data), s._origin, [], s._base_dir, int(k)))
+    rows = [{key: v for key, v in p.items() if key != "sets"} for p in doc["plans"]]
+    df = pd.DataFrame(rows)
+    df.attrs.update({key: doc[key] for key in ("evaluated", "enumerated", "fit", "replayed", "seconds")})
+    return df
+
+
 __all__.append("compare")
 
 
-def compare(base: "Scenario", variants: Iterable[Dict[str, Any]]) -> Dict[str, Any]:
-    """Baseline vs variants (each a dict of dotted keys to values): per variant the speedup in
-    step time, its bottleneck and breakdown, like `stacksim compare --json`."""
-    b = base.run().to_dict()
-    out = {"baseline": b, "variants": []}
-    for v in variants:
-        s = Scenario(base.to_dict(), origin=base._origin, base_dir=base._base_dir)
-        for k, val in v.items():
-            s.set(k, val)
-        r = s.run().to_dict()
-        out["variants"].append({"set": dict(v), "speedup": b["step_time_s"] / r["step_time_s"],
-                                "bottleneck": r["bottleneck"], "breakdown": r["breakdown"],
-                                "step_time_s": r["step_time_s"]})
+def compare(base: "Scenario", variants: Iterable[Dict[str, Any]], elasticity: bool = False) -> Dict[str, Any]:
+    """Baseline vs variants (each a dict of dotted keys to values), computed by the same C++ as
+    `stacksim compare --json`: per variant the speedup, goodput speedup, reason in words,
+    bottleneck, breakdown and run fields; `elasticity=True` adds the 2x-per-resource ranking."""
+    variants = [dict(v) for v in variants]
+    sets = [[f"{k}={_override_text(val)}" for k, val in v.items()] for v in variants]
+    out = json.loads(_core.compare_yaml(_dump_yaml(base._data), base._origin, base._base_dir, sets, elasticity))
+    for v, given in zip(out["variants"], variants):
+        v["set"] = given  # the values as the caller typed them (lists stay lists)
     return out
+
+
+def _override_text(value: Any) -> str:
+    # An override's value as the C++ reads it: YAML flow text (JSON is YAML), strings as they are.
+    return value if isinstance(value, str) else json.dumps(value)

@@ -13,6 +13,46 @@ def _plt():
     return plt
 
 
+def _save(fig, path: str) -> None:
+    """Writes the figure as the CLI writes its outputs (config/output_file.hpp): a fresh temporary
+    file beside the target (O_EXCL: no existing name or link followed), fsync, rename; a device or
+    a FIFO with a reader is written in place; anything else that is not a regular file is refused."""
+    import os
+    import stat
+    import tempfile
+
+    fmt = os.path.splitext(path)[1].lstrip(".").lower() or "png"
+    target = os.path.realpath(path) if os.path.islink(path) else path
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+        try:
+            fd = os.open(target, os.O_WRONLY | (os.O_NONBLOCK if stat.S_ISFIFO(mode) else 0))
+        except OSError as e:
+            raise ValueError(f"{path}: cannot open the output for writing ({e.strerror}; a FIFO needs a reader)") from None
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format=fmt)
+        return
+    if mode is not None and not stat.S_ISREG(mode):
+        raise ValueError(f"{path}: is not a regular file. Fix: name a .png or .svg file")
+    folder = os.path.dirname(target) or "."
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(target) + ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format=fmt)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, (mode & 0o7777) if mode is not None else 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def breakdown_bars(results: Sequence, labels: Sequence[str], path: str, title: str = "Where the step time goes"):
     """Stacked step-time breakdown (seconds per category) per result."""
     plt = _plt()
@@ -31,7 +71,7 @@ def breakdown_bars(results: Sequence, labels: Sequence[str], path: str, title: s
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
-    fig.savefig(path)
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -50,7 +90,7 @@ def scaling_curve(gpus: Sequence[int], tokens_per_s: Sequence[float], path: str,
     ax2.set_ylabel("scaling efficiency")
     ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path)
+    _save(fig, path)
     plt.close(fig)
 
 
@@ -63,5 +103,5 @@ def speedup_bars(labels: Sequence[str], speedups: Sequence[float], path: str, ti
     ax.set_xlabel("step-time speedup (x)")
     ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path)
+    _save(fig, path)
     plt.close(fig)

@@ -81,6 +81,21 @@ def test_compare_reports_speedups():
     assert out["variants"][0]["set"] == {"hardware.gpu": "H200-SXM-141GB"}
 
 
+def test_compare_is_the_cli_comparison_with_reasons_and_elasticity():
+    # The C++ comparison (no second rule in Python): a reason in words per variant, speedups that
+    # are the step-time ratios of plain runs, and the elasticity ranking, fastest first.
+    base = small()
+    out = stacksim.compare(base, [{"parallelism.micro_batch": 2}], elasticity=True)
+    v = out["variants"][0]
+    assert v["reason"]
+    alone = stacksim.Scenario(base.to_dict()).set("parallelism.micro_batch", 2).run().step_time_s
+    assert v["speedup"] == pytest.approx(base.run().step_time_s / alone, rel=1e-12)
+    speedups = [e["speedup"] for e in out["elasticity"]]
+    assert len(speedups) >= 8 and speedups == sorted(speedups, reverse=True)
+    with pytest.raises(stacksim.ScenarioError, match="did you mean"):
+        stacksim.compare(base, [{"parallelism.tpp": 2}])
+
+
 def test_a_sweep_over_bundled_models_by_preset():
     # The same cluster and plan, the model named from the catalogue: a bigger model takes longer.
     base = stacksim.Scenario(cluster={"node": "dgx-h100", "nodes": 1},

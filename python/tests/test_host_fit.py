@@ -1,5 +1,5 @@
 """benchmarks/host_fit.py on the shipped host-bound H100 steps (calibration/measurements/) recovers the
-host model's defaults (models/analysis/host.hpp: 41 us per kernel, 2.3 ms per step), which were set
+host model's defaults (models/host/host.hpp: 41 us per kernel, 2.3 ms per step), which were set
 from its output: the test fails if the replay or the measurements move the fit away from them."""
 import os
 import re

@@ -60,3 +60,14 @@ def test_best_plans_read_the_shape_of_a_preset():
     assert len(df) >= 1
     assert all(36 % pp == 0 for pp in df["parallelism.pp"])
     assert all(32 % tp == 0 for tp in df["parallelism.tp"])
+
+
+def test_plan_calls_the_cpp_two_stage_search():
+    df = stacksim.plan(small(), k=2)
+    assert df.attrs["fit"] == len(df) and df.attrs["replayed"] == 2
+    assert {"tp", "pp", "dp", "cp", "vp", "micro_batch", "recompute", "zero", "fast_step_time_s", "step_time_s"} <= set(df.columns)
+    replayed = df[df["replayed"]]
+    assert len(replayed) == 2 and (replayed["step_time_s"] > 0).all()
+    assert replayed["step_time_s"].is_monotonic_increasing  # the confirmed plans first, fastest first
+    rest = df[~df["replayed"]]
+    assert rest["fast_step_time_s"].is_monotonic_increasing and rest["step_time_s"].isna().all()

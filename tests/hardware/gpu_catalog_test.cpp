@@ -323,3 +323,16 @@ TEST(GpuCatalog, TheA100PcieComesInBothMemorySizes) {
   EXPECT_LT(small.memory_bytes, 0.6 * big.memory_bytes);
   EXPECT_EQ(hw::node_type_for_gpu("A100-PCIe-40GB"), "pcie-a100");
 }
+
+TEST(GpuCatalog, EveryGpuNamesADefaultNodeOfTheCatalogueWhoseGpuItIs) {
+  // default_node is data (each GPU's file); a node type missing from nodes/ would only fail when a
+  // case naming that GPU is read, so check them all here.
+  const hw::NodeCatalog nodes = hw::NodeCatalog::load_dir(kHardwareDir);
+  for (const std::string& g : gpus().names()) {
+    const std::string node = gpus().get(g).default_node;
+    ASSERT_FALSE(node.empty()) << g;
+    EXPECT_NO_THROW(nodes.node(node)) << g << " -> " << node;
+    EXPECT_EQ(hw::node_type_for_gpu(g), node);
+  }
+  EXPECT_THROW(hw::node_type_for_gpu("TPU-v5p"), std::runtime_error);
+}

@@ -1,0 +1,41 @@
+# Layering, checked at configure time: the product libraries (what `run`, `compare`, `sweep`, `plan`
+# and the Python module `_core` link) never reach the validation harness or the CLI, directly or
+# through another library. The include-level twin of this check is tests/layering/check_layers.py.
+function(stacksim_collect_links target out_var)
+  set(seen ${${out_var}})
+  get_target_property(links ${target} LINK_LIBRARIES)
+  if(NOT links)
+    return()
+  endif()
+  foreach(lib ${links})
+    if(TARGET ${lib} AND NOT lib IN_LIST seen)
+      list(APPEND seen ${lib})
+      set(${out_var} ${seen})
+      stacksim_collect_links(${lib} ${out_var})
+      set(seen ${${out_var}})
+    endif()
+  endforeach()
+  set(${out_var} ${seen} PARENT_SCOPE)
+endfunction()
+
+function(stacksim_check_layers)
+  set(product stacksim_sim stacksim_config stacksim_topo stacksim_hardware stacksim_compute
+      stacksim_collectives stacksim_workload stacksim_calibration stacksim_host stacksim_serving
+      stacksim_services)
+  if(TARGET _core)
+    list(APPEND product _core)
+  endif()
+  foreach(t ${product})
+    if(NOT TARGET ${t})
+      continue()
+    endif()
+    set(reached "")
+    stacksim_collect_links(${t} reached)
+    foreach(forbidden stacksim_validate stacksim_cli)
+      if(forbidden IN_LIST reached)
+        message(FATAL_ERROR "layering: product target ${t} links ${forbidden}; the product must not "
+                            "depend on the validation harness or the CLI (see docs/architecture.md)")
+      endif()
+    endforeach()
+  endforeach()
+endfunction()

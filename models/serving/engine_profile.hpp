@@ -1,0 +1,69 @@
+// Serving engines' defaults as data (models/serving/engines/<name>.yaml, one file per engine
+// family with one entry per version range; every value carries its source or says it is fitted):
+//
+//   name: vllm
+//   versions:
+//   - version: "0.6"                     # applies to 0.6 up to the next listed version
+//     max_num_seqs: 256
+//     max_num_batched_tokens: 8192       # with chunked prefill (the V1 default on H100-class GPUs)
+//     block_size_tokens: 16
+//     gpu_memory_utilization: 0.9        # share of HBM the engine may use (weights, activations, KV)
+//     chunked_prefill: true
+//     prefix_caching: false
+//     scheduler: mixed                   # mixed: prefill chunks ride with decodes (vLLM V1, TRT-LLM
+//                                        #  in-flight batching); prefill_first: a step with new prompts
+//                                        #  runs only prompts (vLLM V0, SGLang without mixed chunks)
+//     kv_admission: on_demand            # on_demand: blocks as tokens arrive, preempt when out;
+//                                        #  reserve_full: admit only with room for prompt + max output
+//                                        #  (TRT-LLM's GUARANTEED_NO_EVICT: never preempts)
+//     host_overlapped: false             # true: the next step's scheduling runs under the GPU step
+//                                        #  (SGLang's overlap scheduler): step = max(GPU, host)
+//     step_overhead_s: 2.0e-3            # host work per engine step, eager launches
+//     step_overhead_cuda_graph_s: 0.5e-3 # the same with CUDA graphs captured for decode
+//     per_sequence_overhead_s: 5.0e-6    # scheduler/sampling host work per running sequence per step
+//     gemm_efficiency: 1.0               # share of the GPU's calibrated GEMM rate its kernels reach
+//     attention_efficiency: 1.0          # share of the GPU's fused-attention rate
+//     sources: [...]
+#pragma once
+#include <string>
+#include <vector>
+
+namespace stacksim::serving {
+
+enum class SchedulerPolicy { Mixed, PrefillFirst };
+enum class KvAdmission { OnDemand, ReserveFull };
+
+struct EngineProfile {
+  std::string name;     // vllm, sglang, tensorrt-llm, ...
+  std::string version;  // the entry's version ("" = the file's only/latest entry)
+  int max_num_seqs = 256;
+  long long max_num_batched_tokens = 8192;
+  int block_size_tokens = 16;
+  double gpu_memory_utilization = 0.9;
+  bool chunked_prefill = true;
+  bool prefix_caching = false;
+  SchedulerPolicy scheduler = SchedulerPolicy::Mixed;
+  KvAdmission kv_admission = KvAdmission::OnDemand;  // preemption is by recompute
+  double kv_free_memory_fraction = 1.0;  // TensorRT-LLM's kv_cache_free_gpu_mem_fraction
+  bool host_overlapped = false;
+  double step_overhead_s = 2e-3;
+  double step_overhead_cuda_graph_s = 0.5e-3;
+  double per_sequence_overhead_s = 5e-6;
+  // Fractions of the GPU's calibrated GEMM and fused-attention rates the engine's kernels reach
+  // (1 = the best measured kernels). Per engine version family, fitted on the dev set with
+  // leave-one-source-out CV where the docs give nothing.
+  double gemm_efficiency = 1.0;
+  double attention_efficiency = 1.0;
+  std::vector<std::string> sources;
+  std::string file;
+};
+
+// Engine names with a profile file (sorted).
+std::vector<std::string> engine_names();
+// The profile of `name` at `version` (the newest entry not newer than it; "" = the newest entry).
+// config::InputError naming the file and the nearest engine name when unknown.
+EngineProfile load_engine_profile(const std::string& name, const std::string& version = "");
+// Profiles directory (STACKSIM_ENGINES_DIR overrides models/serving/engines).
+std::string default_engines_dir();
+
+}  // namespace stacksim::serving

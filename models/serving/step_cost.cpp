@@ -1,0 +1,265 @@
+#include "models/serving/step_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+namespace stacksim::serving {
+namespace {
+
+constexpr double kAttentionBlock = 128;        // key rows per flash-attention loop (GpuModel)
+constexpr double kAttentionTileOverhead = 1.3;  // per-block fixed cost in loop iterations (GpuModel)
+constexpr double kActivationBytes = 2;          // residual stream and collectives stay 16-bit
+
+const char* gemm_efficiency_key(Dtype activations) {
+  switch (activations) {
+    case Dtype::FP16: return "fp16";
+    case Dtype::FP8:
+    case Dtype::INT8:
+    case Dtype::FP4: return "fp8";  // ASSUMPTION: 8/4-bit GEMMs reach FP8's measured fraction
+    default: return "bf16";
+  }
+}
+
+}  // namespace
+
+const char* step_category_name(StepCategory c) {
+  switch (c) {
+    case StepCategory::WeightRead: return "weight_read";
+    case StepCategory::KvRead: return "kv_read";
+    case StepCategory::GemmCompute: return "gemm_compute";
+    case StepCategory::AttentionCompute: return "attention_compute";
+    case StepCategory::Elementwise: return "elementwise";
+    case StepCategory::TpComm: return "tp_comm";
+    case StepCategory::EpComm: return "ep_comm";
+    case StepCategory::PpComm: return "pp_comm";
+    case StepCategory::Host: return "host";
+    case StepCategory::SpeculativeDraft: return "speculative_draft";
+    case StepCategory::PdTransfer: return "pd_transfer";
+    case StepCategory::Count: break;
+  }
+  return "?";
+}
+
+StepCostModel::StepCostModel(const ServingConfig& config, const Parallelism& parallel,
+                             const workload::ModelConfig& model, const hw::GpuSpec& gpu,
+                             std::shared_ptr<const topo::Cluster> cluster, const coll::CommTuning& tuning,
+                             int first_rank)
+    : config_(config), par_(parallel), model_(model), gpu_(gpu), cluster_(std::move(cluster)), tuning_(tuning),
+      first_rank_(first_rank) {
+  for (int r = 0; r < par_.tp; ++r) tp_ranks_.push_back(first_rank + r);
+  for (int r = 0; r < par_.ep; ++r) ep_ranks_.push_back(first_rank + r);
+  layers_per_stage_ = (model.layers + par_.pp - 1) / par_.pp;
+  for (int l = 0; l < model.layers; ++l) (model.is_moe_layer(l) ? moe_layers_ : dense_layers_)++;
+  tensor_flops_ = tensor_peak_flops_per_s(gpu, config.weights_dtype, config.activations_dtype) *
+                  gpu.max_efficiency(gemm_efficiency_key(config.activations_dtype)) * config.engine.gemm_efficiency;
+  f16_flops_ = tensor_peak_flops_per_s(gpu, Dtype::BF16, Dtype::BF16);
+  hbm_Bps_ = gpu.hbm_Bps * gpu.hbm_efficiency;
+  kernel_s_ = gpu.kernel_overhead_s;
+  w_bytes_ = dtype_bytes(config.weights_dtype);
+  a_bytes_ = dtype_bytes(config.activations_dtype);
+  kv_bytes_ = dtype_bytes(config.kv_dtype);
+  if (model.is_mla()) {
+    // MLA caches the joint latent and the shared rotary key, whole on every TP rank.
+    kv_token_layer_bytes_ = static_cast<double>(model.mla.kv_lora_rank + model.mla.qk_rope_head_dim) * kv_bytes_;
+  } else {
+    const double kv_heads_gpu = std::max<double>(1.0, std::ceil(static_cast<double>(model.kv_heads) / par_.tp));
+    kv_token_layer_bytes_ = 2 * kv_heads_gpu * static_cast<double>(model.head_dim) * kv_bytes_;
+  }
+}
+
+StepCostModel::Gemm StepCostModel::gemm(double m, double n, double k, double weight_bytes_per_elem) const {
+  const double compute_s = 2 * m * n * k / tensor_flops_;
+  const double bytes = n * k * weight_bytes_per_elem + m * k * a_bytes_ + m * n * kActivationBytes;
+  const double memory_s = bytes / hbm_Bps_;
+  return {std::sqrt(compute_s * compute_s + memory_s * memory_s) + kernel_s_, memory_s >= compute_s};
+}
+
+double StepCostModel::collective_s(coll::CollectiveOp op, const std::vector<int>& ranks, double bytes,
+                                   const coll::MoeDispatch& dispatch) {
+  if (ranks.size() < 2 || bytes <= 0) return 0;
+  const auto key = std::make_tuple(static_cast<int>(op), bytes, ranks.size());
+  auto it = coll_memo_.find(key);
+  if (it != coll_memo_.end()) return it->second;
+  coll::Collective c;
+  c.op = op;
+  c.ranks = ranks;
+  c.bytes = bytes;
+  c.dispatch = dispatch;
+  const double s = coll::estimate_seconds(*cluster_, tuning_, c);
+  coll_memo_.emplace(key, s);
+  return s;
+}
+
+double StepCostModel::transfer_seconds(int dst_rank, double bytes) const {
+  if (bytes <= 0 || dst_rank == first_rank_) return 0;
+  coll::Collective c;
+  c.op = coll::CollectiveOp::SendRecv;
+  c.ranks = {first_rank_, dst_rank};
+  c.peer = dst_rank;
+  c.bytes = bytes;
+  return coll::estimate_seconds(*cluster_, tuning_, c);
+}
+
+// Everything in a step that depends only on its token count: GEMMs, element-wise kernels and the
+// collectives of every layer of every stage, plus the pipeline transfers.
+const CategorySeconds& StepCostModel::token_part(long long tokens, long long rank_tokens) {
+  const uint64_t key = static_cast<uint64_t>(rank_tokens) << 32 | static_cast<uint64_t>(tokens);
+  auto [it, fresh] = memo_.try_emplace(key);
+  CategorySeconds& c = it->second;
+  if (!fresh) return c;
+  c.fill(0);
+  if (tokens == 0) return c;
+  const workload::ModelConfig& m = model_;
+  const double tp = par_.tp, dp = par_.dp;
+  const double t_rank = static_cast<double>(rank_tokens);  // tokens of the busiest dp rank
+  const double h = static_cast<double>(m.hidden);
+  auto add_gemm = [&](double count, double mm, double n, double k, double wbytes) {
+    const Gemm g = gemm(mm, n, k, wbytes);
+    c[static_cast<size_t>(g.memory_bound ? StepCategory::WeightRead : StepCategory::GemmCompute)] += count * g.seconds;
+  };
+  const double layers = static_cast<double>(m.layers);
+  // Attention projections: attention_gemm_params / hidden is the summed output width (q, k, v, o).
+  const double attn_width = m.attention_gemm_params() / h / tp;
+  add_gemm(layers, t_rank, attn_width, h, w_bytes_);
+  // Dense MLPs (every non-MoE layer).
+  const double ffn_gpu = static_cast<double>(m.ffn_hidden) / tp;
+  add_gemm(dense_layers_, t_rank, (m.mlp_gemms() - 1) * ffn_gpu, h, w_bytes_);
+  add_gemm(dense_layers_, t_rank, h, ffn_gpu, w_bytes_);
+  // Element-wise: two fused add+norm, rotary on q/k, the activation; 16-bit reads and writes.
+  const double ew_bytes_per_token = (8 * h + 3 * ffn_gpu + 2 * static_cast<double>(m.q_width() + m.kv_width()) / tp) *
+                                    kActivationBytes;
+  c[static_cast<size_t>(StepCategory::Elementwise)] += layers * (t_rank * ew_bytes_per_token / hbm_Bps_ + 3 * kernel_s_);
+  // TP all-reduce after attention and after each dense MLP (or MoE layer without EP).
+  const double ar_bytes = t_rank * h * kActivationBytes;
+  const double ar_s = collective_s(coll::CollectiveOp::AllReduce, tp_ranks_, ar_bytes);
+  c[static_cast<size_t>(StepCategory::TpComm)] += (layers + dense_layers_) * ar_s;
+  if (moe_layers_ > 0) {
+    const auto& moe = m.moe;
+    const double e_ffn = static_cast<double>(moe.expert_ffn_hidden);
+    add_gemm(moe_layers_, t_rank, static_cast<double>(moe.experts), h, 2);  // router, 16-bit
+    if (moe.shared_experts > 0) {
+      const double sh = moe.shared_experts * e_ffn / tp;
+      add_gemm(moe_layers_, t_rank, (m.mlp_gemms() - 1) * sh, h, w_bytes_);
+      add_gemm(moe_layers_, t_rank, h, sh, w_bytes_);
+    }
+    // Routed experts: split over ep ranks, each expert's FFN over the remaining etp GPUs.
+    const double ep = par_.ep;
+    const double etp = par_.ep > 1 ? std::max(1.0, tp * dp / ep) : tp;
+    const double tokens_seen = par_.ep > 1 ? static_cast<double>(tokens) : t_rank;
+    const double copies = tokens_seen * moe.top_k;
+    const double experts_gpu = moe.experts / ep;
+    const double hit = 1 - std::pow(1 - 1.0 / moe.experts, copies);
+    const double active = experts_gpu * hit;
+    const double rows = copies / ep * moe.load_factor();
+    const double expert_params_gpu = m.expert_params() / etp;
+    const double compute_s = 2 * rows * expert_params_gpu / tensor_flops_;
+    const double memory_s = (active * expert_params_gpu * w_bytes_ + rows * h * (a_bytes_ + kActivationBytes)) / hbm_Bps_;
+    const double expert_s = std::sqrt(compute_s * compute_s + memory_s * memory_s) + 2 * kernel_s_;
+    c[static_cast<size_t>(memory_s >= compute_s ? StepCategory::WeightRead : StepCategory::GemmCompute)] +=
+        moe_layers_ * expert_s;
+    // Token copies written in expert order and read back by the weighted sum (the gather into the
+    // grouped GEMM and its scatter are fused into its prologue and epilogue).
+    c[static_cast<size_t>(StepCategory::Elementwise)] +=
+        moe_layers_ * (rows * h * 2 * kActivationBytes / hbm_Bps_ + 2 * kernel_s_);
+    if (par_.ep > 1) {
+      coll::MoeDispatch d;
+      d.top_k = moe.top_k;
+      d.groups = moe.groups;
+      d.groups_per_token = moe.groups_per_token;
+      const double dispatch_bytes = t_rank * moe.top_k * h * std::min(a_bytes_, kActivationBytes);
+      const double combine_bytes = t_rank * moe.top_k * h * kActivationBytes;
+      c[static_cast<size_t>(StepCategory::EpComm)] +=
+          moe_layers_ * (collective_s(coll::CollectiveOp::AllToAll, ep_ranks_, dispatch_bytes, d) +
+                         collective_s(coll::CollectiveOp::AllToAll, ep_ranks_, combine_bytes, d));
+    } else {
+      c[static_cast<size_t>(StepCategory::TpComm)] += moe_layers_ * ar_s;
+    }
+  }
+  if (par_.pp > 1) {
+    const int next = first_rank_ + par_.tp * par_.dp;
+    coll::Collective p2p;
+    p2p.op = coll::CollectiveOp::SendRecv;
+    p2p.ranks = {first_rank_, next};
+    p2p.peer = next;
+    p2p.bytes = t_rank * h * kActivationBytes;
+    c[static_cast<size_t>(StepCategory::PpComm)] += (par_.pp - 1) * coll::estimate_seconds(*cluster_, tuning_, p2p);
+  }
+  return c;
+}
+
+void StepCostModel::attention(const StepShape& s, CategorySeconds& out) const {
+  const workload::ModelConfig& m = model_;
+  const double tp = par_.tp, dp = par_.dp, layers = m.layers;
+  const double heads_gpu = std::ceil(static_cast<double>(m.heads) / tp);
+  const double eff_peak = f16_flops_ * gpu_.attention_forward_efficiency * config_.engine.attention_efficiency;
+  auto add = [&](double flops, double bytes, double blocks_visited) {
+    if (flops <= 0 && bytes <= 0) return;
+    const double plateau = blocks_visited / (blocks_visited + kAttentionTileOverhead);
+    const double compute_s = flops / (eff_peak * std::max(plateau, 0.05));
+    const double memory_s = bytes / hbm_Bps_;
+    const double t = layers * (std::sqrt(compute_s * compute_s + memory_s * memory_s) + kernel_s_);
+    out[static_cast<size_t>(memory_s >= compute_s ? StepCategory::KvRead : StepCategory::AttentionCompute)] += t;
+  };
+  // Score + value FLOPs per (query, key) pair and head: MLA's absorbed decode works in the latent.
+  const double qk_pv_dims = m.is_mla()
+                                ? 2.0 * static_cast<double>(m.mla.kv_lora_rank) + static_cast<double>(m.mla.qk_rope_head_dim)
+                                : static_cast<double>(m.head_dim + m.v_head_dim());
+  if (s.decode_seqs > 0) {
+    const double q_per_seq = static_cast<double>(s.decode_query_tokens) / static_cast<double>(s.decode_seqs);
+    // The busiest rank holds ceil(seqs / dp) of the sequences (a sequence lives on one rank).
+    const double seqs_rank = std::ceil(static_cast<double>(s.decode_seqs) / dp);
+    const double ctx = s.decode_context_tokens / static_cast<double>(s.decode_seqs) * seqs_rank;
+    const double flops = 2 * heads_gpu * qk_pv_dims * ctx * q_per_seq;
+    const double bytes = ctx * kv_token_layer_bytes_;
+    add(flops, bytes, std::max(1.0, s.decode_context_tokens / static_cast<double>(s.decode_seqs) / kAttentionBlock));
+  }
+  if (s.prefill_tokens > 0) {
+    const double prefill_dims = static_cast<double>(m.head_dim + m.v_head_dim());  // MLA prefill runs unabsorbed
+    const double share = std::max(1.0 / dp, s.largest_prefill_pairs / std::max(1.0, s.prefill_pair_tokens));
+    const double flops = 2 * heads_gpu * prefill_dims * s.prefill_pair_tokens * share;
+    const double bytes = s.prefill_context_tokens * share * kv_token_layer_bytes_ +
+                         static_cast<double>(s.prefill_tokens) * share * heads_gpu * prefill_dims * kActivationBytes;
+    add(flops, bytes, std::max(1.0, s.prefill_pair_tokens / static_cast<double>(s.prefill_tokens) / kAttentionBlock));
+  }
+}
+
+StepCost StepCostModel::cost(const StepShape& s) {
+  StepCost r;
+  const long long tokens = s.decode_query_tokens + s.prefill_tokens;
+  const long long rank_tokens = std::max((tokens + par_.dp - 1) / par_.dp, std::min(tokens, s.largest_item_tokens));
+  r.by_category = token_part(tokens, rank_tokens);
+  attention(s, r.by_category);
+  // LM head (16-bit weights, vocabulary split over tp) and sampling over the logits.
+  if (s.logits_tokens > 0) {
+    const double vocab_gpu = static_cast<double>(model_.vocab) / par_.tp;
+    const double rows = std::ceil(static_cast<double>(s.logits_tokens) / par_.dp);  // spread over the ranks
+    const Gemm g = gemm(rows, vocab_gpu, static_cast<double>(model_.hidden), 2);
+    r.by_category[static_cast<size_t>(g.memory_bound ? StepCategory::WeightRead : StepCategory::GemmCompute)] += g.seconds;
+    r.by_category[static_cast<size_t>(StepCategory::Elementwise)] += rows * vocab_gpu * 4 * 2 / hbm_Bps_ + 2 * kernel_s_;
+  }
+  // Speculative decoding: k draft passes over the decoding sequences before the verification.
+  const SpeculativeConfig& spec = config_.speculative;
+  if (spec.draft_tokens > 0 && s.decode_seqs > 0) {
+    const CategorySeconds& d = token_part(s.decode_seqs, (s.decode_seqs + par_.dp - 1) / par_.dp);
+    const double target_s = std::accumulate(d.begin(), d.end(), 0.0);
+    double draft_s = spec.draft_cost_ratio * target_s;
+    if (spec.draft_cost_ratio <= 0) {  // MTP / EAGLE: one layer of the target and the LM head
+      const double rows = std::ceil(static_cast<double>(s.decode_seqs) / par_.dp);
+      draft_s = target_s / model_.layers + gemm(rows, static_cast<double>(model_.vocab) / par_.tp,
+                                                 static_cast<double>(model_.hidden), 2).seconds;
+    }
+    r.by_category[static_cast<size_t>(StepCategory::SpeculativeDraft)] += spec.draft_tokens * draft_s;
+  }
+  r.gpu_seconds = std::accumulate(r.by_category.begin(), r.by_category.end(), 0.0);
+  const EngineProfile& e = config_.engine;
+  const double host_s = (config_.cuda_graphs ? e.step_overhead_cuda_graph_s : e.step_overhead_s) +
+                        e.per_sequence_overhead_s * static_cast<double>(s.decode_seqs + s.prefill_seqs);
+  const double exposed_host_s = e.host_overlapped ? std::max(0.0, host_s - r.gpu_seconds) : host_s;
+  r.by_category[static_cast<size_t>(StepCategory::Host)] += exposed_host_s;
+  r.seconds = r.gpu_seconds + exposed_host_s;
+  return r;
+}
+
+}  // namespace stacksim::serving

@@ -1,0 +1,529 @@
+#include "models/workload/fast_estimate.hpp"
+
+#include <algorithm>
+
+namespace stacksim::workload {
+
+double CollectiveTimes::seconds(const coll::Collective& c) {
+  const auto key = std::make_tuple(static_cast<int>(c.op), c.peer, c.dispatch, c.bytes, c.ranks);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+  }
+  // Outside the lock: a pure function of the key, so a race only computes it twice.
+  const double s = coll::estimate_seconds(cluster_, tuning_, c);
+  std::lock_guard<std::mutex> lock(mutex_);
+  cache_.emplace(key, s);
+  return s;
+}
+
+namespace {
+
+// One op list on a stage's stream, per micro-batch.
+struct ListTime {
+  double stream_s = 0;   // compute + collectives on the stream (the longer of two that overlap)
+  double comm_s = 0;     // the part of stream_s spent waiting for collectives
+  double wgrad_s = 0;    // weight-gradient GEMMs (DualPipe defers them into its bubbles)
+  double launches = 0;   // kernels the host launches
+  int syncs = 0;         // host syncs (the launches after one are exposed)
+  ListTime& operator+=(const ListTime& o) {
+    stream_s += o.stream_s, comm_s += o.comm_s, wgrad_s += o.wgrad_s, launches += o.launches, syncs += o.syncs;
+    return *this;
+  }
+};
+
+bool same_ops(const std::vector<CostedOp>& a, const std::vector<CostedOp>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].kind != b[i].kind || a[i].seconds != b[i].seconds || a[i].bytes != b[i].bytes ||
+        a[i].group != b[i].group || a[i].op != b[i].op || a[i].overlaps_next != b[i].overlaps_next ||
+        a[i].launches != b[i].launches)
+      return false;
+  return true;
+}
+
+class Estimator {
+ public:
+  Estimator(const StepProgram& p, const std::vector<LayerProgram>& layers, CollectiveTimes& ct)
+      : p_(p), L_(layers), ct_(ct) {}
+
+  FastEstimate run() {
+    const int chunks = dualpipe() ? 2 : p_.vp, pp = p_.pp, m = p_.micro_batches;
+    const double h = p_.host_launch_s, sm = ct_.tuning().sm_fraction;
+    // Per stage and chunk: forward and backward of one micro-batch.
+    std::vector<std::vector<ListTime>> fwd(pp, std::vector<ListTime>(chunks)), bwd = fwd;
+    std::vector<std::vector<double>> first_fwd_extra(pp, std::vector<double>(chunks, 0.0));
+    const bool fsdp = p_.zero >= 3 && (reduces_gradients() || p_.offload_params);
+    const bool keep_gathered = fsdp && pp > 1;
+    for (int s = 0; s < pp; ++s)
+      for (int c = 0; c < chunks; ++c) {
+        const int vs = vstage(c, s);
+        const auto [l0, l1] = layer_range(model_stage(vs));
+        ListTime& f = fwd[s][c];
+        ListTime& b = bwd[s][c];
+        if (first_position(vs)) f += list(p_.pre_forward), b += list(p_.post_backward);
+        if (last_position(vs)) f += list(p_.post_forward), b += list(p_.pre_backward);
+        for (int l = l0; l < l1; ++l) {
+          ListTime lf = layer_list(l, false), lb = layer_list(l, true);
+          if (fsdp) {
+            const LayerProgram& L = L_[l];
+            const double ag = gather_s(L), rs = reduce_scatter_s(L);
+            const double copy = L.fsdp_gather_copy_s;
+            if (!keep_gathered) {
+              // Per micro-batch: the gathers run ahead of the compute (prefetch), the layer's
+              // reduce-scatter beside the next layer's backward; the longer stream paces.
+              lf.stream_s = std::max(lf.stream_s + copy + sm * ag, ag);
+              lb.stream_s = std::max(lb.stream_s + copy + L.fsdp_grad_prep_s + sm * (ag + rs), ag + rs);
+              if (l == l0) lf.stream_s += ag, lb.stream_s += ag;  // nothing to hide the first gather under
+            } else {
+              first_fwd_extra[s][c] += std::max(0.0, ag - lf.stream_s) + (l == l0 ? ag : 0.0) + copy;
+              lb.stream_s += L.fsdp_grad_prep_s + sm * rs;
+            }
+          }
+          f += lf, b += lb;
+        }
+      }
+    // p2p: one rank's activations to the next stage (the tp*cp pairs go in parallel on their own
+    // links), then the receiving stage's gather of scattered slices.
+    std::vector<double> p2p(pp, 0.0);  // stage s -> s+1 (mod pp)
+    for (int s = 0; s < pp && pp > 1; ++s) {
+      if (p_.p2p_bytes <= 0) break;
+      coll::Collective x;
+      x.op = coll::CollectiveOp::SendRecv;
+      const int src = global_rank(p_, 0, 0, 0, s), dst = global_rank(p_, 0, 0, 0, (s + 1) % pp);
+      x.ranks = {src, dst};
+      x.peer = dst;
+      x.bytes = p_.p2p_bytes;
+      p2p[s] = ct_.seconds(x);
+      if (p_.p2p_gather_bytes > 0) p2p[s] += coll_s(Group::TP, coll::CollectiveOp::AllGather, p_.p2p_gather_bytes);
+    }
+    double p2p_max = 0;
+    for (double t : p2p) p2p_max = std::max(p2p_max, t);
+
+    // Per stage per micro-batch: forward F, backward B, the steady-state period C.
+    std::vector<double> F(pp), B(pp), C(pp), W(pp), FB(pp);  // FB: F + B, no faster than its launches
+    for (int s = 0; s < pp; ++s) {
+      ListTime all;
+      double f = 0, b = 0, fc = 0, bc = 0, w = 0;
+      for (int c = 0; c < chunks; ++c) {
+        f += fwd[s][c].stream_s, b += bwd[s][c].stream_s;
+        fc += fwd[s][c].comm_s, bc += bwd[s][c].comm_s, w += bwd[s][c].wgrad_s;
+        all += fwd[s][c], all += bwd[s][c];
+      }
+      if (p_.blocking_p2p && pp > 1 && !dualpipe()) {
+        // A blocking send holds the stage until it is through: every item but the pipeline's ends.
+        const double sends = chunks - (s == pp - 1 ? 1 : 0), recvs = chunks - (s == 0 ? 1 : 0);
+        f += sends * p2p[s];
+        b += recvs * p2p[(s + pp - 1) % pp];
+      }
+      // The host launches every kernel: a stage runs no faster than its thread launches them,
+      // and after a host sync the launches that follow are exposed (the first one at least).
+      double period = f + b;
+      if (h > 0) period = std::max(period, all.launches * h) + all.syncs * h;
+      FB[s] = period;
+      if (paired()) {
+        // F&B pairs: a forward chunk and a backward chunk (DualPipe: of the other direction) share
+        // the GPU, each one's communication under the other's compute (pair_s).
+        // The pair's two chunks launch from two host chains (the replay's paired chain), so a
+        // pair is no faster than the busier of its two launch sequences.
+        period = all.syncs * h;
+        for (int c = 0; c < chunks; ++c) {
+          const int cb = dualpipe() ? 1 - c : c;
+          period += std::max(pair_s(chain(s, c, false), chain(s, cb, true)),
+                             std::max(fwd[s][c].launches, bwd[s][cb].launches) * h);
+        }
+      }
+      (void)fc, (void)bc;
+      F[s] = f, B[s] = b, C[s] = period, W[s] = w;
+    }
+    double c_max = 0, fb_sum = 0;
+    for (int s = 0; s < pp; ++s) c_max = std::max(c_max, C[s]), fb_sum += FB[s];
+    double pipe = 0;
+    std::vector<double> drain(pp, 0.0);
+    if (p_.schedule == ScheduleKind::GPipe) {
+      double fmax = 0, bmax = 0, fs = 0, bs = 0;
+      for (int s = 0; s < pp; ++s) fmax = std::max(fmax, F[s]), bmax = std::max(bmax, B[s]), fs += F[s], bs += B[s];
+      pipe = fs + bs + (m - 1) * (fmax + bmax) + 2 * (pp - 1) * p2p_max;
+    } else if (dualpipe()) {
+      // DualPipe: m F&B pairs per rank and the report's bubble, (pp/2 - 1)(F&B + B - 3W), per chunk.
+      for (int s = 0; s < pp; ++s) {
+        const double pair = C[s] / 2, b = B[s] / 2, w = W[s] / 2;
+        pipe = std::max(pipe, m * pair + (pp / 2.0 - 1) * std::max(0.0, pair + b - 3 * w) + (F[s] + B[s]) / 2 +
+                                  2 * (pp - 1) * p2p_max);
+      }
+    } else {
+      // 1F1B: (m - 1) periods of the slowest stage plus every stage's fill and drain; interleaving
+      // divides the fill and drain by vp.
+      pipe = m * c_max + (fb_sum - c_max) / p_.vp + 2 * (pp - 1) * p2p_max;
+      for (int s = 1; s < pp; ++s) drain[s] = drain[s - 1] + B[s - 1] / p_.vp + p2p[s - 1];
+    }
+    // The step's start: its fixed host work and first launch, a blocking batch copy.
+    double start = p_.host_step_s + h;
+    if (p_.batch_copy_blocking && p_.batch_copy_bytes > 0 && p_.batch_copy_Bps > 0)
+      start += p_.batch_copy_bytes / p_.batch_copy_Bps;
+    const ListTime opt = list(p_.optimizer);
+    const double optimizer = std::max(opt.stream_s, opt.launches * h);
+    FastEstimate out;
+    double gather_delay = 0;
+    for (int s = 0; s < pp; ++s) {
+      double extra = 0;
+      for (int c = 0; c < chunks; ++c) extra = std::max(extra, first_fwd_extra[s][c]);
+      gather_delay = std::max(gather_delay, extra + zero12_gather_delay(s, fwd[s], F));
+    }
+    for (int s = 0; s < pp; ++s) {
+      const double end_b = pipe - drain[s];
+      double end = end_b + reduction_tail(s, bwd[s], keep_gathered) + optimizer + offload_s(s) +
+                   zero12_gather_after_optimizer(s);
+      if (end > out.step_time_s || s == 0) out.step_time_s = end, out.critical_stage = s;
+    }
+    out.step_time_s += start + gather_delay;
+    if (p_.batch_copy_bytes > 0 && p_.batch_copy_Bps > 0 && !p_.batch_copy_blocking)
+      out.step_time_s = std::max(out.step_time_s, p_.batch_copy_bytes / p_.batch_copy_Bps);
+    return out;
+  }
+
+ private:
+  bool dualpipe() const { return p_.schedule == ScheduleKind::DualPipe; }
+  bool paired() const { return dualpipe() || p_.pair_forward_backward; }
+  int positions() const { return dualpipe() ? 2 * p_.pp : p_.pp * p_.vp; }
+  int vstage(int chunk, int s) const { return dualpipe() ? (chunk == 0 ? s : 2 * p_.pp - 1 - s) : chunk * p_.pp + s; }
+  int model_stage(int vs) const { return dualpipe() ? vs % p_.pp : vs; }
+  bool first_position(int vs) const { return dualpipe() ? vs % p_.pp == 0 : vs == 0; }
+  bool last_position(int vs) const { return dualpipe() ? vs % p_.pp == p_.pp - 1 : vs == positions() - 1; }
+  std::pair<int, int> layer_range(int vs) const {
+    if (!p_.vstage_begin.empty()) return {p_.vstage_begin[vs], p_.vstage_begin[vs + 1]};
+    const int per = static_cast<int>(L_.size()) / (p_.pp * p_.vp);
+    return {vs * per, (vs + 1) * per};
+  }
+  int shard_ranks() const { return p_.shard_size > 0 ? p_.shard_size : p_.dp * p_.cp; }
+  bool reduces_gradients() const { return p_.dp * p_.cp > 1 || group_size(p_, Group::ExpertDp) > 1; }
+
+  // The first group of a kind on stage 0 (every group of a kind is the same shape: symmetry).
+  std::vector<int> first_group(Group g) const {
+    std::vector<int> r;
+    switch (g) {
+      case Group::TP:
+        for (int t = 0; t < p_.tp; ++t) r.push_back(global_rank(p_, t, 0, 0, 0));
+        break;
+      case Group::CP:
+        for (int c = 0; c < p_.cp; ++c) r.push_back(global_rank(p_, 0, c, 0, 0));
+        break;
+      case Group::EP:
+        for (int e = 0; e < p_.ep; ++e)
+          r.push_back(p_.experts_folded ? global_rank(p_, e % p_.tp, (e / p_.tp) % p_.cp, e / (p_.tp * p_.cp), 0)
+                                        : global_rank(p_, 0, e % p_.cp, e / p_.cp, 0));
+        break;
+      case Group::ExpertDp: {
+        const int width = p_.experts_folded ? p_.tp * p_.cp * p_.dp : p_.cp * p_.dp;
+        for (int e = 0; e < width; e += p_.ep)
+          r.push_back(p_.experts_folded ? global_rank(p_, e % p_.tp, (e / p_.tp) % p_.cp, e / (p_.tp * p_.cp), 0)
+                                        : global_rank(p_, 0, e % p_.cp, e / p_.cp, 0));
+        break;
+      }
+      case Group::DP:
+      case Group::DpShard:
+      case Group::DpReplicate: {
+        const int n = p_.dp * p_.cp, shard = shard_ranks();
+        const auto rank_of = [&](int e) { return global_rank(p_, 0, e % p_.cp, e / p_.cp, 0); };
+        if (g == Group::DP || shard == n) {
+          for (int e = 0; e < n; ++e) r.push_back(rank_of(e));
+        } else if (g == Group::DpShard) {
+          for (int e = 0; e < shard; ++e) r.push_back(rank_of(e));
+        } else {
+          for (int e = 0; e < n; e += shard) r.push_back(rank_of(e));
+        }
+        break;
+      }
+    }
+    return r;
+  }
+
+  double coll_s(Group g, coll::CollectiveOp op, double bytes, const coll::MoeDispatch& d = {}) {
+    if (bytes <= 0 || group_size(p_, g) < 2) return 0.0;
+    const int gi = static_cast<int>(g);
+    if (groups_[gi].empty()) groups_[gi] = first_group(g);
+    if (groups_[gi].size() < 2) return 0.0;
+    // The plan's own collectives repeat every layer: look them up here before the shared cache.
+    for (const Known& k : known_)
+      if (k.group == gi && k.op == op && k.bytes == bytes && k.dispatch == d) return k.s;
+    coll::Collective c;
+    c.op = op;
+    c.ranks = groups_[gi];
+    c.bytes = bytes;
+    c.dispatch = d;
+    known_.push_back({gi, op, bytes, d, ct_.seconds(c)});
+    return known_.back().s;
+  }
+
+  // Program order on one stream (replay.cpp's run_ops): compute runs back to back; a collective
+  // the next op overlaps (overlaps_next) runs beside that op alone, with any others pending.
+  ListTime list(const std::vector<CostedOp>& ops) {
+    ListTime t;
+    double pending_s = 0, pending_sm_s = 0;
+    bool pending = false;
+    const double sm = ct_.tuning().sm_fraction;
+    for (const CostedOp& op : ops) {
+      if (op.kind == CostedOp::Kind::Collective) {
+        const double s = coll_s(op.group, op.op, op.bytes, op.dispatch);
+        if (op.bytes > 0 && group_size(p_, op.group) >= 2) t.launches += op.launches;
+        if (op.host_sync) ++t.syncs;
+        if (op.overlaps_next) {
+          pending = true;
+          pending_s = std::max(pending_s, s);
+          if (op.group != Group::TP && op.group != Group::EP) pending_sm_s += sm * s;
+        } else {
+          t.stream_s += s, t.comm_s += s;
+        }
+        continue;
+      }
+      t.launches += op.launches;
+      if (op.host_sync) ++t.syncs;
+      if (op.weight_grad) t.wgrad_s += op.seconds;
+      if (pending) {
+        const double with = std::max(op.seconds + pending_sm_s, pending_s);
+        t.stream_s += with, t.comm_s += with - op.seconds;
+        pending = false, pending_s = pending_sm_s = 0;
+      } else {
+        t.stream_s += op.seconds;
+      }
+    }
+    if (pending) t.stream_s += pending_s, t.comm_s += pending_s;
+    return t;
+  }
+
+  // A chunk's forward or backward of one micro-batch as a chain of stream segments: compute
+  // (GPU seconds) and collective waits (wall seconds); a collective under the next op leaves only
+  // what outlasts that op.
+  struct Segment {
+    bool comm;
+    double s;
+  };
+  void append_segments(const std::vector<CostedOp>& ops, std::vector<Segment>& out) {
+    const auto add = [&](bool comm, double t) {
+      if (t <= 0) return;
+      if (!out.empty() && out.back().comm == comm) out.back().s += t;
+      else out.push_back({comm, t});
+    };
+    double pending_s = 0;
+    for (const CostedOp& op : ops) {
+      if (op.kind == CostedOp::Kind::Collective) {
+        const double t = coll_s(op.group, op.op, op.bytes, op.dispatch);
+        if (op.overlaps_next) pending_s = std::max(pending_s, t);
+        else add(true, t);
+        continue;
+      }
+      add(false, op.seconds);
+      if (pending_s > 0) add(true, pending_s - op.seconds), pending_s = 0;
+    }
+    add(true, pending_s);
+  }
+  std::vector<Segment> chain(int s, int c, bool backward) {
+    std::vector<Segment> out;
+    const int vs = vstage(c, s);
+    const auto [l0, l1] = layer_range(model_stage(vs));
+    if (!backward) {
+      if (first_position(vs)) append_segments(p_.pre_forward, out);
+      for (int l = l0; l < l1; ++l) append_segments(L_[l].forward, out);
+      if (last_position(vs)) append_segments(p_.post_forward, out);
+    } else {
+      if (last_position(vs)) append_segments(p_.pre_backward, out);
+      for (int l = l1 - 1; l >= l0; --l) append_segments(L_[l].backward, out);
+      if (first_position(vs)) append_segments(p_.post_backward, out);
+    }
+    return out;
+  }
+  // Two chains started together on one GPU, as the replay runs an F&B pair: compute shares the
+  // GPU max-min (half each while both compute, all of it while the other waits on a collective),
+  // collectives take their own time. Returns when both are done.
+  static double pair_s(const std::vector<Segment>& a, const std::vector<Segment>& b) {
+    size_t i = 0, j = 0;
+    double ra = a.empty() ? 0 : a[0].s, rb = b.empty() ? 0 : b[0].s, t = 0;
+    while (i < a.size() || j < b.size()) {
+      const bool ca = i < a.size() && !a[i].comm, cb = j < b.size() && !b[j].comm;
+      const double rate_a = i < a.size() ? (a[i].comm ? 1.0 : cb ? 0.5 : 1.0) : 0.0;
+      const double rate_b = j < b.size() ? (b[j].comm ? 1.0 : ca ? 0.5 : 1.0) : 0.0;
+      double dt = 1e300;
+      if (rate_a > 0) dt = std::min(dt, ra / rate_a);
+      if (rate_b > 0) dt = std::min(dt, rb / rate_b);
+      t += dt;
+      ra -= dt * rate_a, rb -= dt * rate_b;
+      if (i < a.size() && ra <= 1e-15 * (1 + t)) ra = ++i < a.size() ? a[i].s : 0;
+      if (j < b.size() && rb <= 1e-15 * (1 + t)) rb = ++j < b.size() ? b[j].s : 0;
+    }
+    return t;
+  }
+
+  // Layers share costed programs by kind: time each distinct list once.
+  ListTime layer_list(int l, bool backward) {
+    std::vector<int>& of_layer = backward ? backward_memo_ : forward_memo_;
+    if (of_layer.empty()) of_layer.assign(L_.size(), -1);
+    if (of_layer[l] >= 0) return memo_[of_layer[l]].second;
+    const std::vector<CostedOp>& ops = backward ? L_[l].backward : L_[l].forward;
+    for (size_t i = 0; i < memo_.size(); ++i)
+      if (memo_[i].first == &ops || same_ops(*memo_[i].first, ops)) return memo_[of_layer[l] = static_cast<int>(i)].second;
+    memo_.push_back({&ops, list(ops)});
+    of_layer[l] = static_cast<int>(memo_.size() - 1);
+    return memo_.back().second;
+  }
+
+  double reduce_scatter_over_shards_s(double bytes) {
+    double t = coll_s(Group::DpShard, coll::CollectiveOp::ReduceScatter, bytes);
+    if (shard_ranks() < p_.dp * p_.cp) t += coll_s(Group::DpReplicate, coll::CollectiveOp::AllReduce, bytes / shard_ranks());
+    return t;
+  }
+  double gather_s(const LayerProgram& L) {
+    return coll_s(Group::DpShard, coll::CollectiveOp::AllGather, L.param_bytes) +
+           coll_s(Group::ExpertDp, coll::CollectiveOp::AllGather, L.expert_param_bytes);
+  }
+  double reduce_scatter_s(const LayerProgram& L) {
+    return reduce_scatter_over_shards_s(L.grad_bytes) +
+           coll_s(Group::ExpertDp, coll::CollectiveOp::ReduceScatter, L.expert_grad_bytes);
+  }
+
+  // What the stage's data-parallel reduction runs past its last backward: buckets (or FSDP's
+  // per-layer reduce-scatters under a pipeline) start as their last gradient of the last
+  // micro-batch is ready, one after another on their stream (the routed experts' on their own).
+  double reduction_tail(int s, const std::vector<ListTime>& bwd, bool fsdp_kept) {
+    if (!reduces_gradients() || (p_.zero >= 3 && !fsdp_kept)) {
+      if (p_.zero >= 3 && reduces_gradients()) {  // FSDP per micro-batch: the last reduce-scatter
+        const int vs = vstage(0, s);
+        const auto [l0, l1] = layer_range(model_stage(vs));
+        return l1 > l0 ? reduce_scatter_s(L_[l0]) : 0.0;
+      }
+      return 0.0;
+    }
+    const int chunks = dualpipe() ? 2 : p_.vp;
+    struct Ready {
+      double t, bytes, expert_bytes;  // t: seconds before the stage's last backward ends
+    };
+    std::vector<Ready> ready;
+    // The last micro-batch's backward of each chunk: chunk 0's last (interleaved: vp-1 first),
+    // a round of pp chunk backwards apart.
+    for (int k = 0; k < chunks; ++k) {
+      const int c = dualpipe() ? k : chunks - 1 - k;
+      const double chunk_end = dualpipe() ? 0.0 : c * std::min(p_.pp, p_.micro_batches) * bwd[c].stream_s;
+      const int vs = vstage(c, s);
+      const auto [l0, l1] = layer_range(model_stage(vs));
+      // Backward order: the head's gradients, the layers last to first, the embedding's.
+      double left = bwd[c].stream_s;  // backward still to run in this chunk at each point
+      if (last_position(vs)) {
+        left -= list(p_.pre_backward).stream_s;
+        ready.push_back({chunk_end + left, p_.head_grad_bytes, 0.0});
+      }
+      for (int l = l1 - 1; l >= l0; --l) {
+        left -= layer_list(l, true).stream_s;
+        ready.push_back({chunk_end + std::max(0.0, left), L_[l].grad_bytes, L_[l].expert_grad_bytes});
+      }
+      if (first_position(vs)) ready.push_back({chunk_end, p_.embedding_grad_bytes, 0.0});
+    }
+    std::stable_sort(ready.begin(), ready.end(), [](const Ready& a, const Ready& b) { return a.t > b.t; });
+    double free_at = -1e30, expert_free_at = -1e30, bucket = 0, expert_bucket = 0;
+    const bool rs = p_.zero >= 1;
+    for (size_t i = 0; i < ready.size(); ++i) {
+      const double at = p_.overlap_grad_reduce ? -ready[i].t : 0.0;
+      const bool last = i + 1 == ready.size();
+      if (fsdp_kept) {
+        LayerProgram L;
+        L.grad_bytes = ready[i].bytes;
+        L.expert_grad_bytes = ready[i].expert_bytes;
+        free_at = std::max(free_at, at) + reduce_scatter_s(L);
+        continue;
+      }
+      bucket += ready[i].bytes, expert_bucket += ready[i].expert_bytes;
+      if (bucket >= p_.dp_bucket_bytes || last) {
+        const double d = rs ? reduce_scatter_over_shards_s(bucket) : coll_s(Group::DP, coll::CollectiveOp::AllReduce, bucket);
+        free_at = std::max(free_at, at) + d;
+        bucket = 0;
+      }
+      if (expert_bucket >= p_.dp_bucket_bytes || (last && expert_bucket > 0)) {
+        const double d = coll_s(Group::ExpertDp, rs ? coll::CollectiveOp::ReduceScatter : coll::CollectiveOp::AllReduce,
+                                expert_bucket);
+        expert_free_at = std::max(expert_free_at, at) + d;
+        expert_bucket = 0;
+      }
+    }
+    return std::max({0.0, free_at, expert_free_at});
+  }
+
+  double stage_param_bytes(int s, bool experts) const {
+    const int chunks = dualpipe() ? 2 : p_.vp;
+    double b = 0;
+    for (int c = 0; c < chunks; ++c) {
+      const int vs = vstage(c, s);
+      const auto [l0, l1] = layer_range(model_stage(vs));
+      for (int l = l0; l < l1; ++l) b += experts ? L_[l].expert_param_bytes : L_[l].param_bytes;
+      if (!experts && (first_position(vs) || last_position(vs))) b += p_.embedding_param_bytes;
+    }
+    return b;
+  }
+
+  bool zero12_gathers() const { return p_.zero >= 1 && p_.zero <= 2 && reduces_gradients(); }
+
+  double zero12_gather_after_optimizer(int s) {
+    if (!zero12_gathers() || p_.overlap_param_gather) return 0.0;
+    return std::max(coll_s(Group::DpShard, coll::CollectiveOp::AllGather, stage_param_bytes(s, false)),
+                    coll_s(Group::ExpertDp, coll::CollectiveOp::AllGather, stage_param_bytes(s, true)));
+  }
+
+  // ZeRO-1/2 with overlap_param_gather: the buckets' gathers run in forward order from the
+  // step's start; each layer of the first forward of a chunk waits for its bucket. The delay
+  // the first chunk's forward sees on this stage (its fill starts after the stages before it).
+  double zero12_gather_delay(int s, const std::vector<ListTime>& fwd, const std::vector<double>& F) {
+    if (!zero12_gathers() || !p_.overlap_param_gather) return 0.0;
+    double start = 0;  // when the stage's first forward can begin (the fill before it)
+    for (int k = 0; k < s; ++k) start += F[k] / (dualpipe() ? 2 : p_.vp);
+    const int vs = vstage(0, s);
+    const auto [l0, l1] = layer_range(model_stage(vs));
+    double gathered = 0, compute = start + (first_position(vs) ? list(p_.pre_forward).stream_s : 0.0), delay = 0;
+    double bucket = first_position(vs) || last_position(vs) ? p_.embedding_param_bytes : 0.0;
+    int first = l0;
+    for (int l = l0; l < l1; ++l) {
+      bucket += L_[l].param_bytes;
+      if (bucket < p_.dp_bucket_bytes && l + 1 < l1) continue;
+      gathered += coll_s(Group::DpShard, coll::CollectiveOp::AllGather, bucket);
+      delay = std::max(delay, gathered - compute);
+      for (int k = first; k <= l; ++k) compute += layer_list(k, false).stream_s;
+      bucket = 0, first = l + 1;
+    }
+    (void)fwd;
+    return std::max(0.0, delay);
+  }
+
+  // ZeRO-Offload: the host's Adam over the node's shards, after the last gradients.
+  double offload_s(int s) const {
+    if (!p_.offload_optimizer || p_.host_memory_Bps <= 0) return 0.0;
+    const double shard16 = stage_param_bytes(s, false) / std::max(1, group_size(p_, Group::DpShard)) +
+                           stage_param_bytes(s, true) / std::max(1, group_size(p_, Group::ExpertDp));
+    const int node_gpus = ct_.cluster().gpus_per_node();
+    return node_gpus * shard16 / 2.0 * p_.offload_host_bytes_per_param / p_.host_memory_Bps;
+  }
+
+  const StepProgram& p_;
+  const std::vector<LayerProgram>& L_;
+  CollectiveTimes& ct_;
+  std::vector<int> groups_[7];
+  std::vector<std::pair<const std::vector<CostedOp>*, ListTime>> memo_;
+  std::vector<int> forward_memo_, backward_memo_;  // per layer: its entry in memo_ (-1: not yet)
+  struct Known {
+    int group;
+    coll::CollectiveOp op;
+    double bytes;
+    coll::MoeDispatch dispatch;
+    double s;
+  };
+  std::vector<Known> known_;
+};
+
+}  // namespace
+
+FastEstimate fast_estimate_step(const StepProgram& program, CollectiveTimes& collectives) {
+  return Estimator(program, program.layers, collectives).run();
+}
+
+FastEstimate fast_estimate_step(const StepProgram& program, const std::vector<LayerProgram>& layers,
+                                CollectiveTimes& collectives) {
+  return Estimator(program, layers, collectives).run();
+}
+
+}  // namespace stacksim::workload

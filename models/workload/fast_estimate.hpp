@@ -1,0 +1,64 @@
+// The fast tier of plan search: a step time from the same costed program the replay runs
+// (build_step_program's per-layer CostedOps) and the same collective model (the tuner's analytical
+// time of each collective, coll::estimate_seconds), without the engine. Closed forms replace the
+// simulation where the replay's answer is arithmetic:
+//  - a stage's forward and backward per micro-batch: its op lists in program order, TP/EP (and
+//    CP all-gather/all-to-all) collectives on the stream, a collective that overlaps the next op
+//    (CP's ring, async TP backward) as the longer of the two, plus the SMs an off-stream
+//    collective takes (CommTuning::sm_fraction of its time, as the replay's companion task);
+//  - the pipeline in closed form: (m - 1) periods of the slowest stage plus every stage's fill
+//    and drain (1F1B), the fill divided by vp (interleaved), F&B pairs hiding each other's
+//    communication (DualPipe, ep_overlap) with DualPipe's (pp/2 - 1) bubble; blocking sends add
+//    their transfer to every item;
+//  - data-parallel reduction as the replay buckets it: each bucket's collective starts when its
+//    last gradient of the last micro-batch is ready, one after another on the stream, and only
+//    what runs past the stage's backward is exposed; ZeRO-1/2 gathers under the next step's first
+//    forward (or after the optimizer), FSDP's per-layer gathers and reduce-scatters paced by the
+//    layers' compute (prefetch) with the first gather and the last reduce-scatter exposed;
+//  - host launches: a stage's kernels cannot run faster than one thread launches them, and a host
+//    sync exposes the launches after it.
+// What it leaves out (small where plans are ranked): link contention between concurrent
+// collectives of different groups, the pipeline's exact warm-up under unbalanced stages. The
+// replay confirms the plans that rank best (plan_search.cpp).
+#pragma once
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "models/collectives/collective.hpp"
+#include "models/workload/replay.hpp"
+#include "topologies/cluster.hpp"
+
+namespace stacksim::workload {
+
+// Collective times memoised across plans (same op, ranks, bytes, dispatch: same time): plans that
+// share tp, cp, ep or micro-batch share most of their collectives. Thread-safe; the values are a
+// pure function of the key, so the results do not depend on which thread filled them.
+class CollectiveTimes {
+ public:
+  CollectiveTimes(const topo::Cluster& cluster, const coll::CommTuning& tuning) : cluster_(cluster), tuning_(tuning) {}
+  double seconds(const coll::Collective& c);
+  const topo::Cluster& cluster() const { return cluster_; }
+  const coll::CommTuning& tuning() const { return tuning_; }
+
+ private:
+  const topo::Cluster& cluster_;
+  const coll::CommTuning& tuning_;
+  std::mutex mutex_;
+  std::map<std::tuple<int, int, coll::MoeDispatch, double, std::vector<int>>, double> cache_;
+};
+
+struct FastEstimate {
+  double step_time_s = 0;
+  std::vector<double> breakdown_s;  // per Category, an approximation of the replay's; sums to the step
+  int critical_stage = 0;
+};
+
+FastEstimate fast_estimate_step(const StepProgram& program, CollectiveTimes& collectives);
+// The same with the layers given apart (`program.layers` is ignored): plans that cost their
+// layers alike share one set.
+FastEstimate fast_estimate_step(const StepProgram& program, const std::vector<LayerProgram>& layers,
+                                CollectiveTimes& collectives);
+
+}  // namespace stacksim::workload

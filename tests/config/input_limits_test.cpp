@@ -1,0 +1,106 @@
+// The YAML reader's limits and refusals (docs/reliability.md): only regular files (a device or a
+// FIFO neither hangs nor grows), a size limit, a node limit that stops alias bombs, one document,
+// no key twice, UTF-8 text, whole numbers that fit, quantities that stay finite.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "config/error.hpp"
+#include "config/yaml.hpp"
+#include "tests/test_tmp.hpp"
+
+using namespace stacksim::config;
+
+namespace {
+
+// The InputError's message for reading `text` (or the file `path`), "" when it reads.
+std::string error_of_text(const std::string& text) {
+  try {
+    Node::load_string(text, "in.yaml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string error_of_file(const std::string& path) {
+  try {
+    Node::load_file(path);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(InputLimits, DevicesAndFifosAreRefusedWithoutReading) {
+  EXPECT_TRUE(has(error_of_file("/dev/zero"), "not a regular file")) << error_of_file("/dev/zero");
+  const std::string fifo = test_tmp("fifo.yaml");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_TRUE(has(error_of_file(fifo), "not a regular file"));  // returns: no writer needed
+}
+
+TEST(InputLimits, AFileOverTheSizeLimitIsRefusedBeforeReading) {
+  const std::string big = test_tmp("big.yaml");
+  std::filesystem::remove(big);
+  std::ofstream(big) << "a: 1\n";
+  std::filesystem::resize_file(big, kMaxYamlBytes + 1);  // sparse: nothing is written
+  const std::string m = error_of_file(big);
+  EXPECT_TRUE(has(m, "over the limit")) << m;
+}
+
+TEST(InputLimits, AnAliasBombStopsAtTheNodeLimit) {
+  std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i)
+    text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" + std::to_string(i - 1) + ", *a" +
+            std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" +
+            std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" +
+            std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + "]\n";
+  const std::string m = error_of_text(text);  // 10^9 nodes expanded
+  EXPECT_TRUE(has(m, "YAML nodes")) << m;
+  // A few aliases are fine.
+  EXPECT_EQ(error_of_text("a: &x {k: 1}\nb: *x\n"), "");
+}
+
+TEST(InputLimits, DuplicateKeysAndExtraDocumentsAreRefused) {
+  const std::string dup = error_of_text("cluster:\n  nodes: 2\n  nodes: 4\n");
+  EXPECT_TRUE(has(dup, "in.yaml:3: key 'cluster.nodes': is given twice")) << dup;
+  const std::string docs = error_of_text("a: 1\n---\nb: 2\n");
+  EXPECT_TRUE(has(docs, "2 YAML documents")) << docs;
+  EXPECT_EQ(error_of_text("---\na: 1\n"), "");  // one document with its marker
+}
+
+TEST(InputLimits, TextThatIsNotUtf8IsRefusedWithItsKey) {
+  const std::string m = error_of_text("name: \"caf\xe9\"\n");
+  EXPECT_TRUE(has(m, "key 'name'") && has(m, "UTF-8")) << m;
+  EXPECT_EQ(error_of_text("name: caf\xc3\xa9\n"), "");
+}
+
+TEST(InputLimits, AnIntegerThatDoesNotFitIsReportedAsWritten) {
+  const Node n = Node::load_string("layers: 9223372036854775808\nbig: 1e308\n", "in.yaml");
+  try {
+    n.required_int("layers");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "9223372036854775808")) << e.what();
+    EXPECT_FALSE(has(e.what(), "-9223372036854775808")) << e.what();
+  }
+  EXPECT_THROW(n.required_int("big"), InputError);
+}
+
+TEST(InputLimits, AQuantityBeyondWhatADoubleHoldsIsOutOfRange) {
+  const Node n = Node::load_string("read_GBps: 1e308\n", "in.yaml");
+  try {
+    n.required_quantity("read_GBps", stacksim::sim::Dimension::Bandwidth, 1e9);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "key 'read_GBps'") && has(e.what(), "out of range")) << e.what();
+  }
+}

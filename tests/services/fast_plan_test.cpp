@@ -1,0 +1,128 @@
+// The two-stage plan search: the fast tier ranks a small plan space as the replay does
+// (Spearman's rank correlation over every fitting plan, the replay's best among the fast top 5,
+// the fast tier's step within 5 % of the replay's on its top 10), the same answer with any
+// number of threads, and the purchase search's answer and reasons.
+#include <gtest/gtest.h>
+#include <tbb/global_control.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include "config/error.hpp"
+#include "services/plan_search.hpp"
+#include "services/purchase.hpp"
+#include "tests/test_tmp.hpp"
+
+using namespace stacksim::analysis;
+
+namespace {
+
+std::string write_small_job(const std::string& name, const std::string& extra = "") {
+  const std::string path = test_tmp(name);
+  std::ofstream(path) << "cluster: {node: dgx-h100, nodes: 1}\n"
+                         "model: {layers: 4, hidden: 2048, heads: 16, kv_heads: 8, ffn_hidden: 5632, vocab: 32000,"
+                         " seq_len: 2048, mlp: swiglu}\n"
+                         "parallelism: {tp: 1, pp: 1, dp: 8, micro_batch: 1, global_batch: 32, recompute: none}\n"
+                      << extra;
+  return path;
+}
+
+nlohmann::json without_timings(nlohmann::json j) {
+  j.erase("seconds");
+  j.erase("fast_seconds");
+  return j;
+}
+
+}  // namespace
+
+TEST(FastPlanSearch, RanksLikeTheReplay) {
+  PlanSearchOptions o;
+  o.replay_top = 100000;  // replay every fitting plan
+  const PlanSearchResult r = search_plans(write_small_job("fast_rank.yaml"), {}, o);
+  ASSERT_GE(r.fit, 20u);
+  ASSERT_EQ(r.replayed, r.fit);
+  std::vector<double> fast, replay;
+  for (const PlanCandidate& c : r.plans) fast.push_back(c.fast.step_time_s), replay.push_back(c.result.step_time_s);
+  EXPECT_GE(spearman(fast, replay), 0.95);
+  // The replay's best (plans are sorted by replayed time) is among the fast tier's best 5.
+  std::vector<double> sorted_fast = fast;
+  std::sort(sorted_fast.begin(), sorted_fast.end());
+  EXPECT_LE(fast.front(), sorted_fast[std::min<size_t>(4, sorted_fast.size() - 1)]);
+  // Within 5 % on the fast tier's top 10.
+  std::vector<size_t> by_fast(fast.size());
+  for (size_t i = 0; i < by_fast.size(); ++i) by_fast[i] = i;
+  std::stable_sort(by_fast.begin(), by_fast.end(), [&](size_t a, size_t b) { return fast[a] < fast[b]; });
+  for (size_t i = 0; i < 10 && i < by_fast.size(); ++i) {
+    const size_t j = by_fast[i];
+    EXPECT_NEAR(fast[j], replay[j], 0.05 * replay[j]) << plan_label(r.plans[j].sets);
+  }
+}
+
+TEST(FastPlanSearch, SpearmanOfKnownSeries) {
+  EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
+  EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0);
+  // One swap of neighbours among 4: 1 - 6 * 2 / (4 * 15) = 0.8.
+  EXPECT_NEAR(spearman({1, 2, 3, 4}, {1, 3, 2, 4}), 0.8, 1e-12);
+}
+
+TEST(FastPlanSearch, SameAnswerWithAnyThreadCount) {
+  const std::string path = write_small_job("fast_threads.yaml");
+  PlanSearchOptions o;
+  o.replay_top = 3;
+  nlohmann::json one, two;
+  {
+    tbb::global_control c(tbb::global_control::max_allowed_parallelism, 1);
+    one = without_timings(plans_json(search_plans(path, {}, o)));
+  }
+  {
+    tbb::global_control c(tbb::global_control::max_allowed_parallelism, 4);
+    two = without_timings(plans_json(search_plans(path, {}, o)));
+  }
+  EXPECT_EQ(one.dump(), two.dump());
+  EXPECT_EQ(one["replayed"], 3);
+}
+
+TEST(FastPlanSearch, PurchasePicksTheCheapestClusterThatMeetsTheDeadlineAndSaysWhy) {
+  // A small model on 1 or 2 nodes of H100 or H200, 2e10 tokens in 2 days: the answer meets the
+  // deadline, costs its price times its time, is the cheapest that meets it, and every runner-up
+  // says why it loses.
+  const std::string path = write_small_job(
+      "purchase.yaml",
+      "failures: {mtbf_hours_per_node: 6300, restart_s: 600}\ncheckpoint: {every_steps: 500}\n"
+      "purchase:\n  tokens: 2e10\n  deadline_days: 2\n  nodes: [1, 2]\n  replay_top: 1\n  options:\n"
+      "    - {name: H100, node: dgx-h100, prices: {gpu_hour_usd: 6.155}}\n"
+      "    - {name: H200, node: dgx-h200, prices: {gpu_hour_usd: 6.305}}\n");
+  const PurchaseResult r = search_purchase(path, {}, "", false);
+  ASSERT_EQ(r.options.size(), 4u);
+  ASSERT_TRUE(r.found);
+  const PurchaseOption& w = r.options.front();
+  EXPECT_TRUE(w.meets);
+  EXPECT_TRUE(w.replayed);
+  EXPECT_LE(w.days, 2.0);
+  EXPECT_NEAR(w.cost_usd, w.usd_per_hour * w.days * 24, 1e-6 * w.cost_usd);
+  EXPECT_NEAR(w.days * 86400 * w.goodput_tokens_per_s, 2e10, 1e-6 * 2e10);
+  EXPECT_GT(w.failure_loss_fraction, 0.0);  // failures count against goodput
+  for (size_t i = 1; i < r.options.size(); ++i) {
+    EXPECT_FALSE(r.options[i].why.empty());
+    if (r.options[i].meets) { EXPECT_GE(r.options[i].cost_usd, w.cost_usd); }
+  }
+  // Two nodes fail twice as often as one.
+  for (const PurchaseOption& a : r.options)
+    for (const PurchaseOption& b : r.options)
+      if (a.option_name == b.option_name && a.nodes == 2 * b.nodes) {
+        EXPECT_GT(a.failure_loss_fraction, 1.5 * b.failure_loss_fraction);
+      }
+}
+
+TEST(FastPlanSearch, PurchaseWithoutDeadlineOrBudgetIsAClearError) {
+  const std::string path = write_small_job(
+      "purchase_bad.yaml",
+      "purchase:\n  tokens: 2e10\n  nodes: [1]\n  options:\n    - {name: H100, node: dgx-h100, prices: {gpu_hour_usd: 6}}\n");
+  try {
+    search_purchase(path, {}, "", false);
+    FAIL() << "no error";
+  } catch (const stacksim::config::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("deadline"), std::string::npos) << e.what();
+  }
+}
