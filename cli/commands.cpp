@@ -25,6 +25,7 @@
 #include "services/serving_commands.hpp"
 #include "validate/serving_result_file.hpp"
 #include "services/serving_run.hpp"
+#include "validate/stack_fit.hpp"
 #include "models/calibration/calibrate.hpp"
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
@@ -36,7 +37,7 @@ namespace {
 struct Args {
   std::vector<std::string> positional;
   std::vector<std::string> sets;
-  std::string json, trace, output, scenarios_dir;
+  std::string json, trace, output, scenarios_dir, rows;
   std::string serving_result, scenario;  // validate --serving-result FILE --scenario S.yaml
   std::vector<std::string> kinds, sources, ids;
   std::string gpu;
@@ -103,6 +104,7 @@ Args parse_args(const std::string& command, const std::vector<std::string>& args
     else if (x == "--kind") for (auto& k : split_commas(value())) a.kinds.push_back(k);
     else if (x == "--source") for (auto& k : split_commas(value())) a.sources.push_back(k);
     else if (x == "--scenarios") a.scenarios_dir = value();
+    else if (x == "--rows") a.rows = value();
     else if (x == "--serving-result") a.serving_result = value();
     else if (x == "--scenario") a.scenario = value();
     else if (x == "--id") for (auto& k : split_commas(value())) a.ids.push_back(k);
@@ -201,7 +203,10 @@ int cmd_validate(const std::vector<std::string>& raw, std::ostream& out, std::os
       throw config::InputError("command line", 0, "--scenarios", "cannot create directory '" + a.scenarios_dir + "': " + ec.message(),
                                "name a writable directory");
   }
-  ValidationFilter f{a.kinds, a.sources, a.ids};
+  ValidationFilter f;
+  f.kinds = a.kinds;
+  f.sources = a.sources;
+  f.ids = a.ids;
   const auto outcomes = validate_file(a.positional[0], f);
   print_validation(outcomes, out);
   if (!a.json.empty()) write_json_atomically(a.json, validation_json(outcomes));
@@ -211,6 +216,35 @@ int cmd_validate(const std::vector<std::string>& raw, std::ostream& out, std::os
         config::write_output_text((std::filesystem::path(a.scenarios_dir) / config::safe_file_name(o.id + ".yaml")).string(),
                                   o.scenario_yaml, {a.scenarios_dir});
   }
+  return 0;
+}
+
+const char* kFitHelp =
+    "usage: stacksim fit CASES.yaml... -o stacks/fitted.yaml\n"
+    "  Fits the software-stack parameters per framework family (compute efficiency, per-kernel gap,\n"
+    "  communication efficiency; docs/stacks.md) to the training cases of the files, judged by\n"
+    "  leave-one-source-out cross-validation: prints per family the fitted values, rows, sources and\n"
+    "  the errors of the real simulator (reference, in-sample, CV), and writes the fit with each\n"
+    "  family's 80 % interval band.\n"
+    "  --rows ROWS.csv  also write the rows the fit used (breakdown shares, CV log errors), for audit\n";
+
+int cmd_fit(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
+  const Args a = parse_args("fit", raw, {"-o", "--output", "--rows"});
+  if (a.help) { out << kFitHelp; return 0; }
+  if (a.positional.empty() || a.output.empty())
+    throw config::InputError("command line", 0, a.positional.empty() ? "CASES" : "-o", "fit needs case files and -o FILE",
+                             "write: stacksim fit validation/cases.yaml validation/extra/*.yaml -o stacks/fitted.yaml");
+  for (const auto& f : a.positional)
+    if (!std::filesystem::exists(f))
+      throw config::InputError(f, 0, "CASES", "no such case file", "name stacksim-validation/1 files");
+  if (!a.rows.empty()) write_text_atomically(a.rows, "");  // a bad path fails before the long fit
+  const FitReport rep = fit_stacks(a.positional, err, isatty(STDERR_FILENO), a.rows);
+  for (const auto& l : rep.lines) out << l << "\n";
+  std::string command = "stacksim fit";
+  for (const auto& f : a.positional) command += " " + f;
+  command += " -o " + a.output;
+  write_stack_fit(rep.fit, command, a.output);
+  out << "wrote " << a.output << "\n";
   return 0;
 }
 
@@ -439,7 +473,8 @@ int run_command(const std::string& command, const std::vector<std::string>& args
   if (command == "sweep") return cmd_sweep(args, out, err);
   if (command == "plan") return cmd_plan(args, out);
   if (command == "plot") return cmd_plot(args, out, err);
-  const std::vector<std::string> commands{"run", "compare", "sweep", "plan", "plot", "validate", "calibrate", "catalog"};
+  if (command == "fit") return cmd_fit(args, out, err);
+  const std::vector<std::string> commands{"run", "compare", "sweep", "plan", "plot", "validate", "calibrate", "catalog", "fit"};
   const std::string near = config::nearest(command, commands);
   throw config::InputError("command line", 0, command, "unknown command",
                            near.empty() ? "run 'stacksim --help' for the list"

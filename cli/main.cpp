@@ -28,6 +28,8 @@ const char* kUsage =
     "      matplotlib plots of run, compare and sweep outputs\n"
     "  validate CASES.yaml [--json FILE] [--kind KIND,...] [--source KEY,...]\n"
     "      predict every published case and print predicted vs measured with the error summary\n"
+    "  fit CASES.yaml... -o stacks/fitted.yaml\n"
+    "      fit the software-stack parameters per framework family under leave-one-source-out CV\n"
     "  calibrate MEASUREMENTS.yaml -o PROFILE.yaml [--gpu NAME]\n"
     "      fit the hardware model to stacksim-probe measurements; write a calibrated GPU profile\n"
     "  catalog [gpus|nodes|nics|models]\n"

@@ -174,6 +174,7 @@ Comparison compare(const ScenarioLoader& load, const std::string& origin, const 
     o.result = results[i];
     o.speedup = c.baseline.step_time_s / results[i].step_time_s;
     o.reason = explain(c.baseline, results[i], o.speedup);
+    o.speedup_interval = speedup_interval(c.baseline, results[i], o.speedup);
     (i < first_elastic ? c.variants : c.elasticity).push_back(o);
   }
   std::stable_sort(c.elasticity.begin(), c.elasticity.end(),
@@ -194,6 +195,14 @@ nlohmann::json typed_value(const std::string& text) {
 }
 
 }  // namespace
+
+std::pair<double, double> speedup_interval(const TrainingResult& base, const TrainingResult& var, double speedup) {
+  if (!base.band.known || !var.band.known) return {0, 0};
+  // speedup measured = speedup predicted x exp(r_base - r_variant), r = log(measured / predicted).
+  if (base.stack_fitted == var.stack_fitted)
+    return {speedup * std::exp(base.band.pair_lo_log), speedup * std::exp(base.band.pair_hi_log)};
+  return {speedup * std::exp(base.band.lo_log - var.band.hi_log), speedup * std::exp(base.band.hi_log - var.band.lo_log)};
+}
 
 double cost_change_pct(const TrainingResult& base, const TrainingResult& var) {
   return 100 * (var.usd_per_million_tokens / base.usd_per_million_tokens - 1);
@@ -226,6 +235,7 @@ nlohmann::json comparison_json(const Comparison& c) {
     nlohmann::json j = run_json(v.result);
     j["set"] = set;
     j["speedup"] = v.speedup;
+    if (v.speedup_interval.second > 0) j["speedup_interval"] = {v.speedup_interval.first, v.speedup_interval.second};
     j["goodput_speedup"] = v.result.goodput_tokens_per_s / c.baseline.goodput_tokens_per_s;
     j["reason"] = v.reason;
     if (priced) j["cost_change_pct"] = cost_change_pct(c.baseline, v.result);
@@ -272,8 +282,15 @@ void print_comparison(const Comparison& c, std::ostream& out) {
     for (const auto* v : cols) any = any || v->result.breakdown[k].second > 0;
     if (any) row("  " + name, base, [k](const VariantOutcome& v) { return v.result.breakdown[k].second; });
   }
-  for (size_t i = 0; i < cols.size(); ++i)
-    out << "variant " << i + 1 << " (" << cols[i]->label << "): " << cols[i]->reason << "\n";
+  for (size_t i = 0; i < cols.size(); ++i) {
+    out << "variant " << i + 1 << " (" << cols[i]->label << "): " << cols[i]->reason;
+    if (cols[i]->speedup_interval.second > 0) {
+      std::snprintf(line, sizeof line, " Speedup 80%% interval %.3fx to %.3fx.", cols[i]->speedup_interval.first,
+                    cols[i]->speedup_interval.second);
+      out << line;
+    }
+    out << "\n";
+  }
   if (!c.elasticity.empty()) {
     out << "elasticity (step speedup if only this resource were 2x faster):\n";
     for (const auto& e : c.elasticity) {

@@ -21,6 +21,9 @@ struct VariantOutcome {
   std::string label;
   TrainingResult result;
   double speedup = 0;             // baseline step time / variant step time
+  // Its 80 % interval: the spread of the ratio of two rows of one source (shared factors cancel)
+  // when both run the same fitted stack, else the two bands combined; {0, 0} without a fit.
+  std::pair<double, double> speedup_interval{0, 0};
   std::string reason;
 };
 
@@ -42,6 +45,7 @@ Comparison compare(const ScenarioLoader& load, const std::string& origin, const 
 
 // Change of the cost per million tokens, in percent (negative: cheaper); both results priced.
 double cost_change_pct(const TrainingResult& base, const TrainingResult& var);
+std::pair<double, double> speedup_interval(const TrainingResult& base, const TrainingResult& var, double speedup);
 
 nlohmann::json comparison_json(const Comparison& c);
 void print_comparison(const Comparison& c, std::ostream& out);

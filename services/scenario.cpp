@@ -13,7 +13,7 @@ namespace {
 const std::vector<std::string> kTopKeys = {"name",       "description", "hardware", "cluster",    "model",
                                            "parallelism", "collective", "host",     "storage",    "checkpoint",
                                            "failures",    "prices",     "purchase",  // plan --purchase (purchase.hpp)
-                                           "serving",     "workload",   "slo"};
+                                           "serving",     "workload",   "slo",       "software"};
 
 // storage: the job's storage target per node, read by the data loaders and written by checkpoints
 // (`--set storage.read_GBps=20` asks what faster storage buys). A bare number is GB/s, as the key
@@ -206,6 +206,7 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
   }
   t.failures = parse_failures(top["failures"], t.checkpoint);
   t.prices = parse_prices(top["prices"]);
+  t.software = parse_software(top["software"]);
   // recompute: auto is resolved at run time (the least recomputation that fits in memory). The
   // tree is edited in place so that every other key keeps its line for error messages; it parses
   // as selective, whose recompute_modules (if any) are the ones auto tries.

@@ -6,6 +6,7 @@
 //   model: {...} or {hf_config: path/config.json}
 //   parallelism: {tp: 4, pp: 4, dp: 4, micro_batch: 1, global_batch: 128, ...}
 //   prices: {gpu_hour_usd: 2.5}           # optional: cost per million tokens (prices.hpp)
+//   software: {framework: deepspeed, version: "0.14", year: 2024}  # optional (stack_profile.hpp)
 // or, instead of parallelism, a serving deployment (serving:, workload:, slo:; serving_scenario.hpp),
 // or, instead of model/parallelism, a collective benchmark:
 //   collective: {op: all_reduce, gpus: 8, sizes: {min: 1 KiB, max: 8 GiB, factor: 2}, algorithm: auto}
@@ -22,6 +23,7 @@
 #include "models/host/resilience.hpp"
 #include "services/prices.hpp"
 #include "services/serving_scenario.hpp"
+#include "services/stack_profile.hpp"
 #include "topologies/builders.hpp"
 
 namespace stacksim::analysis {
@@ -48,6 +50,7 @@ struct TrainingSetup {
   CheckpointConfig checkpoint;      // checkpoint: section
   FailureConfig failures;           // failures: section
   Prices prices;                    // prices: section (cost per million tokens)
+  SoftwareStack software;           // software: section (stack_profile.hpp); unset = the reference
   std::vector<std::string> notes;   // defaults applied
 };
 

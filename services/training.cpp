@@ -1,6 +1,7 @@
 #include "services/training.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "config/error.hpp"
@@ -159,6 +160,13 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   const double peak_bf16 = compute::GpuModel(gpu).peak(compute::DType::BF16);
   for (auto& [dtype, flops] : gpu.peak_flops_per_s) flops *= setup.scales.gpu_flops;
   gpu.hbm_Bps *= setup.scales.hbm;
+  // The software stack's fitted rates (identity for the reference stack, so nothing changes).
+  const StackParameters& stack = setup.software.params;
+  if (!stack.identity()) {
+    for (auto& [dtype, flops] : gpu.peak_flops_per_s) flops *= stack.compute_efficiency;
+    gpu.hbm_Bps *= stack.compute_efficiency;
+    gpu.kernel_overhead_s += stack.kernel_gap_s;
+  }
   const compute::GpuModel gpu_model(gpu);
   TrainingResult r;
   r.notes = setup.notes;
@@ -177,7 +185,11 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
     r.oom_detail = sim::format_bytes(r.memory_per_gpu_bytes) + " needed per GPU, " + sim::format_bytes(gpu.memory_bytes) +
                    " available";
 
-  const topo::ClusterConfig cc = scaled_cluster(setup);
+  topo::ClusterConfig cc = scaled_cluster(setup);
+  if (!stack.identity()) {
+    cc.node.intra_bandwidth_Bps *= stack.comm_efficiency;
+    cc.nic.bandwidth_Bps *= stack.comm_efficiency;
+  }
   const topo::Cluster cluster = topo::build_cluster(cc);
   const coll::CommTuning tuning = coll::tuning_for(cc.node, cc.nic);
   const workload::StepProgram program = step_program(setup, plan, gpu_model, cc);
@@ -235,6 +247,14 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
     r.usd_per_hour = cluster_usd_per_hour(setup.prices, setup.cluster);
     r.usd_per_million_tokens = usd_per_million_tokens(r.usd_per_hour, r.goodput_tokens_per_s);
   }
+  const StackBand band = band_for(setup.software, gpu.architecture, r.num_gpus, &r.interval_widened);
+  r.band = band;
+  r.stack_fitted = setup.software.fitted;
+  if (band.known) {
+    r.step_time_interval_s = {r.step_time_s * std::exp(band.lo_log), r.step_time_s * std::exp(band.hi_log)};
+    r.tokens_per_s_per_gpu_interval = {r.tokens_per_s_per_gpu / std::exp(band.hi_log),
+                                       r.tokens_per_s_per_gpu / std::exp(band.lo_log)};
+  }
   r.critical_stage = rr.critical_stage;
   r.tasks = rr.tasks;
   r.engine = rr.engine_stats;
@@ -282,6 +302,12 @@ nlohmann::json training_json(const Scenario& s, const TrainingResult& r) {
       {"notes", r.notes},
       {"engine", {{"tasks", r.tasks}, {"events", r.engine.events}, {"solves", r.engine.solves},
                   {"wall_s", r.wall_s}}}};
+  j["software"] = software_json(s.training.software);
+  if (r.step_time_interval_s.second > 0) {
+    j["step_time_interval_s"] = {r.step_time_interval_s.first, r.step_time_interval_s.second};
+    j["tokens_per_s_per_gpu_interval"] = {r.tokens_per_s_per_gpu_interval.first, r.tokens_per_s_per_gpu_interval.second};
+    j["interval_widened"] = r.interval_widened;
+  }
   if (r.usd_per_hour > 0) {
     j["usd_per_hour"] = r.usd_per_hour;
     j["usd_per_million_tokens"] = r.usd_per_million_tokens;
@@ -305,7 +331,18 @@ void print_training(const Scenario& s, const TrainingResult& r, bool verbose, st
                 p.tp, p.pp, schedule.c_str(), p.dp, p.cp, p.ep, etp.c_str(), p.vp, p.micro_batch, p.global_batch,
                 workload::precision_name(p.precision), r.recompute.c_str(), p.zero, extras.c_str());
   out << line;
+  const SoftwareStack& sw = s.training.software;
+  out << "software: " << sw.framework << (sw.version.empty() ? "" : " " + sw.version)
+      << (sw.year ? " (" + std::to_string(sw.year) + ")" : "") << ", profile " << sw.profile << "\n";
   std::snprintf(line, sizeof line, "step time        %s\n", sim::format_seconds(r.step_time_s).c_str()); out << line;
+  if (r.step_time_interval_s.second > 0) {
+    std::snprintf(line, sizeof line, "  80%% interval   %s to %s (%.4g to %.4g tokens/s per GPU; %s%s)\n",
+                  sim::format_seconds(r.step_time_interval_s.first).c_str(),
+                  sim::format_seconds(r.step_time_interval_s.second).c_str(), r.tokens_per_s_per_gpu_interval.first,
+                  r.tokens_per_s_per_gpu_interval.second, sw.fitted == "global" ? "all stacks' residuals" : (sw.fitted + " residuals").c_str(),
+                  r.interval_widened ? ", widened: outside what was fitted" : "");
+    out << line;
+  }
   std::snprintf(line, sizeof line, "tokens/s         %.4g (%.4g per GPU)\n", r.tokens_per_s, r.tokens_per_s_per_gpu); out << line;
   if (s.training.checkpoint.enabled || s.training.failures.enabled) {
     std::snprintf(line, sizeof line, "goodput tokens/s %.4g (checkpoints %s per step, %.2f%% lost to failures)\n",

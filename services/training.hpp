@@ -65,6 +65,12 @@ struct TrainingResult {
   double failure_loss_fraction = 0;    // wall time lost to restarts and recomputed work
   double goodput_tokens_per_s = 0;     // tokens_per_s after failures (data waits and checkpoints
                                        // are already in the step)
+  // 80 % interval from the stack family's cross-validated residuals (stack_profile.hpp); empty
+  // ({0, 0}) when no fit is installed.
+  std::pair<double, double> step_time_interval_s{0, 0}, tokens_per_s_per_gpu_interval{0, 0};
+  bool interval_widened = false;       // the stack, GPU or scale lies outside what was fitted
+  StackBand band;                      // the band behind them (as widened), for a speedup's interval
+  std::string stack_fitted;            // the fitted entry it came from (a family, or "global")
   std::string bottleneck;
   int critical_stage = 0;
   double host_launches_per_step = 0;   // kernels one rank's host launches per step (pipeline mean)

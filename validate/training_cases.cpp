@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "services/scenario.hpp"
+#include "services/stack_profile.hpp"
 #include "services/training.hpp"
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
@@ -198,29 +199,37 @@ std::string catalogue_gpu(const YAML::Node& c, const std::string& gpu, std::vect
   return gpu;
 }
 
-// The source counts the causal attention core at half (workload::AttentionCount::CausalHalf):
-// Megatron-LM's throughput log since 2025 (num_floating_point_operations: "causal mask (only half
-// of the mask is non-zero)"), which the Megatron MoE Model Zoo's TFLOP/s come from, and
-// Megatron-Bridge's performance scripts' FLOP formulas (causal_self_attn). Older Megatron-LM,
-// NeMo 1.x/24.x and the papers count the full s x s score matrix (the default).
-bool counts_causal_attention_half(const YAML::Node& c) {
-  const std::string text = source_text(c);
-  return text.find("megatron-moe-modelzoo") != std::string::npos ||
-         text.find("megatron moe model zoo") != std::string::npos ||
-         text.find("megatron-bridge") != std::string::npos;
+// A behaviour of the case's stack as the catalogue states it (stacks/<family>.yaml): the entry its
+// software block names, else its GPU era's (stacks/eras.yaml); "" when the entry does not say.
+// What a source's era or framework means for an unstated knob lives there, not here.
+std::string stack_behaviour(const YAML::Node& c, const std::string& gpu, const char* key) {
+  const StackCatalog& stacks = bundled_stacks();
+  const YAML::Node sw = c["software"];
+  std::string framework, version;
+  int year = has(sw, "year") ? get<int>(sw, "year") : 0;
+  if (has(sw, "framework")) {
+    framework = get<std::string>(sw, "framework");
+    if (has(sw, "version")) version = get<std::string>(sw, "version");
+  } else {
+    const hw::GpuCatalog& gpus = hw::bundled_gpus();
+    const auto era = stacks.era_default(gpus.has(gpu) ? gpus.get(gpu).architecture : "");
+    framework = era.first;
+    if (!year) year = era.second;
+  }
+  const StackFamily* family = stacks.family(framework);
+  if (!family) return "";
+  const StackEntry* entry = stacks.entry(*family, version, year);
+  if (!entry && !version.empty()) entry = stacks.entry(*family, "", year);  // a version not catalogued: its year's
+  if (!entry || !entry->behaviours || !entry->behaviours[key] || !entry->behaviours[key]["value"]) return "";
+  return entry->behaviours[key]["value"].as<std::string>();
 }
 
-// The source is a NeMo container's performance table older than YY.MM (its title names the
-// container: "NeMo 24.03.01 framework container", "25.11 NeMo container").
-bool nemo_container_before(const YAML::Node& c, int year, int month) {
-  if (!has(c["source"], "title")) return false;
-  const std::string title = lowercase(get<std::string>(c["source"], "title"));
-  static const std::regex named_after("nemo ([0-9]{2})\\.([0-9]{2})\\b");
-  static const std::regex named_before("\\b([0-9]{2})\\.([0-9]{2})(\\.[0-9]+)?( framework)? nemo container");
-  std::smatch hit;
-  if (!std::regex_search(title, hit, named_after) && !std::regex_search(title, hit, named_before)) return false;
-  const int y = std::stoi(hit[1].str()), m = std::stoi(hit[2].str());
-  return m >= 1 && m <= 12 && (y < year || (y == year && m < month));
+// The source counts the causal attention core at half (workload::AttentionCount::CausalHalf): its
+// stack's catalogue entry says flop_count: causal_half (Megatron-LM's throughput log since 2025,
+// Megatron-Bridge's performance scripts). Older Megatron-LM, NeMo 1.x/24.x and the papers count
+// the full s x s score matrix (the default).
+bool counts_causal_attention_half(const YAML::Node& c, const std::string& gpu) {
+  return stack_behaviour(c, gpu, "flop_count") == "causal_half";
 }
 
 // Whether `pattern` matches the notes in a clause (between '.' and ';') that says something of
@@ -866,12 +875,11 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
     // Transformer Engine with its cuDNN fused attention switched off runs the flash-attn package.
     mo["attention"] = "flash2";
     defaults.push_back("model.attention: flash2 (the notes set NVTE_FUSED_ATTN=0: Transformer Engine's FlashAttention backend)");
-  } else if (!old_gen && nemo_container_before(c, 24, 5)) {
-    // NeMo reaches flash attention through Transformer Engine, which ran FlashAttention-2 until it
-    // gave cuDNN's fused attention the preference on Hopper; NeMo's documentation says so from
-    // 22 May 2024 (NeMo PR #9188: before it, "with the inclusion of Flash Attention 2").
-    mo["attention"] = "flash2";
-    defaults.push_back("model.attention: flash2 (a NeMo container before 24.05: Transformer Engine's FlashAttention-2)");
+  } else if (const std::string stack_kernel = old_gen ? "" : stack_behaviour(c, gpu, "attention_kernel"); !stack_kernel.empty()) {
+    // The stack's own attention kernels where its catalogue entry states them (e.g. NeMo before
+    // 24.05: Transformer Engine's FlashAttention-2).
+    mo["attention"] = stack_kernel;
+    defaults.push_back("model.attention: " + stack_kernel + " (the stack's kernels, its catalogue entry's attention_kernel)");
   } else if (gpu.rfind("V100", 0) != 0 && notes_name(case_notes, "nanotron")) {
     // nanotron's attention calls the flash-attn package (flash_attn_varlen_func), FlashAttention-2.
     mo["attention"] = "flash2";
@@ -1541,8 +1549,42 @@ YAML::Node case_scenario(const YAML::Node& c, std::vector<std::string>& defaults
 
 }  // namespace
 
+// The case's software block as the scenario's (framework, version, year), or, where the source
+// does not say, the stack of its GPU's era (stacks/eras.yaml). A version the catalogue does not
+// list is left out (the year chooses the entry) and said so.
+YAML::Node case_software(const YAML::Node& c, const std::string& gpu, std::vector<std::string>& defaults) {
+  const YAML::Node sw = c["software"];
+  const StackCatalog& stacks = bundled_stacks();
+  YAML::Node out;
+  if (has(sw, "framework")) {
+    const std::string framework = get<std::string>(sw, "framework");
+    const StackFamily* family = stacks.family(framework);
+    if (!family) throw std::runtime_error("software.framework '" + framework + "' is not in the stack catalogue");
+    out["framework"] = framework;
+    const int year = has(sw, "year") ? get<int>(sw, "year") : 0;
+    if (year) out["year"] = year;
+    if (has(sw, "version")) {
+      const std::string version = get<std::string>(sw, "version");
+      if (stacks.entry(*family, version, year)) out["version"] = version;
+      else defaults.push_back("software.version: '" + version + "' is not in the " + framework + " catalogue; the " +
+                              (year ? "year" : "newest entry") + " chooses the profile");
+    }
+    return out;
+  }
+  const hw::GpuCatalog& gpus = hw::bundled_gpus();
+  const std::string arch = gpus.has(gpu) ? gpus.get(gpu).architecture : "";
+  const auto [framework, year] = stacks.era_default(arch);
+  out["framework"] = framework;
+  if (has(sw, "year")) out["year"] = get<int>(sw, "year");
+  else if (year) out["year"] = year;
+  defaults.push_back("software: " + framework + (out["year"] ? " " + out["year"].as<std::string>() : std::string()) +
+                     " (the source does not say: the stack of the GPU's era, stacks/eras.yaml)");
+  return out;
+}
+
 YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>& defaults) {
   YAML::Node s = case_scenario(with_catalogue_shape(c, defaults), defaults);
+  s["software"] = case_software(c, s["cluster"]["gpu"] ? s["cluster"]["gpu"].as<std::string>() : std::string(), defaults);
   // A published run fitted in its GPUs' memory: where the era's default (no sharding) does not
   // but the distributed optimizer / ZeRO-1 (the sharding of Megatron-LM's and Megatron-DeepSpeed's
   // large runs) does, the case ran with it, as recompute: auto takes the least recomputation.
@@ -1564,14 +1606,28 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
   return s;
 }
 
-void predict_training_case(const YAML::Node& c, CaseOutcome& out) {
+void predict_training_case(const YAML::Node& c, CaseOutcome& out, const ValidationFilter& options) {
   const YAML::Node meas = c["measured"];
   const YAML::Node scenario_yaml = training_case_scenario(c, out.defaults);
   YAML::Emitter emitted;
   emitted << scenario_yaml;
   out.scenario_yaml = std::string(emitted.c_str()) + "\n";
-  const Scenario scenario = scenario_from_yaml(scenario_yaml, "case " + out.id);
+  Scenario scenario = scenario_from_yaml(scenario_yaml, "case " + out.id);
+  SoftwareStack& sw = scenario.training.software;
+  if (options.stack_params == ValidationFilter::StackParams::Reference) {
+    sw.params = StackParameters{};
+  } else if (options.stack_params == ValidationFilter::StackParams::PerSource) {
+    sw.params = StackParameters{};
+    if (const auto src = options.per_source.find(out.source); src != options.per_source.end())
+      if (const auto fam = src->second.find(sw.framework); fam != src->second.end()) sw.params = fam->second;
+  }
   const TrainingResult r = simulate_training(scenario.training, RunOptions{});
+  out.family = sw.framework;
+  out.architecture = hw::bundled_gpus().get(scenario.training.gpu).architecture;
+  out.num_gpus = r.num_gpus;
+  out.step_time_s = r.step_time_s;
+  out.kernels_per_step = r.host_launches_per_step;
+  out.breakdown = r.breakdown;
   if (r.oom) out.defaults.push_back("note: predicted out of memory (" + r.oom_detail + ")");
   // The sequences the run trains per step over those replayed (a partial last micro-batch).
   const YAML::Node cp = c["parallelism"];
@@ -1580,7 +1636,7 @@ void predict_training_case(const YAML::Node& c, CaseOutcome& out) {
   // Model FLOPs the source's way, for a published FLOP rate: the ratio of its count to the
   // replay's (full attention core).
   const auto source_flop_count = [&]() {
-    if (!counts_causal_attention_half(c)) return 1.0;
+    if (!counts_causal_attention_half(c, scenario.training.gpu)) return 1.0;
     out.defaults.push_back("model FLOPs: the causal attention core counted at half (the source's Megatron-LM "
                            "2025+ / Megatron-Bridge count)");
     const workload::ModelConfig& m = scenario.training.model;
@@ -1636,6 +1692,13 @@ void predict_training_case(const YAML::Node& c, CaseOutcome& out) {
     out.defaults.push_back(detail);
   } else {
     out.error = "the case publishes no step time, throughput, TFLOP/s or MFU (only: see measured.other)";
+  }
+  // The interval: the step time's band, turned for a rate (which falls as the step grows).
+  out.time_like = out.metric == "step_time_s" || out.metric == "layer_fwd+bwd_ms";
+  if (r.step_time_interval_s.second > 0 && out.error.empty()) {
+    const double lo = r.step_time_interval_s.first / r.step_time_s, hi = r.step_time_interval_s.second / r.step_time_s;
+    out.interval = out.time_like ? std::make_pair(out.predicted * lo, out.predicted * hi)
+                                 : std::make_pair(out.predicted / hi, out.predicted / lo);
   }
 }
 

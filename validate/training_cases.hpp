@@ -58,6 +58,6 @@ YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>&
 
 // Predicts the case's primary metric: step time where published (or derived), else the
 // published throughput/FLOP-rate metric computed the source's way.
-void predict_training_case(const YAML::Node& c, CaseOutcome& out);
+void predict_training_case(const YAML::Node& c, CaseOutcome& out, const ValidationFilter& options = {});
 
 }  // namespace stacksim::analysis

@@ -33,8 +33,13 @@ bool matches(const std::vector<std::string>& wanted, const std::string& value, b
 struct Stats {
   size_t n = 0;
   double sum_abs = 0, max_abs = 0;
+  size_t with_interval = 0, inside = 0;  // cases with an 80 % interval, and those it holds
   double mape() const { return n ? sum_abs / n : 0.0; }
   void add(double e) { ++n; sum_abs += std::fabs(e); max_abs = std::max(max_abs, std::fabs(e)); }
+  void add(const CaseOutcome& o) {
+    add(o.error_pct);
+    if (o.has_interval()) ++with_interval, inside += o.inside();
+  }
 };
 
 
@@ -78,7 +83,7 @@ std::vector<CaseOutcome> validate_file(const std::string& cases_path, const Vali
     o.source = c.IsMap() && c["source"] ? field_text(c["source"], "key") : "";
     try {
       if (o.kind == "training") {
-        predict_training_case(c, o);
+        predict_training_case(c, o, filter);
       } else if (o.kind == "serving") {
         predict_serving_case(c, o);
       } else if (o.kind == "memory" && is_copy_case(c)) {
@@ -121,10 +126,15 @@ nlohmann::json validation_json(const std::vector<CaseOutcome>& outcomes) {
       j["predicted"] = o.predicted;
       j["measured"] = o.measured;
       j["error_pct"] = o.error_pct;
-      all.add(o.error_pct);
-      by_source[o.source].add(o.error_pct);
-      by_kind[o.kind].add(o.error_pct);
-      by_kind_source[o.kind][o.source].add(o.error_pct);
+      if (o.has_interval()) {
+        j["interval"] = {o.interval.first, o.interval.second};
+        j["inside"] = o.inside();
+      }
+      if (!o.family.empty()) j["software"] = o.family;
+      all.add(o);
+      by_source[o.source].add(o);
+      by_kind[o.kind].add(o);
+      by_kind_source[o.kind][o.source].add(o);
     } else {
       j["error"] = o.error;
       ++errors;
@@ -139,7 +149,9 @@ nlohmann::json validation_json(const std::vector<CaseOutcome>& outcomes) {
     cases.push_back(j);
   }
   auto stats_json = [](const Stats& s) {
-    return nlohmann::json{{"n", s.n}, {"mape_pct", s.mape()}, {"max_abs_error_pct", s.max_abs}};
+    nlohmann::json j{{"n", s.n}, {"mape_pct", s.mape()}, {"max_abs_error_pct", s.max_abs}};
+    if (s.with_interval) j["coverage_80"] = static_cast<double>(s.inside) / s.with_interval;
+    return j;
   };
   nlohmann::json src = nlohmann::json::object();
   for (const auto& [k, s] : by_source) src[k] = stats_json(s);

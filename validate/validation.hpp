@@ -7,9 +7,13 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "services/stack_profile.hpp"
 
 namespace stacksim::analysis {
 
@@ -27,13 +31,28 @@ struct CaseOutcome {
   std::vector<std::string> defaults;                  // fields filled by the global null policy
   std::string scenario_yaml;                          // training/serving: the scenario built and run
   std::vector<MetricOutcome> metrics;                 // serving: every measured figure, the primary first
+  // Training: what `stacksim fit` reads (stack_fit.hpp): the stack family simulated, the step's
+  // breakdown (seconds per category), its GPU kernels per rank, the GPU and the job's size.
+  std::string family, architecture;
+  int num_gpus = 0;
+  double step_time_s = 0, kernels_per_step = 0;
+  std::vector<std::pair<std::string, double>> breakdown;
+  bool time_like = true;                              // the metric grows with the step time
+  // The 80 % interval of the prediction, in the metric's unit (0, 0: none installed).
+  std::pair<double, double> interval{0, 0};
   bool ok() const { return error.empty(); }
+  bool has_interval() const { return interval.second > 0; }
+  bool inside() const { return measured >= interval.first && measured <= interval.second; }
 };
 
 struct ValidationFilter {
   std::vector<std::string> kinds;    // empty = all
   std::vector<std::string> sources;  // empty = all
   std::vector<std::string> ids;      // empty = all (substring match)
+  // Stack parameters for training cases: the fitted ones (stacks/fitted.yaml), the reference
+  // (identity: the base run `stacksim fit` starts from), or per source and family (its CV folds).
+  enum class StackParams { Fitted, Reference, PerSource } stack_params = StackParams::Fitted;
+  std::map<std::string, std::map<std::string, StackParameters>> per_source;  // source -> family -> params
 };
 
 std::vector<CaseOutcome> validate_file(const std::string& cases_path, const ValidationFilter& filter);

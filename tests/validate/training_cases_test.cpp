@@ -1018,8 +1018,9 @@ TEST(TrainingCasePolicy, ModelTflopsAreCountedTheSourcesWayForCausalAttention) {
   c["measured"] = YAML::Load("{step_time_s: null, model_tflops_per_gpu: 300}");
   c["model"]["seq_len"] = 16384;
   CaseOutcome full, half;
+  c["software"] = YAML::Load("{framework: megatron-core, version: null, year: 2024}");  // full count
   predict_training_case(c, full);
-  c["source"]["url"] = "https://github.com/yanring/Megatron-MoE-ModelZoo/blob/x/best_practice/Qwen3/readme.md";
+  c["software"] = YAML::Load("{framework: megatron-core, version: null, year: 2025}");  // the catalogue: causal_half
   predict_training_case(c, half);
   EXPECT_EQ(full.metric, "model_tflops_per_gpu");
   const double h = 1024, s = 16384, v = 50304, layers = 4;
@@ -1027,7 +1028,7 @@ TEST(TrainingCasePolicy, ModelTflopsAreCountedTheSourcesWayForCausalAttention) {
   const double attention = layers * 12 * s * h;
   EXPECT_NEAR(half.predicted / full.predicted, (gemms + attention / 2) / (gemms + attention), 1e-9);
   EXPECT_LT(half.predicted, 0.75 * full.predicted);  // attention dominates at 16k tokens
-  c["source"]["url"] = "https://github.com/NVIDIA/Megatron-LM/blob/v0.9/README.md";  // 2024: full count
+  c["software"] = YAML::Load("{framework: megatron-core, version: '0.9', year: 2024}");  // 2024: full count
   CaseOutcome old;
   predict_training_case(c, old);
   EXPECT_DOUBLE_EQ(old.predicted, full.predicted);
@@ -1439,16 +1440,16 @@ TEST(TrainingCasePolicy, AServerWithFewerGpusKeepsTheNodeTypesNicsPerGpu) {
 
 TEST(TrainingCasePolicy, ANeMoContainerBeforeTransformerEnginesCudnnPreferenceRunsFlashAttention2) {
   YAML::Node c = training_case("H100-SXM5-80GB", "");
-  const auto kernel = [&](const std::string& title) {
-    c["source"]["title"] = title;
+  const auto kernel = [&](const std::string& software) {
+    c["software"] = YAML::Load(software);  // the stack's catalogue entry says (stacks/nemo.yaml)
     std::vector<std::string> defaults;
     return training_case_scenario(c, defaults)["model"]["attention"].as<std::string>();
   };
-  EXPECT_EQ(kernel("NVIDIA NeMo performance summary (NeMo 24.03.01 framework container)"), "flash2");
-  EXPECT_EQ(kernel("NVIDIA NeMo performance summary (NeMo 24.07 container), DGX-H100"), "flash");
-  EXPECT_EQ(kernel("Megatron-Bridge performance summary, 25.11 NeMo container"), "flash");
-  EXPECT_EQ(kernel("23.11 NeMo container"), "flash2");
-  EXPECT_EQ(kernel("Nemotron-4 340B Technical Report (arXiv:2406.11704)"), "flash");  // no container named
+  EXPECT_EQ(kernel("{framework: nemo, version: '24.03.01', year: 2024}"), "flash2");
+  EXPECT_EQ(kernel("{framework: nemo, version: '24.07', year: 2024}"), "flash");
+  EXPECT_EQ(kernel("{framework: megatron-bridge, version: '25.11', year: 2025}"), "flash");
+  EXPECT_EQ(kernel("{framework: nemo, version: '23.11', year: 2023}"), "flash2");
+  EXPECT_EQ(kernel("{framework: megatron-core, version: null, year: 2024}"), "flash");  // no NeMo container
 }
 
 TEST(TrainingCasePolicy, EpAllToAllOverlapIsReadWhereStatedOnAndMegatronRunsIt) {
@@ -1567,4 +1568,42 @@ TEST(TrainingCasePolicy, StatedActivationOffloadingIsRead) {
   EXPECT_FALSE(offloaded("--cpu-offloading-weights only."));
   EXPECT_FALSE(offloaded("Activation offloading could be enabled with --cpu-offloading."));
   EXPECT_FALSE(offloaded(""));
+}
+
+// The case's software block becomes the scenario's; without one, the GPU era's stack (stacks/eras.yaml).
+TEST(TrainingCaseSoftware, BlockOrEraChoosesTheStack) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["software"] = YAML::Load("{framework: deepspeed, version: null, year: 2024}");
+  std::vector<std::string> defaults;
+  const YAML::Node s = training_case_scenario(c, defaults);
+  EXPECT_EQ(s["software"]["framework"].as<std::string>(), "deepspeed");
+  EXPECT_EQ(s["software"]["year"].as<int>(), 2024);
+  EXPECT_EQ(scenario_from_yaml(s, "case").training.software.profile, "deepspeed-current");
+
+  YAML::Node old = training_case("A100-SXM4-80GB", "");
+  defaults.clear();
+  const YAML::Node e = training_case_scenario(old, defaults);
+  EXPECT_EQ(e["software"]["framework"].as<std::string>(), "megatron-lm");
+  bool said = false;
+  for (const auto& d : defaults) said = said || d.rfind("software: megatron-lm", 0) == 0;
+  EXPECT_TRUE(said);
+
+  // A version the catalogue does not list is dropped (the year decides), and said so.
+  c["software"] = YAML::Load("{framework: nemo, version: '99.99', year: 2024}");
+  defaults.clear();
+  const YAML::Node v = training_case_scenario(c, defaults);
+  EXPECT_FALSE(v["software"]["version"]);
+  EXPECT_EQ(scenario_from_yaml(v, "case").training.software.profile, "nemo-24.x");
+}
+
+// What a stack's era means for an unstated knob is the catalogue's: NeMo before 24.05 ran
+// Transformer Engine's FlashAttention-2; 24.07 the fused kernels.
+TEST(TrainingCaseSoftware, CatalogueStatesTheEraAttentionKernels) {
+  YAML::Node c = training_case("H100-SXM5-80GB", "");
+  c["software"] = YAML::Load("{framework: nemo, version: '24.03.01', year: 2024}");
+  std::vector<std::string> defaults;
+  EXPECT_EQ(training_case_scenario(c, defaults)["model"]["attention"].as<std::string>(), "flash2");
+  c["software"] = YAML::Load("{framework: nemo, version: '24.07', year: 2024}");
+  const YAML::Node later = training_case_scenario(c, defaults)["model"]["attention"];
+  EXPECT_TRUE(!later || later.as<std::string>() != "flash2");
 }
