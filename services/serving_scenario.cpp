@@ -248,6 +248,20 @@ serving::Slo parse_slo(const config::Node& n) {
 // The default activation format for a weight format: the same where the GPU has a tensor path for
 // it (the core's rule: FP8 on Hopper and later, FP4 on Blackwell, INT8 on Ampere/Ada/Hopper),
 // else 16-bit (weight-only quantisation).
+// An unnamed KV-cache format: the engine's choice for an FP8/FP4 checkpoint where its profile
+// states one and the GPU stores FP8 (TensorRT-LLM takes the checkpoint's), else 16-bit.
+serving::Dtype default_kv_dtype(const serving::ServingConfig& c, const serving::EngineProfile& profile,
+                                const hw::GpuSpec& gpu, std::vector<std::string>& notes) {
+  const bool quantized = c.weights_dtype == serving::Dtype::FP8 || c.weights_dtype == serving::Dtype::FP4;
+  if (quantized && profile.quantized_checkpoint_kv_dtype && gpu.peak("fp8") > 0) {
+    const serving::Dtype kv = *profile.quantized_checkpoint_kv_dtype;
+    notes.push_back(std::string("serving.kv_cache_dtype: ") + serving::dtype_name(kv) + " (not given; " + profile.name +
+                    " takes an " + serving::dtype_name(c.weights_dtype) + " checkpoint's KV format)");
+    return kv;
+  }
+  return gpu.peak("bf16") > 0 ? serving::Dtype::BF16 : serving::Dtype::FP16;
+}
+
 serving::Dtype default_activations(serving::Dtype w, const hw::GpuSpec& gpu) {
   using D = serving::Dtype;
   if (w != D::INT4) {
@@ -317,8 +331,7 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
   if (!n.has("weights_dtype")) s.notes.push_back("serving.weights_dtype: bf16 (not given)");
   c.activations_dtype = n.has("activations_dtype") ? parse_dtype_key(n, "activations_dtype")
                                                    : default_activations(c.weights_dtype, gpu);
-  c.kv_dtype = n.has("kv_cache_dtype") ? parse_dtype_key(n, "kv_cache_dtype")
-                                       : (gpu.peak("bf16") > 0 ? serving::Dtype::BF16 : serving::Dtype::FP16);
+  c.kv_dtype = n.has("kv_cache_dtype") ? parse_dtype_key(n, "kv_cache_dtype") : default_kv_dtype(c, profile, gpu, s.notes);
   try {  // the GPU must compute in the formats named (FP8 on an A100 is an input error)
     serving::tensor_peak_flops_per_s(gpu, c.weights_dtype, c.activations_dtype);
   } catch (const std::invalid_argument& e) {

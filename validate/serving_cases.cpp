@@ -12,6 +12,7 @@
 #include "services/scenario.hpp"
 #include "services/serving_datasets.hpp"
 #include "services/serving_run.hpp"
+#include "validate/serving_engine_flags.hpp"
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
 #include "models/workload/model_catalog.hpp"
@@ -149,6 +150,27 @@ std::vector<std::pair<std::string, double>> serving_case_measured(const YAML::No
   return out;
 }
 
+// Engine limits the notes quote as flags become the scenario's serving keys (a per-rank batch
+// limit times the attention data-parallel ranks).
+void apply_engine_flags(const std::string& notes, long long dp_ranks, YAML::Node& srv, std::vector<std::string>& defaults) {
+  for (const EngineFlag& f : engine_flags_in(notes)) {
+    if (f.key == "chunked_prefill") {
+      srv[f.key] = f.value != 0;
+    } else if (f.key == "max_num_seqs" || f.key == "max_num_batched_tokens") {
+      if (f.value <= 0) {  // SGLang's chunked-prefill-size -1: whole prompts
+        if (f.key == "max_num_batched_tokens") srv["chunked_prefill"] = false;
+        continue;
+      }
+      srv[f.key] = static_cast<long long>(f.value) * (f.per_rank && f.key == "max_num_seqs" ? dp_ranks : 1);
+    } else if (f.value > 0 && f.value <= 1) {
+      srv[f.key] = f.value;
+    } else {
+      continue;
+    }
+    defaults.push_back("serving." + f.key + " from the notes ('" + f.spelling + "')");
+  }
+}
+
 YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& defaults) {
   const YAML::Node hw = c["hardware"], sv = c["serving"];
   if (!sv) throw std::runtime_error("the case has no serving section");
@@ -168,7 +190,16 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
   const long long gpus = has(hw, "num_gpus") ? count_field(hw, "num_gpus") : 0;
   if (pp == 0) { pp = 1; defaults.push_back("serving.pp: 1 (not stated)"); }
   if (dp == 0) dp = 1;
-  const bool dp_attention = ep > std::max(tp, 1LL);
+  const std::string notes = has(c, "notes") ? field<std::string>(c, "notes") : "";
+  bool dp_attention = ep > std::max(tp, 1LL);
+  if (!dp_attention && ep > 1 && tp > 1 && dp == 1 && states_attention_dp(notes)) {
+    // "--tp 8 --ep 8" with attention data-parallel: each of the tp GPUs runs attention for its own
+    // sequences (KV cache not replicated), the experts span them all.
+    dp = tp;
+    tp = 1;
+    dp_attention = true;
+    defaults.push_back("serving.dp: " + std::to_string(dp) + ", tp 1 (the notes state attention data parallelism)");
+  }
   if (tp == 0) {
     if (gpus == 0) throw std::runtime_error("serving.tp and hardware.num_gpus are null");
     tp = dp_attention ? 1 : gpus / (pp * dp);
@@ -237,6 +268,7 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
       defaults.push_back("serving.speculative.acceptance_rate: 0.85 (DeepSeek-V3 report's MTP second-token acceptance, low end; not stated)");
   }
   if (has(sv, "disaggregated") && sv["disaggregated"].IsMap()) srv["disaggregated"] = sv["disaggregated"];
+  apply_engine_flags(notes, dp_attention ? dp : 1, srv, defaults);
   s["serving"] = srv;
   s["cluster"]["node"] = hw::node_type_for_gpu(gpu);
   const long long node_gpus = hw::bundled_nodes().node(hw::node_type_for_gpu(gpu)).gpus_per_node;
@@ -256,6 +288,12 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
   const long long published_requests =
       other && other.IsMap() && other["num_requests"] && other["num_requests"].IsScalar() ? other["num_requests"].as<long long>() : 0;
   long long requests = published_requests;
+  if (requests == 0 && has(sv, "dataset")) {  // "sharegpt (200 prompts, fixed seed)": the count the source ran
+    static const std::regex count_words(R"((\d+)\s+(prompts|requests|samples)\b)");
+    std::smatch m;
+    const std::string text = field<std::string>(sv, "dataset");
+    if (std::regex_search(text, m, count_words)) requests = std::stoll(m[1].str());
+  }
   if (mode == "offline" || mode == "server") {
     w["mode"] = "offline";
   } else if (mode == "fixed_batch") {

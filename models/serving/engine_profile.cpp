@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "config/yaml.hpp"
+#include "models/serving/dtype.hpp"
 
 namespace stacksim::serving {
 namespace {
@@ -23,7 +24,7 @@ void apply_entry(const config::Node& e, EngineProfile& p) {
   e.check_keys({"version", "max_num_seqs", "max_num_batched_tokens", "block_size_tokens", "gpu_memory_utilization",
                 "kv_free_memory_fraction", "chunked_prefill", "prefix_caching", "scheduler", "kv_admission",
                 "host_overlapped", "step_overhead_s", "step_overhead_cuda_graph_s", "per_sequence_overhead_s",
-                "gemm_efficiency", "attention_efficiency", "sources"});
+                "gemm_efficiency", "attention_efficiency", "quantized_checkpoint_kv_cache_dtype", "sources"});
   p.version = e.required_string("version");
   if (auto v = e.optional_int("max_num_seqs")) p.max_num_seqs = static_cast<int>(e.positive("max_num_seqs", *v));
   if (auto v = e.optional_int("max_num_batched_tokens")) p.max_num_batched_tokens = static_cast<long long>(e.positive("max_num_batched_tokens", *v));
@@ -52,6 +53,14 @@ void apply_entry(const config::Node& e, EngineProfile& p) {
     p.per_sequence_overhead_s = e.non_negative("per_sequence_overhead_s", *v);
   if (auto v = e.optional_number("gemm_efficiency")) p.gemm_efficiency = e.positive("gemm_efficiency", *v);
   if (auto v = e.optional_number("attention_efficiency")) p.attention_efficiency = e.positive("attention_efficiency", *v);
+  if (e.has("quantized_checkpoint_kv_cache_dtype")) {
+    const std::string s = e.required_string("quantized_checkpoint_kv_cache_dtype");
+    try {
+      p.quantized_checkpoint_kv_dtype = parse_dtype(s);
+    } catch (const std::invalid_argument& err) {
+      e.fail("quantized_checkpoint_kv_cache_dtype", err.what(), "use bf16, fp16 or fp8");
+    }
+  }
   const config::Node src = e["sources"];
   for (size_t i = 0; i < src.size(); ++i) p.sources.push_back(src.at(i).yaml().as<std::string>());
 }

@@ -25,8 +25,11 @@
 //     attention_efficiency: 1.0          # share of the GPU's fused-attention rate
 //     sources: [...]
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "models/serving/dtype.hpp"
 
 namespace stacksim::serving {
 
@@ -54,6 +57,10 @@ struct EngineProfile {
   // leave-one-source-out CV where the docs give nothing.
   double gemm_efficiency = 1.0;
   double attention_efficiency = 1.0;
+  // The KV-cache format the engine takes when the scenario names none and the weights come as an
+  // 8- or 4-bit checkpoint: TensorRT-LLM reads the checkpoint's kv_cache_quant_algo (ModelOpt's
+  // FP8/NVFP4 checkpoints ship an FP8 KV cache); vLLM and SGLang ('auto') keep the model's 16 bits.
+  std::optional<Dtype> quantized_checkpoint_kv_dtype;
   std::vector<std::string> sources;
   std::string file;
 };

@@ -64,6 +64,19 @@ TEST(ServingScenario, SectionsBecomeTheConfigWorkloadAndSlo) {
   EXPECT_EQ(v.slo.tpot_ms.stat, "p99");
 }
 
+TEST(ServingScenario, AnUnnamedKvFormatIsTheEnginesChoiceForTheCheckpoint) {
+  // TensorRT-LLM takes an FP8/FP4 checkpoint's FP8 KV cache; vLLM keeps 16 bits; a named format wins.
+  const std::string trt = "serving.engine=tensorrt-llm";
+  EXPECT_EQ(parse(kBase, {trt, "serving.weights_dtype=fp8"}).serving.config.kv_dtype, serving::Dtype::FP8);
+  EXPECT_EQ(parse(kBase, {trt, "serving.weights_dtype=bf16"}).serving.config.kv_dtype, serving::Dtype::BF16);
+  EXPECT_EQ(parse(kBase, {"serving.weights_dtype=fp8"}).serving.config.kv_dtype, serving::Dtype::BF16);
+  EXPECT_EQ(parse(kBase, {trt, "serving.weights_dtype=fp8", "serving.kv_cache_dtype=bf16"}).serving.config.kv_dtype,
+            serving::Dtype::BF16);
+  // The 0.x releases built engines without the checkpoint's KV format: 16 bits unless named.
+  EXPECT_EQ(parse(kBase, {trt, "serving.engine_version=0.12", "serving.weights_dtype=fp8"}).serving.config.kv_dtype,
+            serving::Dtype::BF16);
+}
+
 TEST(ServingScenario, LengthDistributions) {
   const analysis::Scenario s = parse(kBase, {"workload.input={dist: uniform, min: 100, max: 300}",
                                              "workload.output={dist: normal, mean: 200, stdev: 50}"});

@@ -204,3 +204,27 @@ TEST(ServingResultFile, VllmJsonAndSglangJsonlBecomeOneMeasuredCase) {
   std::ofstream(broken) << "{not json\n";
   EXPECT_THROW(analysis::validate_serving_result(broken, scenario, {}), config::InputError);
 }
+
+TEST(ServingCases, NotesFlagsAndAttentionDpShapeTheScenario) {
+  std::vector<std::string> defaults;
+  YAML::Node c = case_node({{"hardware.num_gpus", "8"}, {"serving.tp", "8"}, {"serving.ep", "8"}});
+  c["model"]["moe"] = YAML::Load("{experts: 64, top_k: 4, expert_ffn_hidden: 2048}");
+  c["notes"] = "Attention DP, --tp 8 --ep 8, max_batch_size 128 per rank, --enable-chunked-prefill=False";
+  const YAML::Node s = analysis::serving_case_scenario(c, defaults);
+  EXPECT_EQ(s["serving"]["tp"].as<int>(), 1);
+  EXPECT_EQ(s["serving"]["dp"].as<int>(), 8);
+  EXPECT_EQ(s["serving"]["max_num_seqs"].as<int>(), 1024);  // 128 per rank x 8 attention ranks
+  EXPECT_FALSE(s["serving"]["chunked_prefill"].as<bool>());
+  // Without the words the layout is tensor-parallel attention and the engine's own limits.
+  c["notes"] = "--tp 8 --ep 8";
+  const YAML::Node t = analysis::serving_case_scenario(c, defaults);
+  EXPECT_EQ(t["serving"]["tp"].as<int>(), 8);
+  EXPECT_FALSE(t["serving"]["max_num_seqs"]);
+}
+
+TEST(ServingCases, APromptCountInTheDatasetTextIsTheRequestCount) {
+  std::vector<std::string> defaults;
+  const YAML::Node s = analysis::serving_case_scenario(
+      case_node({{"serving.dataset", "'sharegpt (200 prompts, fixed seed)'"}, {"serving.mode", "offline"}}), defaults);
+  EXPECT_EQ(s["workload"]["requests"].as<int>(), 200);
+}
