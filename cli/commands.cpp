@@ -18,6 +18,7 @@
 #include "services/output.hpp"
 #include "services/plan_search.hpp"
 #include "services/purchase.hpp"
+#include "services/serving_purchase.hpp"
 #include "services/scenario.hpp"
 #include "services/sweep.hpp"
 #include "services/training.hpp"
@@ -382,7 +383,9 @@ const char* kPlanHelp =
     "  --json FILE      write {evaluated, fit, replayed, seconds, plans: [{tp, pp, ..., fast_step_time_s,\n"
     "                   step_time_s (replayed plans)}]}\n"
     "  --purchase FILE  purchase search (or a purchase: section in the scenario): the cheapest (or\n"
-    "                   fastest) GPU type x cluster size x plan that trains the token budget in time\n";
+    "                   fastest) GPU type x cluster size x plan that trains the token budget in time;\n"
+    "                   on a serving scenario the cheapest GPU type x TP size x replicas that serves\n"
+    "                   purchase.rate_per_s within the scenario's slo:\n";
 
 int cmd_plan(const std::vector<std::string>& raw, std::ostream& out) {
   const Args a = parse_args("plan", raw, {"--set", "-n", "--top", "-k", "--json", "--purchase", "--replay-sample"});
@@ -392,7 +395,14 @@ int cmd_plan(const std::vector<std::string>& raw, std::ostream& out) {
                              "write: stacksim plan scenarios/llama3-70b-64xh100.yaml -n 5");
   if (a.top < 1) throw config::InputError("command line", 0, "-n", "must be at least 1", "write e.g. -n 5");
   if (a.replay_top < 0) throw config::InputError("command line", 0, "-k", "must be 0 or more", "write e.g. -k 10");
-  const bool purchase_section = config::Node::load_file(a.positional[0]).has("purchase");
+  const config::Node scenario_file = config::Node::load_file(a.positional[0]);
+  const bool purchase_section = scenario_file.has("purchase");
+  if ((!a.purchase.empty() || purchase_section) && scenario_file.has("serving")) {
+    const ServingPurchaseResult r = search_serving_purchase(a.positional[0], a.sets, a.purchase, true);
+    print_serving_purchase(r, out);
+    if (!a.json.empty()) write_json_atomically(a.json, serving_purchase_json(r));
+    return 0;
+  }
   if (!a.purchase.empty() || purchase_section) {
     const PurchaseResult r = search_purchase(a.positional[0], a.sets, a.purchase, true);
     print_purchase(r, out);

@@ -18,35 +18,11 @@
 #include "services/plan_space.hpp"
 #include "services/scenario.hpp"
 #include "models/hardware/gpu_spec.hpp"
+#include "services/progress.hpp"
 #include "models/workload/memory.hpp"
 
 namespace stacksim::analysis {
 namespace {
-
-// A bar on stderr for one phase of the search, only on a terminal.
-class Progress {
- public:
-  Progress(bool on, const char* phase, size_t total) : on_(on && total > 0 && isatty(2)), phase_(phase), total_(total) {}
-  ~Progress() {
-    if (on_) std::fprintf(stderr, "\r%-60s\r", "");
-  }
-  void tick() {
-    const size_t n = ++done_;
-    if (!on_ || (n % 64 != 0 && n != total_)) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    const int width = 30, filled = static_cast<int>(width * n / total_);
-    std::fprintf(stderr, "\r%s [%s%s] %zu/%zu", phase_, std::string(filled, '#').c_str(),
-                 std::string(width - filled, '.').c_str(), n, total_);
-    std::fflush(stderr);
-  }
-
- private:
-  bool on_;
-  const char* phase_;
-  size_t total_;
-  std::atomic<size_t> done_{0};
-  std::mutex mutex_;
-};
 
 std::vector<double> ranks_of(const std::vector<double>& v) {
   std::vector<size_t> idx(v.size());

@@ -18,14 +18,31 @@ struct Spec {
   bool fastest = false;
   std::vector<int> nodes;
   std::vector<YAML::Node> fabrics;  // empty: the scenario's
-  struct Option {
-    std::string name, node, gpu;
-    YAML::Node prices;
-    config::Node where;
-  };
-  std::vector<Option> options;
+  std::vector<PurchaseHardwareOption> options;
   size_t replay_top = 1;
 };
+
+}  // namespace
+
+std::vector<PurchaseHardwareOption> parse_purchase_options(const config::Node& n) {
+  const config::Node opts = n["options"];
+  if (!opts.is_sequence() || opts.size() == 0)
+    n.fail("options", "must be a non-empty list of GPU/node types with prices",
+           "write e.g. options: [{name: H100, node: dgx-h100, prices: {gpu_hour_usd: 6.2}}]");
+  std::vector<PurchaseHardwareOption> out;
+  for (size_t i = 0; i < opts.size(); ++i) {
+    const config::Node o = opts.at(i);
+    o.require_map();
+    o.check_keys({"name", "node", "gpu", "prices", "source"});
+    if (!o.has("prices")) o.fail("prices", "missing: every option needs its price", "add prices: {gpu_hour_usd: 6.2}");
+    parse_prices(o["prices"]);  // checked here, so that the error names the option
+    out.push_back({o.string_or("name", o.required_string("node")), o.required_string("node"), o.string_or("gpu", ""),
+                   o["prices"].yaml(), o});
+  }
+  return out;
+}
+
+namespace {
 
 Spec parse_spec(const config::Node& n) {
   if (n.is_null())
@@ -56,19 +73,7 @@ Spec parse_spec(const config::Node& n) {
     if (!f.is_sequence() || f.size() == 0) n.fail("fabrics", "must be a list of fabric maps", "write e.g. fabrics: [{topology: fat_tree}]");
     for (size_t i = 0; i < f.size(); ++i) s.fabrics.push_back(f.at(i).yaml());
   }
-  const config::Node opts = n["options"];
-  if (!opts.is_sequence() || opts.size() == 0)
-    n.fail("options", "must be a non-empty list of GPU/node types with prices",
-           "write e.g. options: [{name: H100, node: dgx-h100, prices: {gpu_hour_usd: 6.2}}]");
-  for (size_t i = 0; i < opts.size(); ++i) {
-    const config::Node o = opts.at(i);
-    o.require_map();
-    o.check_keys({"name", "node", "gpu", "prices", "source"});
-    if (!o.has("prices")) o.fail("prices", "missing: every option needs its price", "add prices: {gpu_hour_usd: 6.2}");
-    parse_prices(o["prices"]);  // checked here, so that the error names the option
-    s.options.push_back({o.string_or("name", o.required_string("node")), o.required_string("node"),
-                         o.string_or("gpu", ""), o["prices"].yaml(), o});
-  }
+  s.options = parse_purchase_options(n);
   if (n.has("replay_top")) {
     const long long k = n.required_int("replay_top");
     if (k < 0 || k > 100) n.fail("replay_top", "is " + std::to_string(k), "use 0 to 100");
@@ -158,7 +163,7 @@ PurchaseResult search_purchase(const std::string& path, const std::vector<std::s
   };
   std::vector<Searched> all;
   const std::vector<YAML::Node> fabrics = spec.fabrics.empty() ? std::vector<YAML::Node>{YAML::Node()} : spec.fabrics;
-  for (const Spec::Option& opt : spec.options)
+  for (const PurchaseHardwareOption& opt : spec.options)
     for (int nodes : spec.nodes)
       for (const YAML::Node& fabric : fabrics) {
         YAML::Node r = YAML::Clone(root);

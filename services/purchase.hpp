@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "config/yaml.hpp"
 #include "services/scenario.hpp"
 
 namespace stacksim::analysis {
@@ -53,6 +54,15 @@ struct PurchaseResult {
   size_t plans_ranked = 0;
   double seconds = 0;
 };
+
+// One GPU/node type a purchase may buy (an entry of purchase.options: name, node, gpu, prices,
+// source), checked: the error names the option. Shared by the training and serving searches.
+struct PurchaseHardwareOption {
+  std::string name, node, gpu;
+  YAML::Node prices;
+  config::Node where;
+};
+std::vector<PurchaseHardwareOption> parse_purchase_options(const config::Node& purchase);
 
 // `purchase_path` empty: the scenario's own purchase: section.
 PurchaseResult search_purchase(const std::string& scenario_path, const std::vector<std::string>& base_sets,
