@@ -119,6 +119,24 @@ KernelCost GpuModel::gemm(int64_t m, int64_t n, int64_t k, DType dtype, int64_t 
   return c;
 }
 
+double GpuModel::gemm_compute_fraction(double m, double n, double k, double elem_bytes) const {
+  if (m <= 0 || n <= 0 || k <= 0) return 1;
+  const double sms = spec_.sm_count;
+  const double align = aligned(static_cast<int64_t>(k), elem_bytes) && aligned(static_cast<int64_t>(n), elem_bytes)
+                           ? 1.0 : kMisalignedEfficiency;
+  double best = std::numeric_limits<double>::infinity();  // in SM-seconds at unit per-SM rate
+  for (const Tile& t : kTiles)
+    for (int split : kSplits) {
+      if (split > 1 && k / split < kMinSplitK) continue;
+      const double kk = std::ceil(k / split);
+      const double units = std::ceil(m / t.m) * std::ceil(n / t.n) * split;
+      const double tile_s = 2.0 * t.m * t.n * kk / t.efficiency * (kk + kKHalf) / kk;
+      const double waves = std::max(1.0, std::min(std::ceil(units / sms), kStreamKOverhead * units / sms));
+      best = std::min(best, waves * tile_s);
+    }
+  return std::min(1.0, 2.0 * m * n * k / sms * align / best);
+}
+
 namespace {
 // Inner-loop iterations of one flash-attention block: the key blocks it visits (the mirror-image
 // count in backward), half of them on average under a causal mask.

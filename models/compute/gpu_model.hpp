@@ -72,6 +72,11 @@ class GpuModel {
                                 int64_t head_dim, bool causal, DType dtype,
                                 AttentionKernel kernel = AttentionKernel::Fused, int64_t window = 0) const;
   KernelCost memory_bound(double bytes, double flops = 0) const;
+  // The share of the GPU's best-shape GEMM rate the best tiling of an m x n x k GEMM reaches on
+  // the compute side alone (tile and wave quantisation, short-K prologue/epilogue, alignment of
+  // `elem_bytes` operands): 1 for large square shapes, less for skinny ones. For callers that
+  // charge the operands' bytes themselves (serving's quantised formats).
+  double gemm_compute_fraction(double m, double n, double k, double elem_bytes) const;
   double kernel_overhead_s() const { return spec_.kernel_overhead_s; }
   double hbm_rate_Bps() const { return spec_.hbm_Bps * spec_.hbm_efficiency; }
   // Dense peak FLOP/s for a dtype; bf16 falls back to fp16 (V100), tf32 to fp32. Throws

@@ -91,11 +91,13 @@ EngineProfile load_engine_profile(const std::string& name, const std::string& ve
                              "use one of: " + list, config::nearest(name, names));
   }
   const config::Node root = config::Node::load_file(file);
-  root.check_keys({"name", "versions"});
+  root.check_keys({"name", "aliases", "versions"});
   const config::Node entries = root["versions"];
   if (entries.size() == 0) root.fail("versions", "no versions listed", "add at least one entry");
   EngineProfile p;
   p.name = root.required_string("name");
+  const config::Node aliases = root["aliases"];
+  for (size_t i = 0; i < aliases.size(); ++i) p.aliases.push_back(aliases.at(i).yaml().as<std::string>());
   p.file = file;
   const std::vector<long> want = version_parts(version);
   for (size_t i = 0; i < entries.size(); ++i) {

@@ -39,6 +39,7 @@ enum class KvAdmission { OnDemand, ReserveFull };
 struct EngineProfile {
   std::string name;     // vllm, sglang, tensorrt-llm, ...
   std::string version;  // the entry's version ("" = the file's only/latest entry)
+  std::vector<std::string> aliases;  // other names sources use for the engine ("text-generation-inference")
   int max_num_seqs = 256;
   long long max_num_batched_tokens = 8192;
   int block_size_tokens = 16;

@@ -46,8 +46,8 @@ StepCostModel::StepCostModel(const ServingConfig& config, const Parallelism& par
                              const workload::ModelConfig& model, const hw::GpuSpec& gpu,
                              std::shared_ptr<const topo::Cluster> cluster, const coll::CommTuning& tuning,
                              int first_rank)
-    : config_(config), par_(parallel), model_(model), gpu_(gpu), cluster_(std::move(cluster)), tuning_(tuning),
-      first_rank_(first_rank) {
+    : config_(config), par_(parallel), model_(model), gpu_(gpu), gpu_model_(gpu), cluster_(std::move(cluster)),
+      tuning_(tuning), first_rank_(first_rank) {
   for (int r = 0; r < par_.tp; ++r) tp_ranks_.push_back(first_rank + r);
   for (int r = 0; r < par_.ep; ++r) ep_ranks_.push_back(first_rank + r);
   layers_per_stage_ = (model.layers + par_.pp - 1) / par_.pp;
@@ -70,7 +70,7 @@ StepCostModel::StepCostModel(const ServingConfig& config, const Parallelism& par
 }
 
 StepCostModel::Gemm StepCostModel::gemm(double m, double n, double k, double weight_bytes_per_elem) const {
-  const double compute_s = 2 * m * n * k / tensor_flops_;
+  const double compute_s = 2 * m * n * k / (tensor_flops_ * gpu_model_.gemm_compute_fraction(m, n, k, a_bytes_));
   const double bytes = n * k * weight_bytes_per_elem + m * k * a_bytes_ + m * n * kActivationBytes;
   const double memory_s = bytes / hbm_Bps_;
   return {std::sqrt(compute_s * compute_s + memory_s * memory_s) + kernel_s_, memory_s >= compute_s};
@@ -154,7 +154,10 @@ const CategorySeconds& StepCostModel::token_part(long long tokens, long long ran
     const double active = experts_gpu * hit;
     const double rows = copies / ep * moe.load_factor();
     const double expert_params_gpu = m.expert_params() / etp;
-    const double compute_s = 2 * rows * expert_params_gpu / tensor_flops_;
+    // Each active expert's grouped-GEMM slice: its share of the rows against its FFN width.
+    const double expert_fraction = gpu_model_.gemm_compute_fraction(
+        std::max(1.0, rows / std::max(1.0, active)), (m.mlp_gemms() - 1) * e_ffn / etp, h, a_bytes_);
+    const double compute_s = 2 * rows * expert_params_gpu / (tensor_flops_ * expert_fraction);
     const double memory_s = (active * expert_params_gpu * w_bytes_ + rows * h * (a_bytes_ + kActivationBytes)) / hbm_Bps_;
     const double expert_s = std::sqrt(compute_s * compute_s + memory_s * memory_s) + 2 * kernel_s_;
     c[static_cast<size_t>(memory_s >= compute_s ? StepCategory::WeightRead : StepCategory::GemmCompute)] +=

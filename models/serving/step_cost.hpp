@@ -2,8 +2,10 @@
 // model (the GPU's calibrated GEMM efficiency, attention efficiency and achievable HBM rate, as
 // the training replay uses them), per GPU of the instance:
 //   GEMMs        weights read once per step at the weight format, FLOPs at the activation format's
-//                tensor rate; time = sqrt(compute^2 + memory^2) + the GPU's per-kernel floor (the
-//                GEMM model's quadrature rule for imperfect overlap near the ridge)
+//                tensor rate times the share the best tiling of the shape reaches (the training
+//                GEMM model's tile/wave quantisation, compute::GpuModel::gemm_compute_fraction);
+//                time = sqrt(compute^2 + memory^2) + the GPU's per-kernel floor (the GEMM model's
+//                quadrature rule for imperfect overlap near the ridge)
 //   attention    decode: every sequence's KV read at the KV format (grows with context); prefill:
 //                causal FLOPs of each chunk against its prior context; MLA reads the latent cache
 //   element-wise fused residual-add + norm (x2), rotary, activation: bytes over HBM
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "models/collectives/collective.hpp"
+#include "models/compute/gpu_model.hpp"
 #include "models/serving/serving.hpp"
 
 namespace stacksim::serving {
@@ -84,6 +87,7 @@ class StepCostModel {
   Parallelism par_;
   workload::ModelConfig model_;
   hw::GpuSpec gpu_;
+  compute::GpuModel gpu_model_;  // the training replay's shape-aware GEMM tiling
   std::shared_ptr<const topo::Cluster> cluster_;
   coll::CommTuning tuning_;
   int first_rank_ = 0;

@@ -218,3 +218,18 @@ TEST(GpuModel, DtypesReadInAnyCaseAndTheFrameworksSpellings) {
   EXPECT_EQ(parse_dtype("float8_e5m2"), DType::FP8);
   EXPECT_THROW(parse_dtype("int8"), std::invalid_argument);
 }
+
+TEST(GpuModel, ComputeFractionIsTheTilingShareOfTheBestShapeRate) {
+  const GpuModel m(gpus().get("H100-SXM5-80GB"));
+  // 16384^3: whole 256x128 tiles in full waves; only the short-K prologue remains, (k / (k + 96)).
+  EXPECT_NEAR(m.gemm_compute_fraction(16384, 16384, 16384, 2), 16384.0 / (16384 + GpuModel::kKHalf), 0.03);
+  // Decode-like rows run the 16-row tiles at 40 % of the largest tiles' rate at best.
+  EXPECT_LE(m.gemm_compute_fraction(16, 8192, 8192, 1), 0.40 + 1e-9);
+  // More rows never lower the share much (tiling only gets easier), and a misaligned k costs 20 %.
+  EXPECT_LT(m.gemm_compute_fraction(64, 8192, 8192, 1), m.gemm_compute_fraction(4096, 8192, 8192, 1));
+  EXPECT_NEAR(m.gemm_compute_fraction(4096, 8192, 8190, 1) / m.gemm_compute_fraction(4096, 8192, 8192, 1),
+              GpuModel::kMisalignedEfficiency, 0.02);
+  // The full GEMM model's compute-bound efficiency is the profile's best-shape rate times it.
+  const KernelCost c = m.gemm(8192, 8192, 8192, DType::BF16);
+  EXPECT_NEAR(c.efficiency, m.spec().max_efficiency("bf16") * m.gemm_compute_fraction(8192, 8192, 8192, 2), 0.03);
+}
