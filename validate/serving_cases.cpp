@@ -231,6 +231,10 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
       const std::string v = field<std::string>(sv, "engine_version");
       if (std::regex_search(v, mv, version)) srv["engine_version"] = mv[1].str();
     }
+  } else if (const std::string named = engine_named_in(notes); !named.empty()) {
+    srv["engine"] = named;
+    defaults.push_back("serving.engine: " + named + " (the notes name it; the case's engine is '" +
+                       (engine.empty() ? std::string("null") : engine) + "')");
   } else {
     srv["engine"] = "vllm";
     defaults.push_back("serving.engine: vllm (the case's engine '" + (engine.empty() ? std::string("null") : engine) +

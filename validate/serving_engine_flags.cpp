@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <regex>
+
+#include "models/serving/engine_profile.hpp"
 
 namespace stacksim::analysis {
 namespace {
@@ -64,6 +67,37 @@ std::vector<EngineFlag> engine_flags_in(const std::string& text) {
     out.push_back(f);
   }
   return out;
+}
+
+std::string engine_named_in(const std::string& text) {
+  struct Named {
+    std::string engine;
+    std::regex pattern;
+  };
+  std::vector<Named> names;
+  for (const std::string& e : serving::engine_names()) {
+    std::vector<std::string> spellings = serving::load_engine_profile(e).aliases;
+    spellings.push_back(e);
+    for (const std::string& sp : spellings) {
+      std::string escaped;
+      for (char ch : sp) escaped += std::string(std::strchr(".^$|()[]{}*+?\\/", ch) && ch ? "\\" : "") + ch;
+      names.push_back({e, std::regex("(^|[^A-Za-z0-9])" + escaped + "($|[^A-Za-z0-9])", std::regex::icase)});
+    }
+  }
+  static const std::regex stated(R"(\bEngine:\s*([^,;(]+))", std::regex::icase);
+  std::smatch m;
+  if (std::regex_search(text, m, stated)) {
+    const std::string phrase = m[1].str();
+    for (const Named& n : names)
+      if (std::regex_search(phrase, n.pattern)) return n.engine;
+  }
+  std::string found;
+  for (const Named& n : names)
+    if (std::regex_search(text, n.pattern)) {
+      if (!found.empty() && found != n.engine) return "";
+      found = n.engine;
+    }
+  return found;
 }
 
 bool states_attention_dp(const std::string& text) {

@@ -18,6 +18,9 @@ struct EngineFlag {
 
 // Every recognised flag in `text`, first mention of each key wins.
 std::vector<EngineFlag> engine_flags_in(const std::string& text);
+// The catalogue engine (models/serving/engines: a file's name or one of its aliases) the text
+// says ran: the one after "Engine:", else the only one it names; "" when none or several.
+std::string engine_named_in(const std::string& text);
 // Whether the text says attention runs data-parallel across the instance's GPUs.
 bool states_attention_dp(const std::string& text);
 

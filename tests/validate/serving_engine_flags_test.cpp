@@ -53,3 +53,12 @@ TEST(ServingEngineFlags, AttentionDataParallelIsRecognisedInEachSpelling) {
   EXPECT_FALSE(states_attention_dp("enable_attention_dp false"));
   EXPECT_FALSE(states_attention_dp("tensor-parallel attention, --tp 8"));
 }
+
+TEST(ServingEngineFlags, TheEngineTheNotesName) {
+  // "Engine:" wins over other engines the text mentions; otherwise only a sole mention counts.
+  EXPECT_EQ(engine_named_in("vLLM v0.6.2 (commit c) ... Flags: Engine: TGI (version not stated), --num-shard 8"), "tgi");
+  EXPECT_EQ(engine_named_in("Engine: Hugging Face Text Generation Inference, --max-concurrent-requests 1024"), "tgi");
+  EXPECT_EQ(engine_named_in("served with SGLang 0.4.1 on 8 GPUs"), "sglang");
+  EXPECT_EQ(engine_named_in("NIM backend (TensorRT-LLM or vLLM profile) not stated"), "");
+  EXPECT_EQ(engine_named_in("an in-house engine"), "");
+}
