@@ -19,7 +19,8 @@ std::string_view top_of(std::string_view path) { return path.substr(0, path.find
 std::string schema_markdown() {
   std::ostringstream o;
   o << "Generated from the schema table (config/scenario_schema_*.cpp) by `stacksim schema --markdown`;\n"
-       "a CTest test fails when this part is not current. Ranges of quantities are in the unit written.\n";
+       "a CTest test (scenario_doc_current) fails when this part is not current. A quantity is written with\n"
+       "its unit (\"2 GB/s\"); where a bare number is read too, its unit is the one in the unit column.\n";
   std::string_view current = "\x01";
   for (const KeySpec& k : scenario_schema()) {
     const std::string_view top = top_of(k.path);
