@@ -289,6 +289,12 @@ void check_scenario(const Node& top) {
   walk(top, "");
 }
 
+void check_scenario_section(const Node& n, const std::string& path) {
+  const KeySpec* k = find_key(path);
+  if (!k) throw std::logic_error("check_scenario_section: '" + path + "' is not declared in the scenario schema");
+  if (!n.is_null()) check_value(*k, n, path);
+}
+
 void check_scenario_value(const std::string& dotted_key, const YAML::Node& value, const std::string& origin) {
   std::string section;
   for (size_t start = 0;;) {

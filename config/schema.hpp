@@ -63,6 +63,8 @@ std::vector<std::string> scenario_keys(std::string_view section);
 // expected type/unit/range and, for an unknown key, the nearest declared one. Null values pass
 // (a null key reads as absent everywhere).
 void check_scenario(const Node& top);
+// Checks one section read from a file of its own (`plan --purchase FILE`) as the section `path`.
+void check_scenario_section(const Node& n, const std::string& path);
 // Checks one dotted key and its value, as Python's Scenario.set() and `--set` write them.
 void check_scenario_value(const std::string& dotted_key, const YAML::Node& value, const std::string& origin);
 

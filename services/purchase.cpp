@@ -33,7 +33,7 @@ Spec parse_spec(const config::Node& n) {
     n.fail("", "missing: purchase search needs a purchase: section (in the scenario or --purchase FILE)",
            "see scenarios/purchase-70b-2t-tokens.yaml for an example");
   n.require_map();
-  n.check_keys(config::scenario_keys("purchase"));
+  config::check_scenario_section(n, "purchase");  // keys, types and ranges (config/schema.hpp)
   Spec s;
   s.tokens = n.positive("tokens", n.required_number("tokens"));
   if (n.has("deadline_days")) s.deadline_days = n.positive("deadline_days", n.required_number("deadline_days"));
