@@ -22,7 +22,7 @@ void add_pool(std::vector<KeySpec>& t, std::string_view replicas, std::string_vi
 void add_serving(std::vector<KeySpec>& t) {
   t.push_back(section("serving", "an inference deployment instead of parallelism"));
   t.push_back(text("serving.engine", "vllm", "engine profile, models/serving/engines (`stacksim catalog engines`)"));
-  t.push_back(text("serving.engine_version", "the newest", "the engine's version"));
+  t.push_back(text("serving.engine_version", "the profile's latest entry", "the engine's version"));
   t.push_back(choice("serving.weights_dtype", kDtypes, "bf16", "weight format"));
   t.push_back(choice("serving.activations_dtype", kDtypes, "from the weights and GPU", "activation format"));
   t.push_back(choice("serving.kv_cache_dtype", kDtypes, "bf16 (fp16 without bf16)", "KV-cache format"));
@@ -62,7 +62,7 @@ void add_workload(std::vector<KeySpec>& t) {
   t.push_back(positive("workload.gamma_shape", "", "1", "gamma: shape of the inter-arrival times"));
   t.push_back(integer("workload.concurrency", "requests", "", 1, kMaxServingCount, "concurrency: requests in flight"));
   t.push_back(integer("workload.batch_size", "requests", "", 1, kMaxServingCount, "fixed_batch: requests per batch"));
-  t.push_back(integer("workload.seed", "", "fixed", -kNoLimit, kNoLimit, "random seed of arrivals and lengths"));
+  t.push_back(integer("workload.seed", "", "0", -kNoLimit, kNoLimit, "random seed of arrivals and lengths"));
   t.push_back(text("workload.dataset", "", "a bundled dataset's prompt and output lengths"));
   t.push_back(text("workload.trace", "", "trace: CSV or JSONL of arrival_s, input_tokens, output_tokens"));
   t.push_back(number("workload.warmup_s", "s", "0", -kNoLimit, kNoLimit, "accepted for compatibility; not read"));

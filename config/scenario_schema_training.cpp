@@ -58,8 +58,8 @@ void add_model(std::vector<KeySpec>& t) {
   t.push_back(integer("model.ffn_hidden", "", "4 x hidden", 1, 1 << 24, "MLP inner size"));
   t.push_back(integer("model.vocab", "tokens", "", 1, 100'000'000, "vocabulary size"));
   t.push_back(integer("model.seq_len", "tokens", "", 1, 100'000'000, "tokens per sequence"));
-  t.push_back(choice("model.mlp", "gelu|swiglu", "the preset's", "MLP kind"));
-  t.push_back(choice("model.norm", "layernorm|rmsnorm", "the preset's", "normalisation"));
+  t.push_back(choice("model.mlp", "gelu|swiglu", "the preset's, else gelu", "MLP kind"));
+  t.push_back(choice("model.norm", "layernorm|rmsnorm", "the preset's, else layernorm", "normalisation"));
   t.push_back(flag("model.tied_embeddings", "the preset's", "input and output embeddings shared"));
   t.push_back(flag("model.qkv_bias", "the preset's", "biases on the Q/K/V projections"));
   t.push_back(choice("model.attention", "flash|flash2|flash1|unfused", "flash", "attention kernel implementation"));
@@ -81,9 +81,9 @@ void add_model(std::vector<KeySpec>& t) {
   t.push_back(integer("model.moe.expert_ffn_hidden", "", "ffn_hidden", -kNoLimit, kNoLimit, "one expert's MLP size"));
   t.push_back(integer("model.moe.first_dense_layers", "layers", "0", -kNoLimit, kNoLimit, "leading dense layers"));
   t.push_back(integer("model.moe.layer_freq", "layers", "1", -kNoLimit, kNoLimit, "an MoE layer every N layers"));
-  t.push_back(number("model.moe.imbalance", "x mean", "the preset's", -kNoLimit, kNoLimit,
+  t.push_back(number("model.moe.imbalance", "x mean", "the preset's, else 1.1", -kNoLimit, kNoLimit,
                      "the busiest rank's load over the mean"));
-  t.push_back(number("model.moe.capacity_factor", "x mean", "none (dropless)", -kNoLimit, kNoLimit,
+  t.push_back(number("model.moe.capacity_factor", "x mean", "0 (dropless)", -kNoLimit, kNoLimit,
                      "token capacity per expert"));
   t.push_back(integer("model.moe.groups", "groups", "0", -kNoLimit, kNoLimit, "expert groups (DeepSeek n_group)"));
   t.push_back(integer("model.moe.groups_per_token", "groups", "0", -kNoLimit, kNoLimit,
