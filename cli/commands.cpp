@@ -484,7 +484,9 @@ int run_command(const std::string& command, const std::vector<std::string>& args
   if (command == "plan") return cmd_plan(args, out);
   if (command == "plot") return cmd_plot(args, out, err);
   if (command == "fit") return cmd_fit(args, out, err);
-  const std::vector<std::string> commands{"run", "compare", "sweep", "plan", "plot", "validate", "calibrate", "catalog", "fit"};
+  if (command == "schema") return cmd_schema(args, out);
+  const std::vector<std::string> commands{"run",      "compare", "sweep",   "plan", "plot",
+                                          "validate", "calibrate", "catalog", "fit",  "schema"};
   const std::string near = config::nearest(command, commands);
   throw config::InputError("command line", 0, command, "unknown command",
                            near.empty() ? "run 'stacksim --help' for the list"

@@ -34,6 +34,8 @@ const char* kUsage =
     "      fit the hardware model to stacksim-probe measurements; write a calibrated GPU profile\n"
     "  catalog [gpus|nodes|nics|models]\n"
     "      list the bundled hardware catalogue and model architectures\n"
+    "  schema [--markdown]\n"
+    "      every key a scenario may hold: type, unit, default, range (docs/scenario.md's reference)\n"
     "\n"
     "Run 'stacksim <command> --help' for the options of one command.\n";
 

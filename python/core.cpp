@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "config/error.hpp"
+#include "config/schema.hpp"
 #include "config/yaml.hpp"
 #include "services/compare.hpp"
 #include "services/plan_search.hpp"
@@ -193,6 +194,15 @@ PYBIND11_MODULE(_core, m) {
         return load_yaml_json(path);
       },
       py::arg("path"), "Reads a YAML file as the CLI does (limits, duplicate keys refused); returns JSON text.");
+  m.def(
+      "check_key",
+      [](const std::string& key, const std::string& value_yaml, const std::string& origin) {
+        const YAML::Node doc = config::Node::load_string(value_yaml, origin).yaml();
+        config::check_scenario_value(key, doc.IsMap() ? doc["v"] : YAML::Node(), origin);
+      },
+      py::arg("key"), py::arg("value_yaml"), py::arg("origin") = "<scenario>",
+      "Checks a dotted scenario key and its value ({v: VALUE} as YAML text) against the scenario schema "
+      "(config/schema.hpp): unknown keys with the nearest declared one, wrong types, values out of range.");
   m.def("catalog_models", &catalog_models_json,
         "The bundled model catalogue (models/workload/architectures) as JSON text.");
   m.def("catalog_model", &catalog_model_json, py::arg("name"),

@@ -1,12 +1,14 @@
 #include "services/prices.hpp"
 
+#include "config/schema.hpp"
+
 namespace stacksim::analysis {
 
 Prices parse_prices(const config::Node& n) {
   Prices p;
   if (n.is_null()) return p;
   n.require_map();
-  n.check_keys({"gpu_hour_usd", "node_hour_usd", "nic_hour_usd"});
+  n.check_keys(config::scenario_keys("prices"));
   p.given = true;
   p.gpu_hour_usd = n.non_negative("gpu_hour_usd", n.optional_number("gpu_hour_usd").value_or(0));
   p.node_hour_usd = n.non_negative("node_hour_usd", n.optional_number("node_hour_usd").value_or(0));

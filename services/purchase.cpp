@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "config/schema.hpp"
 #include "config/error.hpp"
 #include "services/plan_search.hpp"
 #include "models/hardware/gpu_spec.hpp"
@@ -33,7 +34,7 @@ std::vector<PurchaseHardwareOption> parse_purchase_options(const config::Node& n
   for (size_t i = 0; i < opts.size(); ++i) {
     const config::Node o = opts.at(i);
     o.require_map();
-    o.check_keys({"name", "node", "gpu", "prices", "source"});
+    o.check_keys(config::scenario_keys("purchase.options[]"));
     if (!o.has("prices")) o.fail("prices", "missing: every option needs its price", "add prices: {gpu_hour_usd: 6.2}");
     parse_prices(o["prices"]);  // checked here, so that the error names the option
     out.push_back({o.string_or("name", o.required_string("node")), o.required_string("node"), o.string_or("gpu", ""),
@@ -49,7 +50,7 @@ Spec parse_spec(const config::Node& n) {
     n.fail("", "missing: purchase search needs a purchase: section (in the scenario or --purchase FILE)",
            "see scenarios/purchase-70b-2t-tokens.yaml for an example");
   n.require_map();
-  n.check_keys({"tokens", "deadline_days", "budget_usd", "objective", "nodes", "fabrics", "options", "replay_top"});
+  config::check_scenario_section(n, "purchase");  // keys, types and ranges (config/schema.hpp)
   Spec s;
   s.tokens = n.positive("tokens", n.required_number("tokens"));
   if (n.has("deadline_days")) s.deadline_days = n.positive("deadline_days", n.required_number("deadline_days"));

@@ -3,17 +3,13 @@
 #include <cmath>
 #include <filesystem>
 
+#include "config/schema.hpp"
 #include "config/yaml.hpp"
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
 
 namespace stacksim::analysis {
 namespace {
-
-const std::vector<std::string> kTopKeys = {"name",       "description", "hardware", "cluster",    "model",
-                                           "parallelism", "collective", "host",     "storage",    "checkpoint",
-                                           "failures",    "prices",     "purchase",  // plan --purchase (purchase.hpp)
-                                           "serving",     "workload",   "slo",       "software"};
 
 // storage: the job's storage target per node, read by the data loaders and written by checkpoints
 // (`--set storage.read_GBps=20` asks what faster storage buys). A bare number is GB/s, as the key
@@ -29,7 +25,7 @@ StorageTarget parse_storage(const config::Node& n) {
   StorageTarget st;
   if (n.is_null()) return st;
   n.require_map();
-  n.check_keys({"read_GBps", "write_GBps"});
+  n.check_keys(config::scenario_keys("storage"));
   if (n.has("read_GBps")) {
     st.read_Bps = n.positive("read_GBps", n.required_quantity("read_GBps", sim::Dimension::Bandwidth, 1e9));
     if (st.read_Bps < kMinStorageRead_Bps)
@@ -70,7 +66,7 @@ coll::Algorithm parse_algorithm(const config::Node& n) {
 
 CollectiveBenchSetup parse_bench(const config::Node& c, const topo::ClusterConfig& cluster,
                                  int cluster_gpus) {
-  c.check_keys({"op", "gpus", "ranks", "sizes", "algorithm"});
+  c.check_keys(config::scenario_keys("collective"));
   CollectiveBenchSetup b;
   b.cluster = cluster;
   b.op = parse_op(c["op"]);
@@ -107,7 +103,7 @@ CollectiveBenchSetup parse_bench(const config::Node& c, const topo::ClusterConfi
       if (!(b.sizes_bytes.back() > 0)) sizes.at(i).fail("", "sizes must be positive", "use a size above 0");
     }
   } else {
-    sizes.check_keys({"min", "max", "factor"});
+    sizes.check_keys(config::scenario_keys("collective.sizes"));
     const double lo = sizes.positive("min", sizes.required_quantity("min", sim::Dimension::Bytes, 1.0));
     const double hi = sizes.positive("max", sizes.required_quantity("max", sim::Dimension::Bytes, 1.0));
     const double f = sizes.optional_number("factor").value_or(2.0);
@@ -137,8 +133,7 @@ CollectiveBenchSetup parse_bench(const config::Node& c, const topo::ClusterConfi
 
 Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const std::string& base_dir, bool check_plan) {
   const config::Node top(root, origin, "");
-  top.require_map();
-  top.check_keys(kTopKeys);
+  config::check_scenario(top);  // keys, types and ranges from the schema (config/schema.hpp)
   Scenario s;
   s.file = origin;
   s.yaml = root;
@@ -148,7 +143,7 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
     top.fail("cluster", "missing", "add a 'cluster:' section, e.g. cluster: {node: dgx-h100, nodes: 8}");
   // hardware.gpu is the what-if knob of the GPU in every node; it wins over cluster.gpu.
   const config::Node hw = top["hardware"];
-  hw.check_keys({"gpu"});
+  hw.check_keys(config::scenario_keys("hardware"));
   YAML::Node cluster_yaml = YAML::Clone(root["cluster"]);
   if (hw.has("gpu")) cluster_yaml["gpu"] = hw.required_string("gpu");
   const config::Node cluster_node(cluster_yaml, origin, "cluster");

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "config/schema.hpp"
 #include "services/serving_datasets.hpp"
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
@@ -63,7 +64,7 @@ serving::LengthDist parse_length(const config::Node& n) {
     d.mean_tokens = static_cast<double>(v);
     return d;
   }
-  n.check_keys({"dist", "tokens", "mean", "stdev", "min", "max", "bins"});
+  n.check_keys(config::scenario_keys("workload.input"));
   const std::string dist = n.string_or("dist", n.has("bins") ? "histogram" : n.has("stdev") ? "normal" : "fixed");
   if (n.has("min")) d.min_tokens = static_cast<long long>(n.positive("min", static_cast<double>(n.required_int("min"))));
   if (n.has("max")) {
@@ -124,8 +125,7 @@ serving::Workload parse_workload(const config::Node& w, const std::string& base_
   if (w.is_null())
     w.fail("", "missing", "add a 'workload:' section, e.g. workload: {mode: poisson, rate_per_s: 4, input: 1024, output: 256}");
   w.require_map();
-  w.check_keys({"mode", "requests", "rate_per_s", "concurrency", "batch_size", "gamma_shape", "seed", "input", "output",
-                "dataset", "trace", "warmup_s"});
+  w.check_keys(config::scenario_keys("workload"));
   serving::Workload wl;
   wl.origin = s.origin;
   if (!w.has("mode")) w.fail("mode", "missing", "add mode: offline, concurrency, poisson, gamma, fixed_batch or trace");
@@ -212,7 +212,7 @@ serving::SloLimit parse_limit(const config::Node& n) {
   }
   const auto keys = n.keys();
   if (keys.size() != 1) n.fail("", "give one statistic and its limit", "write e.g. {p99: 2000}");
-  n.check_keys({"mean", "p50", "p90", "p95", "p99"});
+  n.check_keys(config::scenario_keys("slo.ttft_ms"));
   l.stat = keys[0];
   l.limit = n.positive(l.stat, n.required_number(l.stat));
   return l;
@@ -301,10 +301,7 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
 
   const config::Node n = top["serving"];
   n.require_map();
-  n.check_keys({"engine", "engine_version", "weights_dtype", "activations_dtype", "kv_cache_dtype", "tp", "pp", "ep",
-                "dp", "replicas", "max_num_seqs", "max_num_batched_tokens", "kv_block_size", "gpu_memory_utilization",
-                "kv_free_memory_fraction", "chunked_prefill", "prefix_cache_hit_rate", "cuda_graphs", "speculative",
-                "disaggregated"});
+  n.check_keys(config::scenario_keys("serving"));
   std::string engine = "vllm";
   if (n.has("engine")) {
     engine = n.required_string("engine");
@@ -352,7 +349,7 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
   if (n.has("speculative")) {
     const config::Node sp = n["speculative"];
     sp.require_map();
-    sp.check_keys({"draft_tokens", "acceptance_rate", "draft_cost_ratio"});
+    sp.check_keys(config::scenario_keys("serving.speculative"));
     c.speculative.draft_tokens = count(sp, "draft_tokens", 1);
     c.speculative.acceptance_rate = fraction(sp, "acceptance_rate", 0.7, true);
     if (!sp.has("acceptance_rate")) sp.fail("acceptance_rate", "missing", "give the measured acceptance rate, e.g. 0.7");
@@ -361,13 +358,13 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
   if (n.has("disaggregated")) {
     const config::Node d = n["disaggregated"];
     d.require_map();
-    d.check_keys({"prefill", "decode"});
+    d.check_keys(config::scenario_keys("serving.disaggregated"));
     c.disaggregated.enabled = true;
     for (const char* pool : {"prefill", "decode"}) {
       const config::Node p = d[pool];
       if (p.is_null()) d.fail(pool, "missing", std::string("give the ") + pool + " pool, e.g. " + pool + ": {replicas: 1, tp: 8}");
       p.require_map();
-      p.check_keys({"replicas", "tp", "pp", "ep", "dp"});
+      p.check_keys(config::scenario_keys(std::string("serving.disaggregated.") + pool));
       serving::PoolConfig& pc = std::string(pool) == "prefill" ? c.disaggregated.prefill : c.disaggregated.decode;
       pc.replicas = count(p, "replicas", 1);
       pc.parallel = parse_parallel(p, c.parallel);

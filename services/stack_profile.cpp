@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "config/schema.hpp"
+
 namespace stacksim::analysis {
 namespace {
 
@@ -200,7 +202,7 @@ SoftwareStack parse_software(const config::Node& n) {
     return s;
   }
   n.require_map();
-  n.check_keys({"framework", "version", "year"});
+  n.check_keys(config::scenario_keys("software"));
   const StackCatalog& cat = bundled_stacks();
   s.given = true;
   s.framework = n.required_string("framework");

@@ -1,5 +1,6 @@
 // Cluster builders: the `cluster:` section's parser and the node / fabric layouts described in
 // builders.hpp. Sizing checks live in one place (check) so that the parser and the builder agree.
+#include "config/schema.hpp"
 #include "topologies/builders.hpp"
 
 #include <algorithm>
@@ -132,7 +133,7 @@ int tiers_needed(int leaves, int radix) {
 
 ClusterConfig parse_cluster_config(const config::Node& n, const hw::NodeCatalog& catalog) {
   n.require_map();
-  n.check_keys({"node", "nodes", "gpu", "gpus_per_node", "nics_per_node", "nic", "fabric", "gpudirect_rdma"});
+  n.check_keys(config::scenario_keys("cluster"));
   ClusterConfig c;
   try {
     c.node = catalog.node(n.required_string("node"));
@@ -163,8 +164,7 @@ ClusterConfig parse_cluster_config(const config::Node& n, const hw::NodeCatalog&
   }
   c.node.nic = nic_name;
   const config::Node f = n["fabric"];
-  f.check_keys({"topology", "tiers", "oversubscription", "radix", "switch_latency", "routing", "group_switches",
-                "nics_per_switch", "global_links_per_switch"});
+  f.check_keys(config::scenario_keys("cluster.fabric"));
   c.fabric.topology = f.string_or("topology", c.fabric.topology);
   if (std::find(kTopologies.begin(), kTopologies.end(), c.fabric.topology) == kTopologies.end()) {
     const std::string near = config::nearest(c.fabric.topology, kTopologies);

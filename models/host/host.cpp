@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "config/schema.hpp"
 #include "sim/engine.hpp"
 
 namespace stacksim::analysis {
@@ -12,9 +13,7 @@ HostConfig parse_host(const config::Node& n) {
   HostConfig h;
   if (n.is_null()) return h;
   n.require_map();
-  n.check_keys({"cpu_seconds_per_sample", "loader_workers", "prefetch", "storage_bytes_per_sample",
-                "storage_read_bandwidth", "sample_bytes", "pinned", "workers_build", "sample_cost_cv",
-                "kernel_launch", "step_overhead"});
+  n.check_keys(config::scenario_keys("host"));
   if (n.has("kernel_launch")) {
     h.kernel_launch_s = n.non_negative("kernel_launch", n.required_quantity("kernel_launch", sim::Dimension::Time));
     if (h.kernel_launch_s > 0.1)

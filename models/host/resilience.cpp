@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "config/schema.hpp"
 #include "models/host/host.hpp"
 
 namespace stacksim::analysis {
@@ -10,7 +11,7 @@ CheckpointConfig parse_checkpoint(const config::Node& n, const hw::NodeSpec& nod
   CheckpointConfig c;
   if (n.is_null()) return c;
   n.require_map();
-  n.check_keys({"every_steps", "bytes", "write_bandwidth", "aggregate_write_bandwidth", "async"});
+  n.check_keys(config::scenario_keys("checkpoint"));
   c.enabled = true;
   if (!n.has("every_steps")) n.fail("every_steps", "missing", "add e.g. every_steps: 500 (a checkpoint every 500 steps)");
   const long long every = n.required_int("every_steps");
@@ -34,7 +35,7 @@ FailureConfig parse_failures(const config::Node& n, const CheckpointConfig& chec
   FailureConfig f;
   if (n.is_null()) return f;
   n.require_map();
-  n.check_keys({"mtbf_hours_per_node", "mtbf_hours_per_gpu", "restart_s"});
+  n.check_keys(config::scenario_keys("failures"));
   f.enabled = true;
   const bool per_node = n.has("mtbf_hours_per_node"), per_gpu = n.has("mtbf_hours_per_gpu");
   if (per_node == per_gpu)

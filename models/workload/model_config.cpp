@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 
+#include "config/schema.hpp"
 #include "config/yaml.hpp"
 #include "models/workload/model_catalog.hpp"
 
@@ -182,9 +183,7 @@ ModelConfig parse_model(const config::Node& n) {
 
 ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
   n.require_map();
-  n.check_keys({"name", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "seq_len", "mlp",
-                "norm", "tied_embeddings", "qkv_bias", "attention", "attention_kind", "sliding_window",
-                "full_attention_every", "mtp_layers", "mla", "moe", "hf_config", "preset"});
+  n.check_keys(config::scenario_keys("model"));
   ModelConfig m;
   if (n.has("hf_config") && n.has("preset"))
     n.fail("preset", "both preset and hf_config name a base model", "keep one of the two");
@@ -228,7 +227,7 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
   if (n.has("mla")) {
     const config::Node a = n["mla"];
     a.require_map();
-    a.check_keys({"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"});
+    a.check_keys(config::scenario_keys("model.mla"));
     m.attention_kind = AttentionKind::Mla;
     m.mla.q_lora_rank = a.optional_int("q_lora_rank").value_or(0);
     m.mla.kv_lora_rank = a.required_int("kv_lora_rank");
@@ -266,8 +265,7 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
   if (n.has("moe")) {
     const config::Node e = n["moe"];
     e.require_map();
-    e.check_keys({"experts", "top_k", "shared_experts", "expert_ffn_hidden", "first_dense_layers", "layer_freq",
-                  "imbalance", "capacity_factor", "groups", "groups_per_token"});
+    e.check_keys(config::scenario_keys("model.moe"));
     const bool from_hf = m.is_moe();  // then every key is an optional override
     m.moe.experts = static_cast<int>(from_hf ? e.optional_int("experts").value_or(m.moe.experts) : e.required_int("experts"));
     m.moe.top_k = static_cast<int>(from_hf ? e.optional_int("top_k").value_or(m.moe.top_k) : e.required_int("top_k"));

@@ -1,5 +1,6 @@
 #include "models/workload/parallel_plan.hpp"
 
+#include "config/schema.hpp"
 #include "models/workload/ops.hpp"  // max_layers_per_chunk
 
 #include <algorithm>
@@ -320,11 +321,7 @@ void parse_stage_layout(const config::Node& n, ParallelPlan& p) {
 
 ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
-  n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
-                "recompute_layers", "recompute_modules", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "autocast", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "ep_overlap", "kernels", "cuda_graphs", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "offload_optimizer", "offload_params", "fp8_swiglu_cache", "chunked_loss", "offload_activations", "shard_size", "dp_bucket_size",
-                "first_stage_layers", "last_stage_layers", "stage_layers", "account_for_embedding_in_pipeline_split",
-                "account_for_loss_in_pipeline_split"});
+  n.check_keys(config::scenario_keys("parallelism"));
   ParallelPlan p;
   parse_sizes(n, p);
   parse_recompute(n, p);

@@ -104,9 +104,14 @@ class Scenario:
         return cls(data, origin=path, base_dir=os.path.dirname(os.path.abspath(path)))
 
     def set(self, key: str, value: Any) -> "Scenario":
-        """Sets a dotted key (like the CLI's --set), e.g. set("parallelism.tp", 8)."""
+        """Sets a dotted key (like the CLI's --set), e.g. set("parallelism.tp", 8). The key and the
+        value's type and range are checked against the scenario schema (docs/scenario.md's key
+        reference): ScenarioError, with "did you mean" for a misspelt key."""
         if not isinstance(key, str) or not key or any(not p for p in key.split(".")):
             raise ScenarioError(f"{self._origin}: key {key!r}: expected a dotted key such as 'parallelism.tp'")
+        # The scenario schema (config/schema.hpp), as the CLI's --set is checked: an unknown key
+        # names the nearest declared one, a wrong type or range what the key expects.
+        _core.check_key(key, _dump_yaml({"v": value}, self._origin), self._origin)
         node = self._data
         parts = key.split(".")
         if key in ("model.preset", "model.hf_config") and isinstance(self._data.get("model"), dict):
