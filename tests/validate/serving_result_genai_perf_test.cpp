@@ -169,6 +169,10 @@ TEST(GenaiPerfExport, UnknownUnitsAndUnrecognisedFilesAreInputErrors) {
   j["time_to_first_token"]["unit"] = "ms";
   j["output_token_throughput"] = {{"unit", "tokens/min"}, {"avg", 60.0}};
   EXPECT_THROW(analysis::genai_perf_to_benchmark_serving(j, "x.json", tool, notes), config::InputError);
+  // Some GenAI-Perf releases label output_token_throughput "requests/sec" (its unit table's
+  // fallthrough): per second all the same, read as tokens/s.
+  j["output_token_throughput"] = {{"unit", "requests/sec"}, {"avg", 60.0}};
+  EXPECT_DOUBLE_EQ(analysis::genai_perf_to_benchmark_serving(j, "x.json", tool, notes)["output_throughput"].get<double>(), 60.0);
   j.erase("output_token_throughput");
   j.erase("input_sequence_length");
   try {
