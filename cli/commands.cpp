@@ -148,7 +148,8 @@ const char* kValidateHelp =
     "  Serving cases (kind: serving) compare every measured figure (throughput, TTFT, TPOT, e2e).\n"
     "usage: stacksim validate --serving-result RESULT --scenario DEPLOYMENT.yaml [--set K=V]... [--json FILE]\n"
     "  Compares your own benchmark run (vLLM benchmark_serving --save-result JSON, SGLang bench_serving\n"
-    "  JSONL) with the prediction for the deployment the scenario describes, figure by figure.\n";
+    "  JSONL, GenAI-Perf profile_export_genai_perf.json, AIPerf profile_export_aiperf.json; told by\n"
+    "  content) with the prediction for the deployment the scenario describes, figure by figure.\n";
 
 int cmd_run(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
   const Args a = parse_args("run", raw, {"--set", "--json", "--trace", "-v", "--verbose"});

@@ -24,7 +24,7 @@ const char* kUsage =
     "      the cartesian grid over any keys, in parallel, resumable; invalid points keep their reason\n"
     "  plan SCENARIO.yaml [--set KEY=VALUE]... [-n N]\n"
     "      search the parallel plans for this model and cluster; the fastest that fit in memory\n"
-    "  plot {breakdown RESULT.json...|compare COMPARE.json|scaling SWEEP.csv} -o FILE.png|svg\n"
+    "  plot {breakdown RESULT.json...|compare COMPARE.json|scaling SWEEP.csv|serving SWEEP.csv} -o FILE.png|svg\n"
     "      matplotlib plots of run, compare and sweep outputs\n"
     "  validate CASES.yaml [--json FILE] [--kind KIND,...] [--source KEY,...]\n"
     "      predict every published case and print predicted vs measured with the error summary\n"

@@ -13,6 +13,7 @@
 #include "config/error.hpp"
 #include "services/scenario.hpp"
 #include "validate/serving_cases.hpp"
+#include "validate/serving_result_genai_perf.hpp"
 #include "services/serving_run.hpp"
 
 namespace stacksim::analysis {
@@ -28,8 +29,24 @@ std::string python_json_to_json(std::string text) {
   return text;
 }
 
+const char* const kExpected =
+    "give vLLM benchmark_serving's --save-result JSON, SGLang bench_serving's JSONL, GenAI-Perf's "
+    "profile_export_genai_perf.json or AIPerf's profile_export_aiperf.json";
+
+// The run under benchmark_serving's names: a GenAI-Perf / AIPerf export is converted; anything
+// else must look like a benchmark_serving result (it has `completed`).
+nlohmann::json recognised(const nlohmann::json& j, const std::string& path, int line, std::string& tool,
+                          std::vector<std::string>& notes) {
+  if (is_genai_perf_export(j)) return genai_perf_to_benchmark_serving(j, path, tool, notes);
+  if (!j.is_object() || !j.contains("completed"))
+    throw config::InputError(path, line, "",
+                             "not a serving benchmark result this reader knows (no 'completed', no GenAI-Perf metric objects)",
+                             kExpected);
+  return j;
+}
+
 // The run to compare: the JSON object of the file, or the last object of a JSONL file.
-nlohmann::json read_result(const std::string& path, std::string& tool) {
+nlohmann::json read_result(const std::string& path, std::string& tool, std::vector<std::string>& notes) {
   std::ifstream in(path);
   if (!in) throw config::InputError(path, 0, "", "cannot read the benchmark result file", "check the path");
   std::stringstream ss;
@@ -39,7 +56,7 @@ nlohmann::json read_result(const std::string& path, std::string& tool) {
     const nlohmann::json j = nlohmann::json::parse(text);
     if (!j.is_object()) throw config::InputError(path, 1, "", "expected one JSON object (a benchmark result)", "give the --save-result file");
     tool = j.contains("e2e_latency_ms") || j.contains("mean_e2e_latency_ms") ? "sglang-bench_serving" : "vllm-benchmark_serving";
-    return j;
+    return recognised(j, path, 1, tool, notes);
   } catch (const nlohmann::json::parse_error&) {
   }
   nlohmann::json last;
@@ -52,14 +69,13 @@ nlohmann::json read_result(const std::string& path, std::string& tool) {
       last = nlohmann::json::parse(line);
       last_line = n;
     } catch (const nlohmann::json::parse_error& e) {
-      throw config::InputError(path, n, "", std::string("not JSON: ") + e.what(),
-                               "give a benchmark_serving JSON or a bench_serving JSONL file");
+      throw config::InputError(path, n, "", std::string("not JSON: ") + e.what(), kExpected);
     }
   }
   if (!last.is_object())
     throw config::InputError(path, last_line, "", "no benchmark result object in the file", "give the file the benchmark wrote");
   tool = "sglang-bench_serving";
-  return last;
+  return recognised(last, path, last_line, tool, notes);
 }
 
 double number(const nlohmann::json& j, const char* key) {
@@ -72,7 +88,8 @@ double number(const nlohmann::json& j, const char* key) {
 std::vector<CaseOutcome> validate_serving_result(const std::string& result_path, const std::string& scenario_path,
                                                  const std::vector<std::string>& sets) {
   std::string tool;
-  const nlohmann::json r = read_result(result_path, tool);
+  std::vector<std::string> notes;
+  const nlohmann::json r = read_result(result_path, tool, notes);
   Scenario s = load_scenario(scenario_path, sets);
   if (s.kind != WorkloadKind::Serving)
     throw config::InputError(scenario_path, 0, "serving", "--serving-result needs a serving scenario (the deployment)",
@@ -81,6 +98,7 @@ std::vector<CaseOutcome> validate_serving_result(const std::string& result_path,
   o.id = std::filesystem::path(result_path).stem().string();
   o.kind = "serving";
   o.source = tool;
+  o.defaults = notes;
   serving::Workload& w = s.serving.workload;
   const double completed = number(r, "completed");
   if (!(completed >= 1))

@@ -105,3 +105,45 @@ def speedup_bars(labels: Sequence[str], speedups: Sequence[float], path: str, ti
     fig.tight_layout()
     _save(fig, path)
     plt.close(fig)
+
+
+# The latency figures a serving curve can draw: (sweep CSV column, axis label, SLO flag's unit).
+SERVING_LATENCIES = {
+    "ttft": ("ttft_ms_p99", "TTFT p99 (ms)"),
+    "tpot": ("tpot_ms_p99", "TPOT p99 (ms)"),
+    "e2e": ("e2e_latency_s_p99", "end-to-end latency p99 (s)"),
+}
+
+
+def serving_curve(groups, path: str, metrics: Sequence[str] = ("ttft", "tpot"), slos: Optional[dict] = None,
+                  load_label: str = "request rate", title: str = "Latency against throughput"):
+    """The latency-throughput curve of a serving sweep: one panel per latency in `metrics` (keys of
+    SERVING_LATENCIES), output tokens/s on x and the p99 latency on y, one line per group.
+
+    groups: {label: [(load, output_tokens_per_s, {csv column: value}), ...]} with the points in
+    increasing load; slos: {metric: limit in the panel's unit}, drawn as a dashed horizontal line.
+    Returns the (closed) figure, so callers can inspect its axes."""
+    plt = _plt()
+    slos = slos or {}
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics), 4.2), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        column, label = SERVING_LATENCIES[metric]
+        for name, points in groups.items():
+            xs = [p[1] for p in points]
+            ys = [p[2][column] for p in points]
+            (line,) = ax.plot(xs, ys, "o-", label=name)
+            for load, x, y in zip([p[0] for p in points], xs, ys):
+                ax.annotate(f"{load:g}", (x, y), textcoords="offset points", xytext=(3, 3), fontsize=7,
+                            color=line.get_color())
+        if metric in slos:
+            ax.axhline(slos[metric], color="tab:red", ls="--", lw=1.0, label=f"SLO {slos[metric]:g}")
+        ax.set_xlabel("output tokens/s")
+        ax.set_ylabel(label)
+        ax.set_title(f"{label.split(' (')[0]} (points: {load_label})", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    _save(fig, path)
+    plt.close(fig)
+    return fig
