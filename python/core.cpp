@@ -14,6 +14,8 @@
 #include "config/yaml.hpp"
 #include "services/compare.hpp"
 #include "services/plan_search.hpp"
+#include "services/purchase.hpp"
+#include "services/serving_purchase.hpp"
 #include "services/scenario.hpp"
 #include "services/training.hpp"
 #include "services/serving_commands.hpp"
@@ -64,6 +66,14 @@ std::string plan_yaml(const std::string& text, const std::string& origin, const 
   analysis::PlanSearchOptions o;
   o.replay_top = k;
   return analysis::plans_json(analysis::search_plans(s, o)).dump();
+}
+
+// Purchase search (purchase.hpp, serving_purchase.hpp) on a scenario file: `plan --purchase
+// --json`'s document; a serving scenario gets the serving search.
+std::string purchase_file(const std::string& path, const std::vector<std::string>& sets, const std::string& purchase) {
+  if (config::Node::load_file(path).has("serving"))
+    return analysis::serving_purchase_json(analysis::search_serving_purchase(path, sets, purchase, false)).dump();
+  return analysis::purchase_json(analysis::search_purchase(path, sets, purchase, false)).dump();
 }
 
 // A YAML tree as JSON, typed as YAML 1.2's core schema reads plain scalars (null, true/false,
@@ -178,6 +188,14 @@ PYBIND11_MODULE(_core, m) {
       py::arg("text"), py::arg("origin") = "<scenario>", py::arg("sets") = std::vector<std::string>{},
       py::arg("base_dir") = ".", py::arg("k") = 10,
       "Plan search (fast tier over the plan space, the best k replayed); returns plan --json's document as JSON text.");
+  m.def(
+      "purchase_file",
+      [](const std::string& path, const std::vector<std::string>& sets, const std::string& purchase) {
+        py::gil_scoped_release release;
+        return purchase_file(path, sets, purchase);
+      },
+      py::arg("path"), py::arg("sets") = std::vector<std::string>{}, py::arg("purchase") = "",
+      "Purchase search (plan --purchase): the cheapest cluster (training) or deployment (serving); JSON text.");
   m.def(
       "compare_yaml",
       [](const std::string& text, const std::string& origin, const std::string& base_dir,

@@ -354,6 +354,20 @@ def plan(scenario, k: int = 10, **overrides):
     return df
 
 
+__all__.append("purchase")
+
+
+def purchase(scenario_path: str, purchase_path: str = "", **overrides) -> Dict[str, Any]:
+    """Purchase search in C++ (the CLI's `stacksim plan --purchase --json`) on a scenario file with
+    a purchase: section (or `purchase_path`): for a training scenario the cheapest (or fastest) GPU
+    type x cluster size x plan that trains purchase.tokens in time, for a serving scenario the
+    cheapest GPU type x TP size x replicas that serves purchase.rate_per_s within its slo:.
+    Keyword overrides use '__' for dots. Returns the JSON document as a dict ("options": the winner
+    first, each with "why" it loses)."""
+    sets = [f"{k.replace('__', '.')}={_override_text(v)}" for k, v in overrides.items()]
+    return json.loads(_core.purchase_file(str(scenario_path), sets, str(purchase_path)))
+
+
 __all__.append("compare")
 
 

@@ -41,3 +41,17 @@ def test_sweep_has_serving_columns():
     for col in ("output_tokens_per_s", "ttft_ms_p99", "tpot_ms_p99", "kv_capacity_tokens", "error"):
         assert col in df
     assert df["error"].isna().all()
+
+
+def test_purchase_search_for_a_serving_scenario():
+    path = os.path.join(ROOT, "scenarios", "purchase-serve-llama3-70b.yaml")
+    doc = stacksim.purchase(path, purchase__rate_per_s=10, purchase__tp=[4, 8], workload__requests=200)
+    assert doc["found"] and doc["rate_per_s"] == 10
+    best = doc["options"][0]
+    assert best["replicas"] * best["rate_per_replica_per_s"] >= 10
+    assert best["gpus"] == best["replicas"] * best["tp"]
+    costs = [o["usd_per_hour"] for o in doc["options"] if o["feasible"]]
+    assert costs == sorted(costs)
+    assert all(o["why"] for o in doc["options"][1:])
+    with pytest.raises(stacksim.ScenarioError, match="purchase.rate_per_s"):
+        stacksim.purchase(path, purchase__rate_per_s=-1)
