@@ -277,9 +277,6 @@ def _progress(done: int, total: int) -> None:
 __all__.append("best_plans")
 
 
-def _divisors(n: int) -> List[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
 
 def best_plans(base: "Scenario", top: int = 5, max_tp: int = 8, micro_batches: Iterable[int] = (1, 2, 4),
                recompute: Iterable[str] = ("auto",), zero: Iterable[int] = (0, 1),
@@ -288,24 +285,12 @@ def best_plans(base: "Scenario", top: int = 5, max_tp: int = 8, micro_batches: I
     all the cluster's GPUs, simulates them, drops invalid and out-of-memory plans and returns the
     `top` fastest as a DataFrame (with their breakdowns), fastest first. recompute "auto" (the
     default) is the least recomputation that fits; the `recompute` column says what it chose."""
-    data = base.to_dict()
-    model = data.get("model", {})
-    cluster = data.get("cluster", {})
-    # A bundled model named as the preset lends the shape the scenario does not spell out.
-    named = json.loads(_core.catalog_model(str(model["preset"]))) if "preset" in model else None
-    shape = {**(named or {}), **model}
-    layers, heads = int(shape.get("layers", 0)), int(shape.get("heads", 0))
-    kv_heads = int(shape.get("kv_heads", heads) or heads)
-    per_node = int(cluster.get("gpus_per_node", 8))
-    gpus = int(cluster.get("nodes", 1)) * per_node
-    candidates = []
-    for tp in _divisors(gpus):
-        if tp > max_tp or (heads and heads % tp) or (kv_heads and kv_heads % tp):
-            continue
-        for pp in _divisors(gpus // tp):
-            if layers and layers % pp:
-                continue
-            candidates.append((tp, pp, gpus // (tp * pp)))
+    # The (tp, pp, dp) layouts come from the C++ plan space (plan_space.cpp: the divisibility,
+    # head and memory rules `stacksim plan` applies), not from a second copy of its rules here.
+    doc = json.loads(_core.plan_yaml(_dump_yaml(base._data), base._origin, [], base._base_dir, 0))
+    ep = int(base.to_dict().get("parallelism", {}).get("ep", 1) or 1)
+    candidates = sorted({(int(p["tp"]), int(p["pp"]), int(p["dp"])) for p in doc["plans"]
+                         if p.get("cp", 1) == 1 and p.get("vp", 1) == 1 and p.get("ep", 1) == ep and p["tp"] <= max_tp})
     grid_rows = []
     for tp, pp, dp in candidates:
         for mb in micro_batches:
