@@ -11,6 +11,7 @@
 
 #include "config/error.hpp"
 #include "services/plan_search.hpp"
+#include "services/fast_training.hpp"
 #include "services/purchase.hpp"
 #include "tests/test_tmp.hpp"
 
@@ -125,4 +126,23 @@ TEST(FastPlanSearch, PurchaseWithoutDeadlineOrBudgetIsAClearError) {
   } catch (const stacksim::config::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("deadline"), std::string::npos) << e.what();
   }
+}
+
+// The fast tier runs the software stack the replay runs: a profile's slower kernels and
+// collectives (compute efficiency 0.6, communication efficiency 0.5, 5 us per kernel) move its
+// estimate as they move the replay's, and it stays within 5 % of the replay with the profile on.
+// A fast tier that ignored the profile would keep the reference estimate, ~1.5x below the replay.
+TEST(FastPlanSearch, FastTierHonoursTheSoftwareProfile) {
+  const Scenario sc = load_scenario(write_small_job("fast_stack.yaml"), {});
+  TrainingSetup reference = sc.training, slow = sc.training;
+  slow.software.params.compute_efficiency = 0.6;
+  slow.software.params.comm_efficiency = 0.5;
+  slow.software.params.kernel_gap_s = 5e-6;
+  ASSERT_FALSE(slow.software.params.identity());
+  const stacksim::workload::ParallelPlan plan = plan_as_run(slow, 80e9);
+  FastTier fast_ref(reference), fast_slow(slow);
+  const double ref_fast = fast_ref.estimate(plan).step_time_s, slow_fast = fast_slow.estimate(plan).step_time_s;
+  const double slow_replay = simulate_training(fast_slow.setup_for(plan), RunOptions{}).step_time_s;
+  EXPECT_GT(slow_fast, 1.4 * ref_fast);
+  EXPECT_NEAR(slow_fast, slow_replay, 0.05 * slow_replay);
 }
