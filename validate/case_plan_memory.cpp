@@ -176,6 +176,16 @@ void plan_sharding(CaseContext& x) {
                          (fsdp2_named ? "the notes name FSDP2" : "PyTorch's current FSDP, the plan default") + ")");
     }
   }
+  // The stack's ZeRO-3 gather unit (its catalogue entry's zero3_gather_unit): per module, one
+  // all-gather per weight matrix of the layer (q, k, v, o and the MLP's two, or three gated);
+  // FSDP and Megatron FSDP gather a whole layer at once (the plan default).
+  if (pl["zero"].as<int>() >= 3 && stack_behaviour(x.c, x.gpu, "zero3_gather_unit") == "module") {
+    const bool gated = x.mo["mlp"] && x.mo["mlp"].as<std::string>().find("glu") != std::string::npos;
+    const int matrices = 4 + (gated ? 3 : 2);
+    pl["fsdp_gathers_per_layer"] = matrices;
+    defaults.push_back("parallelism.fsdp_gathers_per_layer: " + std::to_string(matrices) +
+                       " (the stack gathers ZeRO-3 parameters per module: one all-gather per weight matrix)");
+  }
 }
 
 // The optimizer (and with ZeRO-3 the parameters) offloaded to the host.

@@ -287,6 +287,9 @@ void parse_memory_options(const config::Node& n, ParallelPlan& p) {
     n.fail("fp8_swiglu_cache", "needs FP8 training (precision is " + std::string(precision_name(p.precision)) + ")",
            "set precision: fp8, or remove fp8_swiglu_cache");
   p.shard_size = n.has("shard_size") ? positive_int(n, "shard_size", 0) : 0;
+  p.fsdp_gathers_per_layer = n.has("fsdp_gathers_per_layer") ? positive_int(n, "fsdp_gathers_per_layer", 1) : 1;
+  if (p.fsdp_gathers_per_layer > 64)
+    n.fail("fsdp_gathers_per_layer", "at most 64 gathers per layer", "use the layer's weight matrices (e.g. 7 for a Llama layer)");
   p.dp_bucket_bytes = 2.0 * std::max(40e6, 1e6 * p.dp);
   if (n.has("dp_bucket_size"))
     p.dp_bucket_bytes = n.positive("dp_bucket_size", n.required_quantity("dp_bucket_size", sim::Dimension::Bytes, 1.0));
@@ -322,7 +325,7 @@ ParallelPlan parse_plan(const config::Node& n) {
   n.require_map();
   n.check_keys({"tp", "pp", "dp", "cp", "ep", "etp", "vp", "sequence_parallel", "micro_batch", "global_batch", "recompute",
                 "recompute_layers", "recompute_modules", "zero", "precision", "schedule", "overlap_grad_reduce", "overlap_param_gather",
-                "async_tp_backward", "grad_reduce_fp32", "autocast", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "ep_overlap", "kernels", "cuda_graphs", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "offload_optimizer", "offload_params", "fp8_swiglu_cache", "chunked_loss", "offload_activations", "shard_size", "dp_bucket_size",
+                "async_tp_backward", "grad_reduce_fp32", "autocast", "overlap_p2p_comm", "p2p_scatter_gather", "tp_comm_overlap", "ep_overlap", "kernels", "cuda_graphs", "cp_comm", "ep_dispatch", "fsdp_impl", "fp8_recipe", "optimizer_moments", "offload_optimizer", "offload_params", "fp8_swiglu_cache", "chunked_loss", "offload_activations", "shard_size", "fsdp_gathers_per_layer", "dp_bucket_size",
                 "first_stage_layers", "last_stage_layers", "stage_layers", "account_for_embedding_in_pipeline_split",
                 "account_for_loss_in_pipeline_split"});
   ParallelPlan p;

@@ -1610,3 +1610,20 @@ TEST(TrainingCaseSoftware, CatalogueStatesTheEraAttentionKernels) {
   const YAML::Node later = training_case_scenario(c, defaults)["model"]["attention"];
   EXPECT_TRUE(!later || later.as<std::string>() != "flash2");
 }
+
+TEST(TrainingCasePolicy, DeepSpeedZero3GathersPerModuleFromItsCatalogueEntry) {
+  // stacks/deepspeed.yaml says zero3_gather_unit: module: one all-gather per weight matrix of a
+  // layer (q, k, v, o + fc1, fc2 for a GELU MLP; + gate for SwiGLU). FSDP gathers a layer at once.
+  YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");
+  std::vector<std::string> defaults;
+  EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["fsdp_gathers_per_layer"]);
+  c["software"]["framework"] = "deepspeed";
+  EXPECT_EQ(training_case_scenario(c, defaults)["parallelism"]["fsdp_gathers_per_layer"].as<int>(), 6);
+  c["model"]["mlp"] = "swiglu";
+  EXPECT_EQ(training_case_scenario(c, defaults)["parallelism"]["fsdp_gathers_per_layer"].as<int>(), 7);
+  c["parallelism"]["zero"] = 1;  // nothing gathered per layer below ZeRO-3
+  EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["fsdp_gathers_per_layer"]);
+  c["parallelism"]["zero"] = 3;
+  c["software"]["framework"] = "pytorch-fsdp";
+  EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["fsdp_gathers_per_layer"]);
+}
