@@ -28,6 +28,8 @@ void add_sizes(std::vector<KeySpec>& t) {
                     "0 DDP, 1 distributed optimizer, 2, 3 (FSDP; or fsdp)", 0, 3));
   t.push_back(count("parallelism.shard_size", "ranks", "dp x cp", "hybrid sharding (HSDP): shards over N ranks"));
   t.push_back(choice("parallelism.fsdp_impl", "fsdp2|fsdp1|megatron", "fsdp2", "zero 3: whose element-wise passes"));
+  t.push_back(integer("parallelism.fsdp_gathers_per_layer", "gathers", "1", 1, 64,
+                      "zero 3: a layer's parameters in k all-gathers one after another (DeepSpeed: one per weight matrix)"));
   t.push_back(choice("parallelism.precision", "fp32|tf32|fp16|bf16|fp8", "bf16", "training precision"));
   t.push_back(choice("parallelism.fp8_recipe", "delayed|current|mxfp8", "delayed",
                      "fp8: Transformer Engine's quantisation (mxfp8: Blackwell)"));

@@ -7,12 +7,12 @@
 namespace stacksim::analysis {
 
 FastTier::FastTier(const TrainingSetup& base) : base_(base), gpu_(hw::bundled_gpus().get(base.gpu)) {
-  // As simulate_training: the what-if scales on the GPU and the cluster, the real peak for MFU.
+  // As simulate_training: the what-if scales and the software stack's rates on the GPU and the
+  // cluster, the real peak for MFU.
   peak_bf16_ = compute::GpuModel(gpu_).peak(compute::DType::BF16);
-  for (auto& [dtype, flops] : gpu_.peak_flops_per_s) flops *= base_.scales.gpu_flops;
-  gpu_.hbm_Bps *= base_.scales.hbm;
+  gpu_ = stack_scaled_gpu(base_, gpu_);
   gpu_model_ = std::make_unique<compute::GpuModel>(gpu_);
-  cc_ = scaled_cluster(base_);
+  cc_ = stack_scaled_cluster(base_);
   cluster_ = std::make_unique<topo::Cluster>(topo::build_cluster(cc_));
   tuning_ = coll::tuning_for(cc_.node, cc_.nic);
   collectives_ = std::make_unique<workload::CollectiveTimes>(*cluster_, tuning_);

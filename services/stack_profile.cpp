@@ -15,8 +15,9 @@ namespace {
 // architecture or a job larger than the family's rows. An assumption, checked by the coverage
 // of `validate` on the rows that are outside (docs/stacks.md).
 constexpr double kOutsideWidening = 1.5;
-// The reference family: the hardware profiles were calibrated against its runs, so its parameters
-// stay at the identity (a fit would count the hardware calibration twice).
+// The reference family: the hardware profiles were calibrated against its runs. A scenario without
+// a software: block is the reference profile (identity parameters: the hardware's calibrated
+// rates); one that names megatron-core gets its fitted parameters like any other family.
 constexpr const char* kReferenceFamily = "megatron-core";
 
 std::string join(const std::vector<std::string>& v) {
@@ -197,8 +198,11 @@ SoftwareStack parse_software(const config::Node& n) {
   SoftwareStack s;
   const StackFit& fit = bundled_stack_fit();
   if (n.is_null()) {
+    // The identity parameters, with megatron-core's band widened: that band is of its fitted
+    // profile's residuals, and the reference reads faster than the fitted profile.
     s.fitted = kReferenceFamily;
     s.band = fit.of(kReferenceFamily).band;
+    s.band_widened = true;
     return s;
   }
   n.require_map();
@@ -226,13 +230,9 @@ SoftwareStack parse_software(const config::Node& n) {
   s.profile = e->profile;
   const bool fitted = fit.families.count(s.framework) > 0;
   s.fitted = fitted ? s.framework : "global";
-  if (s.framework == kReferenceFamily) {
-    s.params = StackParameters{};
-  } else {
-    s.params = fit.of(s.framework).params;
-  }
+  s.params = fit.of(s.framework).params;
   s.band = fit.of(s.framework).band;
-  if (!fitted && s.framework != kReferenceFamily) s.band_widened = true;
+  if (!fitted) s.band_widened = true;
   return s;
 }
 
@@ -296,7 +296,7 @@ void write_stack_fit(const StackFit& fit, const std::string& command, const std:
   y << YAML::Key << "description" << YAML::Value
     << "Stack parameters per framework family (stack_profile.hpp), fitted by `stacksim fit` under leave-one-source-out "
        "CV; interval_80: 10th/90th percentiles of log(measured/predicted) step time over the CV residuals. "
-       "megatron-core is the reference (identity). Generated: do not edit by hand.";
+       "A scenario without a software: block runs the reference profile (identity parameters). Generated: do not edit by hand.";
   y << YAML::Key << "global" << YAML::Value;
   write_family(y, fit.global);
   y << YAML::Key << "families" << YAML::Value << YAML::BeginMap;

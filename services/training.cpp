@@ -92,6 +92,29 @@ topo::ClusterConfig scaled_cluster(const TrainingSetup& setup) {
   return cc;
 }
 
+hw::GpuSpec stack_scaled_gpu(const TrainingSetup& setup, hw::GpuSpec gpu) {
+  for (auto& [dtype, flops] : gpu.peak_flops_per_s) flops *= setup.scales.gpu_flops;
+  gpu.hbm_Bps *= setup.scales.hbm;
+  // The software stack's fitted rates (identity for the reference stack, so nothing changes).
+  const StackParameters& stack = setup.software.params;
+  if (!stack.identity()) {
+    for (auto& [dtype, flops] : gpu.peak_flops_per_s) flops *= stack.compute_efficiency;
+    gpu.hbm_Bps *= stack.compute_efficiency;
+    gpu.kernel_overhead_s += stack.kernel_gap_s;
+  }
+  return gpu;
+}
+
+topo::ClusterConfig stack_scaled_cluster(const TrainingSetup& setup) {
+  topo::ClusterConfig cc = scaled_cluster(setup);
+  const StackParameters& stack = setup.software.params;
+  if (!stack.identity()) {
+    cc.node.intra_bandwidth_Bps *= stack.comm_efficiency;
+    cc.nic.bandwidth_Bps *= stack.comm_efficiency;
+  }
+  return cc;
+}
+
 workload::StepProgram step_program(const TrainingSetup& setup, const workload::ParallelPlan& plan,
                                    const compute::GpuModel& gpu_model, const topo::ClusterConfig& cc,
                                    bool with_layers) {
@@ -158,15 +181,7 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
                              "model.attention is flash1 but " + gpu.name + " has no FlashAttention (v1) profile",
                              "use model.attention: flash2 or flash, or add flash1_efficiency to the GPU's calibration");
   const double peak_bf16 = compute::GpuModel(gpu).peak(compute::DType::BF16);
-  for (auto& [dtype, flops] : gpu.peak_flops_per_s) flops *= setup.scales.gpu_flops;
-  gpu.hbm_Bps *= setup.scales.hbm;
-  // The software stack's fitted rates (identity for the reference stack, so nothing changes).
-  const StackParameters& stack = setup.software.params;
-  if (!stack.identity()) {
-    for (auto& [dtype, flops] : gpu.peak_flops_per_s) flops *= stack.compute_efficiency;
-    gpu.hbm_Bps *= stack.compute_efficiency;
-    gpu.kernel_overhead_s += stack.kernel_gap_s;
-  }
+  gpu = stack_scaled_gpu(setup, gpu);
   const compute::GpuModel gpu_model(gpu);
   TrainingResult r;
   r.notes = setup.notes;
@@ -185,11 +200,7 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
     r.oom_detail = sim::format_bytes(r.memory_per_gpu_bytes) + " needed per GPU, " + sim::format_bytes(gpu.memory_bytes) +
                    " available";
 
-  topo::ClusterConfig cc = scaled_cluster(setup);
-  if (!stack.identity()) {
-    cc.node.intra_bandwidth_Bps *= stack.comm_efficiency;
-    cc.nic.bandwidth_Bps *= stack.comm_efficiency;
-  }
+  const topo::ClusterConfig cc = stack_scaled_cluster(setup);
   const topo::Cluster cluster = topo::build_cluster(cc);
   const coll::CommTuning tuning = coll::tuning_for(cc.node, cc.nic);
   const workload::StepProgram program = step_program(setup, plan, gpu_model, cc);

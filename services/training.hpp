@@ -97,6 +97,11 @@ struct StepAroundGpu {
 };
 // The cluster with the setup's what-if scales applied (NVLink, PCIe, network).
 topo::ClusterConfig scaled_cluster(const TrainingSetup& setup);
+// The GPU and the cluster as the replay and the fast tier run them: the what-if scales and the
+// software stack's fitted rates (compute efficiency and kernel gap on the GPU, communication
+// efficiency on NVLink and the network) applied; identity for the reference stack.
+hw::GpuSpec stack_scaled_gpu(const TrainingSetup& setup, hw::GpuSpec gpu);
+topo::ClusterConfig stack_scaled_cluster(const TrainingSetup& setup);
 // The costed step program the replay runs for `plan` (host launches, offloaded optimizer, the
 // batch's copy set from the setup); `cc` is scaled_cluster(setup).
 workload::StepProgram step_program(const TrainingSetup& setup, const workload::ParallelPlan& plan,

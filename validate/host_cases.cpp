@@ -40,17 +40,21 @@ topo::ClusterConfig one_node(const YAML::Node& c, int gpus) {
   return topo::parse_cluster_config(config::Node(cluster, get<std::string>(c, "id"), "cluster"), hw::bundled_nodes());
 }
 
-// How many directions a peer copy's published figure counts: 2 when the case's text or its source's
-// benchmark says bidirectional (the Azure AI-benchmarking-guide runs nvbandwidth's
-// device_to_device_bidirectional_memcpy_read_sm, Benchmarks/NVBandwidth.py), 1 when it says one
-// way; 0 when neither is known.
-int peer_copy_directions(const YAML::Node& c) {
+// How many directions a peer copy's published figure counts: 2 when the case's text says
+// bidirectional, 1 when it says one way. Unstated: 2 when the figure is above what one direction of
+// the pair's route carries at its line rate (a one-way copy cannot exceed it: the figure counts
+// both directions, as nvbandwidth's bidirectional tests do, and the default says so); else refused
+// (the two readings differ by 2x).
+int peer_copy_directions(const YAML::Node& c, const std::string& op, double one_direction_line_Bps, CaseOutcome& out) {
   const std::string notes = lowercase(notes_of(c));
-  const std::string source = source_text(c);
   if (notes.find("unidirectional") != std::string::npos || notes.find("one way") != std::string::npos) return 1;
-  if (notes.find("bidirectional") != std::string::npos || source.find("ai-benchmarking-guide") != std::string::npos)
+  if (notes.find("bidirectional") != std::string::npos) return 2;
+  if (has(c["measured"], "bandwidth_GBps") && get<double>(c["measured"], "bandwidth_GBps") * 1e9 > one_direction_line_Bps) {
+    out.defaults.push_back("directions: both (unstated; the figure is above one direction's line rate)");
     return 2;
-  return 0;
+  }
+  throw std::runtime_error("peer copy (" + op + "): the published figure's direction count (one way or both) is not "
+                           "stated, the figure is within one direction's line rate, and the two differ by 2x");
 }
 
 // A GPU-to-GPU copy by SM loads over the node's GPU links: each direction at the per-GPU link rate
@@ -58,16 +62,13 @@ int peer_copy_directions(const YAML::Node& c) {
 // link generation, models/collectives/tuning/intra_node.yaml), times the directions counted.
 // Without NVLink (PCIe servers), over the PCIe route at the pinned copy ratio.
 void predict_peer_copy(const YAML::Node& c, const std::string& op, CaseOutcome& out) {
-  const int directions = peer_copy_directions(c);
-  if (directions == 0)
-    throw std::runtime_error("peer copy (" + op + "): the published figure's direction count (one way or both) is not "
-                             "stated, and the two differ by 2x over NVLink");
   const topo::ClusterConfig cc = one_node(c, 0);
   if (cc.node.intra_bandwidth_Bps <= 0) {
     // No NVLink: the copy engine's peer copy over the PCIe route between the first two GPUs (their
     // switch, or the CPUs between two switches), at the pinned copy ratio.
     const topo::Cluster cluster = topo::build_cluster(cc);
     const double route_Bps = cluster.gpu_route(0, 1).bottleneck_Bps;
+    const int directions = peer_copy_directions(c, op, route_Bps, out);
     out.defaults.push_back(std::string(directions == 2 ? "both directions at once" : "one direction") +
                            " over PCIe (no NVLink) at the pinned copy ratio");
     out.predicted = directions * route_Bps * kPinnedCopyEfficiency / 1e9;
@@ -78,11 +79,12 @@ void predict_peer_copy(const YAML::Node& c, const std::string& op, CaseOutcome& 
   for (const coll::Protocol& p : tuning.protocols)
     if (p.name == "Simple") efficiency = p.efficiency;
   if (efficiency <= 0) throw std::runtime_error("no Simple protocol tuning for " + cc.node.intra_generation);
-  out.defaults.push_back(std::string(directions == 2 ? "both directions at once" : "one direction") +
-                         " at the NVLink rate x NCCL Simple's efficiency of " + cc.node.intra_generation);
   // Direct links (a mesh, bridged pairs) give a pair of GPUs only the link between them.
   const double pair_Bps = cc.node.direct_links() ? cc.node.intra_bandwidth_Bps / (cc.node.nvlink_group_size - 1)
                                                  : cc.node.intra_bandwidth_Bps;
+  const int directions = peer_copy_directions(c, op, pair_Bps, out);
+  out.defaults.push_back(std::string(directions == 2 ? "both directions at once" : "one direction") +
+                         " at the NVLink rate x NCCL Simple's efficiency of " + cc.node.intra_generation);
   if (cc.node.direct_links()) out.defaults.push_back("the one direct link between the pair of GPUs");
   out.predicted = directions * pair_Bps * efficiency / 1e9;
 }

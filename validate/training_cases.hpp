@@ -33,15 +33,6 @@ T get(const YAML::Node& n, const char* key) {
 
 // A case's notes ("" when it has none).
 inline std::string notes_of(const YAML::Node& c) { return has(c, "notes") ? get<std::string>(c, "notes") : ""; }
-// Its source's title, url and locator, lowercase, space-separated (what says which tool or
-// framework published the figure).
-inline std::string source_text(const YAML::Node& c) {
-  std::string text;
-  for (const char* k : {"title", "url", "locator"})
-    if (has(c["source"], k)) text += " " + get<std::string>(c["source"], k);
-  return lowercase(text);
-}
-
 // A count (GPUs, layers, batch, parallel degree): get<T>, and at least 1.
 template <typename T>
 T positive(const YAML::Node& n, const char* key) {

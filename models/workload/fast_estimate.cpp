@@ -373,7 +373,8 @@ class Estimator {
     return t;
   }
   double gather_s(const LayerProgram& L) {
-    return coll_s(Group::DpShard, coll::CollectiveOp::AllGather, L.param_bytes) +
+    const int pieces = std::max(1, p_.fsdp_gathers_per_layer);  // one after another (replay_comm.cpp)
+    return pieces * coll_s(Group::DpShard, coll::CollectiveOp::AllGather, L.param_bytes / pieces) +
            coll_s(Group::ExpertDp, coll::CollectiveOp::AllGather, L.expert_param_bytes);
   }
   double reduce_scatter_s(const LayerProgram& L) {

@@ -288,6 +288,9 @@ void parse_memory_options(const config::Node& n, ParallelPlan& p) {
     n.fail("fp8_swiglu_cache", "needs FP8 training (precision is " + std::string(precision_name(p.precision)) + ")",
            "set precision: fp8, or remove fp8_swiglu_cache");
   p.shard_size = n.has("shard_size") ? positive_int(n, "shard_size", 0) : 0;
+  p.fsdp_gathers_per_layer = n.has("fsdp_gathers_per_layer") ? positive_int(n, "fsdp_gathers_per_layer", 1) : 1;
+  if (p.fsdp_gathers_per_layer > 64)
+    n.fail("fsdp_gathers_per_layer", "at most 64 gathers per layer", "use the layer's weight matrices (e.g. 7 for a Llama layer)");
   p.dp_bucket_bytes = 2.0 * std::max(40e6, 1e6 * p.dp);
   if (n.has("dp_bucket_size"))
     p.dp_bucket_bytes = n.positive("dp_bucket_size", n.required_quantity("dp_bucket_size", sim::Dimension::Bytes, 1.0));

@@ -23,6 +23,9 @@
 //     fsdp_impl: fsdp2       # zero 3: fsdp2 | fsdp1 (PyTorch) | megatron (Megatron-Core's FSDP) (below)
 //     shard_size: 8          # optional: ZeRO/FSDP shards over groups of this many dp*cp ranks,
 //                            # replicated across them (HSDP; default all dp*cp ranks)
+//     fsdp_gathers_per_layer: 1  # zero 3: all-gathers a layer's parameters take, one after another
+//                            # (1: FSDP's per-block unit; DeepSpeed ZeRO-3 gathers per module, one
+//                            # per weight matrix); each pays the ring's per-rank step latency
 //     precision: bf16        # fp32 | tf32 | fp16 | bf16 | fp8 (FP8 GEMMs, 16-bit elsewhere)
 //     fp8_recipe: delayed    # fp8: delayed | current | mxfp8: how tensors are quantised (below)
 //     optimizer_moments: fp32  # fp32 | bf16 | int8: Adam's first and second moments (below)
@@ -296,6 +299,7 @@ struct ParallelPlan {
   bool offload_optimizer = false;              // Adam on the host CPU (DeepSpeed ZeRO-Offload)
   bool offload_params = false;                 // zero 3: 16-bit parameter shards in host memory
   int shard_size = 0;  // ZeRO/FSDP shard group size over the dp*cp ranks; 0 = all of them
+  int fsdp_gathers_per_layer = 1;  // zero 3: a layer's parameters in this many sequential all-gathers
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;
   int last_stage_layers = 0;

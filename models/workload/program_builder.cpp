@@ -183,6 +183,7 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
   p.blocking_p2p = plan.dualpipe() || !(plan.overlap_p2p_comm && plan.interleaved());
   p.dp_bucket_bytes = plan.dp_bucket_bytes;
   p.shard_size = plan.shard_size;
+  p.fsdp_gathers_per_layer = plan.fsdp_gathers_per_layer;
 
   // Identical layers share one costed program (costing is the expensive part for big models).
   // Kinds: dense or MoE, times recomputed or not (full recomputation of some layers per chunk),

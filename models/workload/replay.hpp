@@ -101,6 +101,7 @@ struct StepProgram {
   bool blocking_p2p = false;       // a stage waits for its pipeline sends before its next item
   double dp_bucket_bytes = 40e6;
   int shard_size = 0;              // ZeRO/FSDP shard group over the dp*cp ranks; 0 = all of them
+  int fsdp_gathers_per_layer = 1;  // zero 3: a layer's parameters in this many sequential all-gathers
   std::vector<LayerProgram> layers;          // one per model layer, in order
   // Layers of virtual stage v are [vstage_begin[v], vstage_begin[v+1]); empty = an even split.
   std::vector<int> vstage_begin;

@@ -1,6 +1,8 @@
 // The replay's collectives: communicator groups, collectives on them, gradient reduction, FSDP gathers, pipeline sends.
 #include "models/workload/replay_builder.hpp"
 
+#include <algorithm>
+
 namespace stacksim::workload::replay_detail {
 
 std::vector<std::vector<int>> StepBuilder::groups(Group g, int s) const {
@@ -178,7 +180,17 @@ sim::TaskId StepBuilder::fsdp_gather(int s, const LayerProgram& layer, sim::Task
       param_copies_[s].push_back(fetched);
       deps = {fetched};
     }
-    sim::TaskId e = add_group_collective(s, group, coll::CollectiveOp::AllGather, bytes, deps, st.dp_track, kCatDpComm);
+    // Per-module gathers (fsdp_gathers_per_layer > 1, dense parameters): one after another on the
+    // gather stream, each of its share of the bytes, each paying the ring's latency.
+    const int pieces = group == Group::DpShard ? std::max(1, p_.fsdp_gathers_per_layer) : 1;
+    sim::TaskId e = sim::kNoTask;
+    for (int k = 0; k < pieces; ++k) {
+      const sim::TaskId g = add_group_collective(s, group, coll::CollectiveOp::AllGather, bytes / pieces, deps, st.dp_track,
+                                                 kCatDpComm);
+      if (g == sim::kNoTask) break;
+      e = g;
+      deps = {g};
+    }
     if (e == sim::kNoTask) e = fetched;  // nothing to gather (one rank): the fetch alone
     if (e != sim::kNoTask) exit = st.ag_cursor = e;
   }

@@ -282,6 +282,26 @@ TEST(Collectives, TreeLatencyGrowsWithLog2OfNodes) {
   EXPECT_EQ(aut.algorithm, Algorithm::Tree);
 }
 
+TEST(Collectives, RingAllGatherAtScalePaysOneStepPerRank) {
+  // A ZeRO-3/FSDP parameter gather over n = N x g ranks: t = (n-1)/n x S / B + L + (n-N) alpha +
+  // (N-1) beta (one ring step per rank, N-1 of them across nodes). At 1,024 ranks the latency
+  // terms dwarf a small (per-module) gather's transfer: the cost that grows with the ring.
+  const double B = 50e9, L = 8e-6, alpha = 2e-6, beta = 10e-6;
+  const CommTuning t = ideal(L, alpha, beta);
+  for (const auto& [N, g] : {std::pair{2, 4}, {16, 8}, {128, 8}}) {
+    const int n = N * g;
+    const topo::Cluster c = star(n, B, g);
+    for (const double S : {1e6, 1e9}) {
+      const double want = (n - 1.0) / n * S / B + L + (n - N) * alpha + (N - 1) * beta;
+      EXPECT_NEAR(time_collective(c, t, make(CollectiveOp::AllGather, n, S)).seconds, want, 1e-9 + 1e-9 * want)
+          << n << " ranks, " << S << " B";
+    }
+  }
+  // 1 MB over 1,024 ranks: 20 us of transfer, 2.8 ms of steps.
+  const topo::Cluster big = star(1024, B, 8);
+  EXPECT_GT(time_collective(big, t, make(CollectiveOp::AllGather, 1024, 1e6)).seconds, 100 * 1e6 / B);
+}
+
 TEST(Collectives, TreeAndHierarchicalMoveTheAllReduceVolume) {
   // Tree, 4 nodes of 1 GPU on a flat network (link B, no latency): each tree edge carries S/2 each
   // way. NCCL's btree over 0..3 has edges 1-2, 0-2, 3-2; the mirrored tree 2-1, 1-3, 0-1, so

@@ -405,12 +405,15 @@ notes: nvbandwidth one way copy
   c["notes"] = "the bidirectional test";
   predict_host_copy_case(c, o);
   EXPECT_NEAR(o.predicted, 2 * one_way, 1e-9);
-  // Unstated in the case, but the Azure guide's script runs the bidirectional test.
+  // Unstated: a figure one direction cannot carry (above NVLink 4's 450 GB/s line rate) counts
+  // both; one within it is refused (either reading is possible), whatever the source.
   c["notes"] = "Device-to-Device read";
+  c["measured"]["bandwidth_GBps"] = 440.0;
   EXPECT_THROW(predict_host_copy_case(c, o), std::runtime_error);
-  c["source"]["url"] = "https://github.com/Azure/AI-benchmarking-guide/blob/x/Azure_Results/ND_H100_v5_results.md";
+  c["measured"]["bandwidth_GBps"] = 460.0;
   predict_host_copy_case(c, o);
   EXPECT_NEAR(o.predicted, 2 * one_way, 1e-9);
+  c["measured"]["bandwidth_GBps"] = 600.0;
   // PCIe-only GPUs: the copy engines' peer copy over their shared PCIe switch (Gen4 x16, 31.5 GB/s
   // per direction) at the pinned ratio.
   c["hardware"]["gpu"] = "L40S";
@@ -1606,4 +1609,21 @@ TEST(TrainingCaseSoftware, CatalogueStatesTheEraAttentionKernels) {
   c["software"] = YAML::Load("{framework: nemo, version: '24.07', year: 2024}");
   const YAML::Node later = training_case_scenario(c, defaults)["model"]["attention"];
   EXPECT_TRUE(!later || later.as<std::string>() != "flash2");
+}
+
+TEST(TrainingCasePolicy, DeepSpeedZero3GathersPerModuleFromItsCatalogueEntry) {
+  // stacks/deepspeed.yaml says zero3_gather_unit: module: one all-gather per weight matrix of a
+  // layer (q, k, v, o + fc1, fc2 for a GELU MLP; + gate for SwiGLU). FSDP gathers a layer at once.
+  YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");
+  std::vector<std::string> defaults;
+  EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["fsdp_gathers_per_layer"]);
+  c["software"]["framework"] = "deepspeed";
+  EXPECT_EQ(training_case_scenario(c, defaults)["parallelism"]["fsdp_gathers_per_layer"].as<int>(), 6);
+  c["model"]["mlp"] = "swiglu";
+  EXPECT_EQ(training_case_scenario(c, defaults)["parallelism"]["fsdp_gathers_per_layer"].as<int>(), 7);
+  c["parallelism"]["zero"] = 1;  // nothing gathered per layer below ZeRO-3
+  EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["fsdp_gathers_per_layer"]);
+  c["parallelism"]["zero"] = 3;
+  c["software"]["framework"] = "pytorch-fsdp";
+  EXPECT_FALSE(training_case_scenario(c, defaults)["parallelism"]["fsdp_gathers_per_layer"]);
 }
