@@ -107,11 +107,16 @@ class DocumentCount : public YAML::EventHandler {
     if (docs_ == 1) second_line_ = mark.line + 1;
   }
   void OnDocumentEnd() override {
-    if (events_ == 1 && !null_.is_null()) {
-      if (null_.pos >= 0 && static_cast<size_t>(null_.pos) < text_.size() && text_[null_.pos] == ',')
-        throw YAML::ParserException(null_, "a ',' outside [ ] or { } (commas separate the items of a flow list "
-                                           "or map only)");
+    // An empty document where the previous one was: the parser made no progress (a ',' outside a
+    // flow collection, or a byte it cannot read there), and would report it again forever.
+    const bool stuck = events_ == 1 && !null_.is_null() && !last_null_.is_null() && null_.pos == last_null_.pos;
+    if (stuck || docs_ > text_.size() + 1) {  // every document but the first takes at least one byte
+      const bool comma = null_.pos >= 0 && static_cast<size_t>(null_.pos) < text_.size() && text_[null_.pos] == ',';
+      throw YAML::ParserException(null_.is_null() ? YAML::Mark() : null_,
+                                  comma ? "a ',' outside [ ] or { } (commas separate the items of a flow list or map only)"
+                                        : "the parser cannot go on from here (a character YAML does not allow there)");
     }
+    last_null_ = events_ == 1 ? null_ : YAML::Mark::null_mark();
   }
   void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { ++events_, null_ = mark; }
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override { ++events_; }
@@ -129,7 +134,7 @@ class DocumentCount : public YAML::EventHandler {
   const std::string& text_;
   size_t docs_ = 0;
   int events_ = 0, second_line_ = 0;
-  YAML::Mark null_ = YAML::Mark::null_mark();
+  YAML::Mark null_ = YAML::Mark::null_mark(), last_null_ = YAML::Mark::null_mark();
 };
 
 }  // namespace

@@ -108,6 +108,9 @@ TEST(InputLimits, AStrayCommaIsASyntaxErrorNotAHang) {
   }
   EXPECT_TRUE(has(error_within_5_s(",b: 1\n"), "in.yaml:1: malformed YAML: a ',' outside [ ] or { }"))
       << error_within_5_s(",b: 1\n");
+  // fuzz_scenario's second finding: a NUL byte before the comma (the stuck place is not the ',').
+  const std::string nul = error_within_5_s(std::string("\0,\x04\x10#\x04", 6));
+  EXPECT_TRUE(has(nul, "malformed YAML")) << nul;
   const std::string three = error_within_5_s("a: 1\n---\nb: 2\n---\nc: 3\n");
   EXPECT_TRUE(has(three, "holds 3 YAML documents")) << three;
   EXPECT_EQ(error_within_5_s("a: [1, 2]\nb: {c: 1, d: 2}\ne: x, y\n"), "");  // commas where they belong
