@@ -4,45 +4,16 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
-#include "config/yaml.hpp"
-#include "models/hardware/node_spec.hpp"
 #include "models/serving/serving.hpp"
+#include "tests/serving/fixtures.hpp"  // the serving tests' model, hardware and engine
 
 using namespace stacksim;
 using namespace stacksim::serving;
+using stacksim::serving::testing::dgx_h100;
+using stacksim::serving::testing::llama3_70b;
+using stacksim::serving::testing::tp8_fp8;
 
 namespace {
-
-workload::ModelConfig llama3_70b() {
-  workload::ModelConfig m;
-  m.name = "Llama-3 70B";
-  m.layers = 80;
-  m.hidden = 8192;
-  m.heads = 64;
-  m.kv_heads = 8;
-  m.head_dim = 128;
-  m.ffn_hidden = 28672;
-  m.vocab = 128256;
-  m.mlp = workload::Mlp::SwiGlu;
-  m.norm = workload::Norm::RmsNorm;
-  m.attention_kind = workload::AttentionKind::Gqa;
-  return m;
-}
-
-ServingHardware dgx_h100() {
-  ServingHardware h;
-  h.gpu = hw::bundled_gpus().get("H100-SXM5-80GB");
-  h.cluster = topo::parse_cluster_config(config::Node::load_string("node: dgx-h100\nnodes: 1\n", "bench"),
-                                         hw::bundled_nodes());
-  return h;
-}
-
-ServingConfig tp8_fp8() {
-  ServingConfig c = config_for_engine(load_engine_profile("vllm", "0.8"));
-  c.parallel.tp = 8;
-  c.weights_dtype = c.activations_dtype = c.kv_dtype = Dtype::FP8;
-  return c;
-}
 
 // ShareGPT-like lengths (normal, clamped).
 Workload sharegpt_like(ArrivalMode mode, long long n, double rate) {

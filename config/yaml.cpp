@@ -6,6 +6,9 @@
 #include <sstream>
 #include <unordered_set>
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
 namespace stacksim::config {
 
 namespace {
@@ -84,6 +87,56 @@ class TreeCheck {
   size_t nodes_ = 0;
 };
 
+// Counts the documents of a stream without building nodes. yaml-cpp 0.7's
+// LoadAll never ends on a ',' outside [ ] or { } (jbeder/yaml-cpp#1040: the parser does not consume
+// the token and reports an empty document at the same place again, forever, each one allocated):
+// such a repeated empty document is reported as the syntax error it is.
+class DocumentCount : public YAML::EventHandler {
+ public:
+  explicit DocumentCount(const std::string& text) : text_(text) {}
+  // Documents in `text`; throws YAML::ParserException on the stuck ','.
+  size_t count() {
+    std::istringstream in(text_);
+    YAML::Parser parser(in);
+    while (parser.HandleNextDocument(*this)) ++docs_;
+    return docs_;
+  }
+  int second_line() const { return second_line_; }  // where the second document starts (1-based)
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    events_ = 0, null_ = YAML::Mark::null_mark();
+    if (docs_ == 1) second_line_ = mark.line + 1;
+  }
+  void OnDocumentEnd() override {
+    // An empty document where the previous one was: the parser made no progress (a ',' outside a
+    // flow collection, or a byte it cannot read there), and would report it again forever.
+    const bool stuck = events_ == 1 && !null_.is_null() && !last_null_.is_null() && null_.pos == last_null_.pos;
+    if (stuck || docs_ > text_.size() + 1) {  // every document but the first takes at least one byte
+      const bool comma = null_.pos >= 0 && static_cast<size_t>(null_.pos) < text_.size() && text_[null_.pos] == ',';
+      throw YAML::ParserException(null_.is_null() ? YAML::Mark() : null_,
+                                  comma ? "a ',' outside [ ] or { } (commas separate the items of a flow list or map only)"
+                                        : "the parser cannot go on from here (a character YAML does not allow there)");
+    }
+    last_null_ = events_ == 1 ? null_ : YAML::Mark::null_mark();
+  }
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { ++events_, null_ = mark; }
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { ++events_; }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override { ++events_; }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    ++events_;
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    ++events_;
+  }
+  void OnMapEnd() override {}
+
+ private:
+  const std::string& text_;
+  size_t docs_ = 0;
+  int events_ = 0, second_line_ = 0;
+  YAML::Mark null_ = YAML::Mark::null_mark(), last_null_ = YAML::Mark::null_mark();
+};
+
 }  // namespace
 
 Node Node::load_file(const std::string& path) {
@@ -118,12 +171,13 @@ Node Node::load_string(const std::string& text, const std::string& name) {
   if (text.size() > kMaxYamlBytes)
     throw InputError(name, 0, "", "is over the limit of " + std::to_string(kMaxYamlBytes) + " bytes", "split the file");
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    if (docs.size() > 1)
-      throw InputError(name, line_of(docs[1]), "", "holds " + std::to_string(docs.size()) +
-                                                       " YAML documents (separated by ---); one is read",
+    // Counted first (events only; not LoadAll, which never ends on a stray ','), then loaded.
+    DocumentCount documents(text);
+    if (const size_t n = documents.count(); n > 1)
+      throw InputError(name, documents.second_line(), "", "holds " + std::to_string(n) +
+                                                            " YAML documents (separated by ---); one is read",
                        "keep one document per file");
-    YAML::Node n = docs.empty() ? YAML::Node() : docs.front();
+    YAML::Node n = YAML::Load(text);
     TreeCheck(name).walk(n, "");
     return Node(n, name, "");
   } catch (const YAML::Exception& e) {

@@ -261,12 +261,12 @@ Cluster::RouteCache& Cluster::index() const {
     for (size_t row = 0; row < switches.size(); ++row) {
       const DeviceId s = switches[row];
       c.reach_row[s] = static_cast<int32_t>(row);
-      uint64_t* bits = &c.reach[row * c.words];
+      uint64_t* bits = c.reach.data() + row * c.words;  // not &reach[..]: reach is empty when no switch has NICs
       if (c.leaf[s] >= 0) bits[c.leaf[s] / 64] |= uint64_t{1} << (c.leaf[s] % 64);
       for (uint32_t i = c.out_begin[s]; i < c.out_begin[s + 1]; ++i) {
         const DeviceId t = link_target(c.out_list[i]);
         if (device(t).kind != DeviceKind::NetworkSwitch || device(t).tier >= device(s).tier) continue;
-        const uint64_t* below = &c.reach[c.reach_row[t] * c.words];
+        const uint64_t* below = c.reach.data() + c.reach_row[t] * c.words;
         for (size_t w = 0; w < c.words; ++w) bits[w] |= below[w];
       }
     }

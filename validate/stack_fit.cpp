@@ -20,8 +20,8 @@ constexpr double kShrinkFew = 1.0, kShrinkMany = 0.003;
 // stack cannot explain (a policy miss, a mistyped plan) do not steer a family.
 constexpr double kHuber = 0.22;
 // Bounds on what is physical: efficiencies 0.3-1.3 (compute), 0.1-2 (communication), gaps 0-60 us.
-constexpr double kMinLogE = std::log(0.3), kMaxLogE = std::log(1.3);
-constexpr double kMinLogC = std::log(0.1), kMaxLogC = std::log(2.0);
+const double kMinLogE = std::log(0.3), kMaxLogE = std::log(1.3);
+const double kMinLogC = std::log(0.1), kMaxLogC = std::log(2.0);
 constexpr double kMaxGapUs = 60;
 constexpr int kMinRowsForOwnBand = 20;
 

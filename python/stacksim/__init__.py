@@ -13,9 +13,10 @@ import json
 import os
 from typing import Any, Dict, Iterable, List, Optional
 
-from . import _core
+from . import _core, _sweep_csv
+from ._sweep_csv import SweepInterrupted, SweepSummary
 
-__all__ = ["Scenario", "Result", "ScenarioError", "run", "validate", "models"]
+__all__ = ["Scenario", "Result", "ScenarioError", "SweepInterrupted", "SweepSummary", "run", "validate", "models"]
 
 ScenarioError = _core.InputError
 ScenarioError.__doc__ = "Bad scenario input (a ValueError): the message names the file, key, reason and fix."
@@ -207,14 +208,24 @@ def _serving_row(r: Dict[str, Any], row: Dict[str, Any]) -> None:
 __all__.append("sweep")
 
 
-def sweep(base: "Scenario", grid: Dict[str, Iterable[Any]], threads: Optional[int] = None, client=None):
+def sweep(base: "Scenario", grid: Dict[str, Iterable[Any]], threads: Optional[int] = None, client=None,
+          output: Optional[str] = None):
     """Runs the cartesian grid over any keys; returns a pandas DataFrame, one row per point in grid
     order. Points run in parallel (threads; the simulation releases the GIL) or, with a
     dask.distributed `client`, as one task per point on its workers (a point whose worker is lost
     is retried, up to twice). Invalid combinations become
-    rows whose `error` column says why."""
+    rows whose `error` column says why.
+
+    With `output` (a CSV path) the sweep streams as `stacksim sweep -o` does and returns a
+    SweepSummary instead of a DataFrame: the grid is enumerated lazily and rows are appended in
+    grid order as they complete (memory bounded by 2 x threads rows, whatever the grid's size);
+    SIGINT/SIGTERM stop it after the rows in flight with SweepInterrupted (a KeyboardInterrupt);
+    the same call again resumes without simulating a written row; a file that is not this sweep's
+    is refused. The columns are the CLI's (pandas.read_csv reads them back)."""
     import pandas as pd
 
+    if output is not None:
+        return _sweep_csv.stream(base, grid, output, threads, client, _row)
     points = _grid_points(grid)
     if client is not None:
         futures = client.map(_row, [base] * len(points), points, pure=False, retries=2)

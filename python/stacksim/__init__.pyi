@@ -1,4 +1,4 @@
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, overload
 
 import pandas
 
@@ -36,7 +36,26 @@ def run(path_or_dict: Any, **overrides: Any) -> Result: ...
 def validate(cases_path: str, kinds: Iterable[str] = ..., sources: Iterable[str] = ...,
              ids: Iterable[str] = ...) -> Dict[str, Any]: ...
 def models() -> List[Dict[str, Any]]: ...
-def sweep(base: Scenario, grid: Dict[str, Iterable[Any]], threads: Optional[int] = ..., client: Any = ...) -> pandas.DataFrame: ...
+class SweepInterrupted(KeyboardInterrupt):
+    signum: int
+    written: int
+    points: int
+    path: str
+
+class SweepSummary:
+    path: str
+    points: int
+    written: int
+    simulated: int
+    resumed: int
+    invalid: int
+
+@overload
+def sweep(base: Scenario, grid: Dict[str, Iterable[Any]], threads: Optional[int] = ..., client: Any = ...,
+          output: None = ...) -> pandas.DataFrame: ...
+@overload
+def sweep(base: Scenario, grid: Dict[str, Iterable[Any]], threads: Optional[int] = ..., client: Any = ...,
+          *, output: str) -> SweepSummary: ...
 def best_plans(base: Scenario, top: int = ..., max_tp: int = ..., micro_batches: Iterable[int] = ...,
                recompute: Iterable[str] = ..., zero: Iterable[int] = ..., threads: Optional[int] = ...,
                client: Any = ...) -> pandas.DataFrame: ...

@@ -18,42 +18,15 @@
 #include "services/sweep.hpp"
 #include "services/training.hpp"
 #include "validate/validation.hpp"
+#include "tests/cli/cli_helpers.hpp"
 #include "tests/test_tmp.hpp"
 
 using namespace stacksim;
+using stacksim::cli_test::input_error;
+using stacksim::cli_test::kTraining;
 namespace fs = std::filesystem;
 
 namespace {
-
-const char* kTraining =
-    "name: t\n"
-    "cluster: {node: dgx-h100, nodes: 2}\n"
-    "model: {layers: 4, hidden: 1024, heads: 16, ffn_hidden: 4096, vocab: 32000, seq_len: 1024}\n"
-    "parallelism: {tp: 2, pp: 2, dp: 4, micro_batch: 1, global_batch: 16}\n";
-
-std::string folder() {
-  const std::string d = test_tmp("d");
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string input_error(const std::string& cmd, const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  try {
-    analysis::run_command(cmd, args, out, err);
-  } catch (const config::InputError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -92,16 +65,16 @@ const char* kGrid40 = "{parallelism.micro_batch: [1, 2], model.layers: [4, 8, 12
 }  // namespace
 
 TEST(Reliability, SweepRefusesToOverwriteACsvThatIsNotASweeps) {
-  const std::string d = folder();
+  const std::string d = fresh_test_dir("d");
   std::ofstream(d + "/mine.csv") << "name,salary\nann,100\n";
   const std::string m = input_error("sweep", {sweep_file(d, "{parallelism.tp: [2, 4]}"), "-o", d + "/mine.csv"});
   EXPECT_TRUE(has(m, "not this sweep's header")) << m;
-  EXPECT_EQ(read(d + "/mine.csv"), "name,salary\nann,100\n");
+  EXPECT_EQ(read_text(d + "/mine.csv"), "name,salary\nann,100\n");
 }
 
 TEST(Reliability, SweepStoppedBySignalKeepsItsRowsInGridOrderAndResumes) {
   for (int sig : {SIGTERM}) {  // SIGINT: SweepCommandSaysHowToResumeAfterASignal
-    const std::string d = folder();
+    const std::string d = fresh_test_dir("d");
     const std::string sweep = sweep_file(d, kGrid40), out = d + "/r.csv", fresh = d + "/fresh.csv";
     InterruptingBuf buf(sig);
     std::ostream progress(&buf);
@@ -109,19 +82,19 @@ TEST(Reliability, SweepStoppedBySignalKeepsItsRowsInGridOrderAndResumes) {
     EXPECT_EQ(stopped.interrupted_by, sig);
     ASSERT_LT(stopped.written, 40u);
     EXPECT_GE(stopped.written, 16u);  // the rows reported before the signal are on disk
-    EXPECT_EQ(lines_of(read(out)).size(), stopped.written + 1);
+    EXPECT_EQ(lines_of(read_text(out)).size(), stopped.written + 1);
     std::ostringstream quiet;
     const analysis::SweepSummary resumed = analysis::run_sweep(sweep, out, 2, quiet);
     EXPECT_EQ(resumed.interrupted_by, 0);
     EXPECT_EQ(resumed.resumed, stopped.written);  // none simulated again
     EXPECT_EQ(resumed.simulated, 40u - stopped.written);
     analysis::run_sweep(sweep, fresh, 1, quiet);
-    EXPECT_EQ(read(out), read(fresh));  // the same file as one uninterrupted run
+    EXPECT_EQ(read_text(out), read_text(fresh));  // the same file as one uninterrupted run
   }
 }
 
 TEST(Reliability, SweepCommandSaysHowToResumeAfterASignal) {
-  const std::string d = folder();
+  const std::string d = fresh_test_dir("d");
   const std::string sweep = sweep_file(d, kGrid40);
   InterruptingBuf buf(SIGINT);
   std::ostream err(&buf);
@@ -131,22 +104,22 @@ TEST(Reliability, SweepCommandSaysHowToResumeAfterASignal) {
 }
 
 TEST(Reliability, SweepCutsATornLastRowAndResumesAfterTheRowsBeforeIt) {
-  const std::string d = folder();
+  const std::string d = fresh_test_dir("d");
   const std::string sweep = sweep_file(d, "{parallelism.tp: [2, 4, 3], parallelism.dp: [2, 4]}");
   std::ostringstream quiet;
   analysis::run_sweep(sweep, d + "/whole.csv", 2, quiet);
-  const std::string whole = read(d + "/whole.csv");
+  const std::string whole = read_text(d + "/whole.csv");
   const std::vector<std::string> lines = lines_of(whole);
   // Header, two rows and half of the third: what a kill -9 in mid-write leaves.
   std::ofstream(d + "/torn.csv") << lines[0] << "\n" << lines[1] << "\n" << lines[2] << "\n" << lines[3].substr(0, 7);
   const analysis::SweepSummary s = analysis::run_sweep(sweep, d + "/torn.csv", 2, quiet);
   EXPECT_EQ(s.resumed, 2u);
   EXPECT_EQ(s.simulated, 4u);
-  EXPECT_EQ(read(d + "/torn.csv"), whole);
+  EXPECT_EQ(read_text(d + "/torn.csv"), whole);
 }
 
 TEST(Reliability, AnEditedGridKeepsTheRowsItStillHas) {
-  const std::string d = folder();
+  const std::string d = fresh_test_dir("d");
   std::ostringstream quiet;
   analysis::run_sweep(sweep_file(d, "{parallelism.tp: [2, 4], parallelism.dp: [2, 4]}"), d + "/r.csv", 2, quiet);
   // The same rows are now not the first points of the grid: looked up, not simulated.
@@ -155,11 +128,11 @@ TEST(Reliability, AnEditedGridKeepsTheRowsItStillHas) {
   EXPECT_EQ(s.resumed, 4u);
   EXPECT_EQ(s.simulated, 2u);
   analysis::run_sweep(sweep, d + "/fresh.csv", 1, quiet);
-  EXPECT_EQ(read(d + "/r.csv"), read(d + "/fresh.csv"));
+  EXPECT_EQ(read_text(d + "/r.csv"), read_text(d + "/fresh.csv"));
 }
 
 TEST(Reliability, SweepSetGivenAsAListIsRefused) {
-  const std::string d = folder();
+  const std::string d = fresh_test_dir("d");
   std::ofstream(d + "/s.yaml") << kTraining;
   std::ofstream(d + "/sweep.yaml") << "scenario: s.yaml\nset: [model.layers=8]\ngrid: {parallelism.tp: [2]}\n";
   const std::string m = input_error("sweep", {d + "/sweep.yaml", "-o", d + "/r.csv"});
@@ -167,14 +140,14 @@ TEST(Reliability, SweepSetGivenAsAListIsRefused) {
 }
 
 TEST(Reliability, OptionValuesThatAreNotNumbersAreRefused) {
-  const std::string d = folder();
+  const std::string d = fresh_test_dir("d");
   const std::string m = input_error("sweep", {sweep_file(d, "{parallelism.tp: [2]}"), "-o", d + "/r.csv", "--threads", "abc"});
   EXPECT_TRUE(has(m, "'--threads'") && has(m, "abc")) << m;
   EXPECT_TRUE(has(input_error("plan", {d + "/s.yaml", "-n", "5x"}), "'-n'"));
 }
 
 TEST(Reliability, ResultsThatWouldNotBeFiniteNameTheSectionThatDroveThem) {
-  const std::string d = folder();
+  const std::string d = fresh_test_dir("d");
   std::ofstream(d + "/p.yaml") << kTraining << "prices: {gpu_hour_usd: 1e308}\n";
   const std::string prices = input_error("run", {d + "/p.yaml"});
   EXPECT_TRUE(has(prices, "key 'prices'") && has(prices, "inf")) << prices;
@@ -185,7 +158,7 @@ TEST(Reliability, ResultsThatWouldNotBeFiniteNameTheSectionThatDroveThem) {
 }
 
 TEST(Reliability, ValidateWithAnInfiniteMeasuredValueReportsTheCase) {
-  const std::string d = folder();
+  const std::string d = fresh_test_dir("d");
   YAML::Node all = YAML::LoadFile(STACKSIM_SOURCE_DIR "/validation/cases.yaml");
   YAML::Node c;
   for (const auto& x : all["cases"])
@@ -206,7 +179,7 @@ TEST(Reliability, ValidateWithAnInfiniteMeasuredValueReportsTheCase) {
 }
 
 TEST(Reliability, ValidateScenariosNeverWriteOutsideTheirFolder) {
-  const std::string d = folder();
+  const std::string d = fresh_test_dir("d");
   YAML::Node all = YAML::LoadFile(STACKSIM_SOURCE_DIR "/validation/cases.yaml");
   YAML::Node c;
   for (const auto& x : all["cases"])
@@ -229,7 +202,7 @@ TEST(Reliability, ValidateScenariosNeverWriteOutsideTheirFolder) {
 }
 
 TEST(Reliability, PlanReportsAMisspelledSetKeyInsteadOfNoValidPlan) {
-  const std::string d = folder();
+  const std::string d = fresh_test_dir("d");
   std::ofstream(d + "/s.yaml") << kTraining;
   const std::string m = input_error("plan", {d + "/s.yaml", "--set", "model.layerz=8"});
   EXPECT_TRUE(has(m, "did you mean --set model.layers=8?")) << m;
@@ -239,7 +212,7 @@ TEST(Reliability, PlanReportsAMisspelledSetKeyInsteadOfNoValidPlan) {
 }
 
 TEST(Reliability, ATraceOfThousandsOfMicroBatchesIsRefused) {
-  const std::string d = folder();
+  const std::string d = fresh_test_dir("d");
   std::ofstream(d + "/s.yaml") << kTraining;
   const std::string m = input_error("run", {d + "/s.yaml", "--set", "parallelism.global_batch=8000", "--trace",
                                             d + "/t.json"});
@@ -248,7 +221,7 @@ TEST(Reliability, ATraceOfThousandsOfMicroBatchesIsRefused) {
 }
 
 TEST(Reliability, AnUnknownGpuNameIsRefusedWithTheNearestNames) {
-  const std::string d = folder();
+  const std::string d = fresh_test_dir("d");
   std::ofstream(d + "/s.yaml") << kTraining;
   const std::string m = input_error("run", {d + "/s.yaml", "--set", "hardware.gpu=H100-FAKE-1TB"});
   EXPECT_TRUE(has(m, "unknown GPU 'H100-FAKE-1TB'") && has(m, "did you mean")) << m;

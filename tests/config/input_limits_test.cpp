@@ -3,6 +3,7 @@
 // no key twice, UTF-8 text, whole numbers that fit, quantities that stay finite.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -75,6 +76,44 @@ TEST(InputLimits, DuplicateKeysAndExtraDocumentsAreRefused) {
   const std::string docs = error_of_text("a: 1\n---\nb: 2\n");
   EXPECT_TRUE(has(docs, "2 YAML documents")) << docs;
   EXPECT_EQ(error_of_text("---\na: 1\n"), "");  // one document with its marker
+}
+
+// fuzz_scenario's first finding: yaml-cpp 0.7's LoadAll never returns on a ',' outside a flow list
+// or map (an empty document reported at the same place forever, growing without bound). A child
+// process with an alarm, so that the test fails instead of hanging when it comes back.
+TEST(InputLimits, AStrayCommaIsASyntaxErrorNotAHang) {
+  const auto error_within_5_s = [](const std::string& text) {
+    int fds[2];
+    if (::pipe(fds) != 0) return std::string("pipe failed");
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::alarm(5);
+      const std::string e = error_of_text(text);
+      (void)!::write(fds[1], e.data(), e.size());
+      ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string e;
+    char buf[512];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) e.append(buf, static_cast<size_t>(n));
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? e : std::string("hung (killed by the alarm)");
+  };
+  for (const std::string text : {",", ",b: 1\n", "# a comment\n  ,nodes: 1\ncollective: {op: all_reduce}\n",
+                                 "[1]\n,\n", "a: 1\n---\nb: 2\n---\n,\n"}) {
+    const std::string e = error_within_5_s(text);
+    EXPECT_TRUE(has(e, "','") || has(e, "YAML documents")) << text << " -> " << e;
+  }
+  EXPECT_TRUE(has(error_within_5_s(",b: 1\n"), "in.yaml:1: malformed YAML: a ',' outside [ ] or { }"))
+      << error_within_5_s(",b: 1\n");
+  // fuzz_scenario's second finding: a NUL byte before the comma (the stuck place is not the ',').
+  const std::string nul = error_within_5_s(std::string("\0,\x04\x10#\x04", 6));
+  EXPECT_TRUE(has(nul, "malformed YAML")) << nul;
+  const std::string three = error_within_5_s("a: 1\n---\nb: 2\n---\nc: 3\n");
+  EXPECT_TRUE(has(three, "holds 3 YAML documents")) << three;
+  EXPECT_EQ(error_within_5_s("a: [1, 2]\nb: {c: 1, d: 2}\ne: x, y\n"), "");  // commas where they belong
 }
 
 TEST(InputLimits, TextThatIsNotUtf8IsRefusedWithItsKey) {

@@ -20,20 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string dir_for_test() {
-  const std::string d = test_tmp("out");
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 size_t files_in(const std::string& dir) {
   size_t n = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++n;
@@ -43,27 +29,27 @@ size_t files_in(const std::string& dir) {
 }  // namespace
 
 TEST(OutputFile, ALinkWhereTheOldTemporaryNameWasIsNotFollowed) {
-  const std::string d = dir_for_test();
+  const std::string d = fresh_test_dir("out");
   std::ofstream(d + "/victim") << "keep me";
   fs::create_symlink(d + "/victim", d + "/out.json.tmp");  // the name the old writer used
   write_output_text(d + "/out.json", "{}\n");
-  EXPECT_EQ(read(d + "/victim"), "keep me");
-  EXPECT_EQ(read(d + "/out.json"), "{}\n");
+  EXPECT_EQ(read_text(d + "/victim"), "keep me");
+  EXPECT_EQ(read_text(d + "/out.json"), "{}\n");
   EXPECT_EQ(files_in(d), 3u);  // victim, the link, out.json: no temporary left
 }
 
 TEST(OutputFile, ReplacesAFileKeepingItsPermissions) {
-  const std::string d = dir_for_test();
+  const std::string d = fresh_test_dir("out");
   std::ofstream(d + "/a.csv") << "old";
   fs::permissions(d + "/a.csv", fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
   write_output_text(d + "/a.csv", "new");
-  EXPECT_EQ(read(d + "/a.csv"), "new");
+  EXPECT_EQ(read_text(d + "/a.csv"), "new");
   EXPECT_EQ(fs::status(d + "/a.csv").permissions() & fs::perms::all,
             fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
 }
 
 TEST(OutputFile, AFailingWriterLeavesTheOldFileAndNoTemporary) {
-  const std::string d = dir_for_test();
+  const std::string d = fresh_test_dir("out");
   std::ofstream(d + "/r.json") << "previous";
   EXPECT_THROW(write_output_file(d + "/r.json",
                                  [](std::ostream& out) {
@@ -71,7 +57,7 @@ TEST(OutputFile, AFailingWriterLeavesTheOldFileAndNoTemporary) {
                                    throw std::runtime_error("simulation failed");
                                  }),
                std::runtime_error);
-  EXPECT_EQ(read(d + "/r.json"), "previous");
+  EXPECT_EQ(read_text(d + "/r.json"), "previous");
   EXPECT_EQ(files_in(d), 1u);
 }
 
@@ -83,7 +69,7 @@ TEST(OutputFile, ACharacterDeviceIsWrittenInPlaceNotReplaced) {
 }
 
 TEST(OutputFile, AFifoWithoutReaderIsRefusedWithoutHanging) {
-  const std::string d = dir_for_test();
+  const std::string d = fresh_test_dir("out");
   ASSERT_EQ(::mkfifo((d + "/pipe").c_str(), 0600), 0);
   try {
     write_output_text(d + "/pipe", "x");
@@ -97,7 +83,7 @@ TEST(OutputFile, AFifoWithoutReaderIsRefusedWithoutHanging) {
 }
 
 TEST(OutputFile, AFifoWithAReaderGetsTheText) {
-  const std::string d = dir_for_test();
+  const std::string d = fresh_test_dir("out");
   const std::string pipe = d + "/pipe";
   ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
   const int reader = ::open(pipe.c_str(), O_RDONLY | O_NONBLOCK);
@@ -110,12 +96,12 @@ TEST(OutputFile, AFifoWithAReaderGetsTheText) {
 }
 
 TEST(OutputFile, ADirectoryIsRefused) {
-  const std::string d = dir_for_test();
+  const std::string d = fresh_test_dir("out");
   EXPECT_THROW(write_output_text(d, "x"), InputError);
 }
 
 TEST(OutputFile, NothingIsWrittenOutsideTheOutputFolder) {
-  const std::string d = dir_for_test();
+  const std::string d = fresh_test_dir("out");
   fs::create_directories(d + "/scenarios");
   EXPECT_THROW(write_output_text(d + "/scenarios/../escaped.yaml", "x", {d + "/scenarios"}), InputError);
   EXPECT_FALSE(fs::exists(d + "/escaped.yaml"));
@@ -129,15 +115,15 @@ TEST(OutputFile, NothingIsWrittenOutsideTheOutputFolder) {
   std::ofstream(d + "/outside") << "keep";
   fs::create_symlink(d + "/outside", d + "/scenarios/link.yaml");
   write_output_text(d + "/scenarios/link.yaml", "inside", {d + "/scenarios"});
-  EXPECT_EQ(read(d + "/outside"), "keep");
+  EXPECT_EQ(read_text(d + "/outside"), "keep");
   EXPECT_FALSE(fs::is_symlink(d + "/scenarios/link.yaml"));
 }
 
 TEST(OutputFile, ALinkNamedAsTheOutputIsFollowedToItsFile) {
-  const std::string d = dir_for_test();
+  const std::string d = fresh_test_dir("out");
   std::ofstream(d + "/real.json") << "old";
   fs::create_symlink("real.json", d + "/link.json");
   write_output_text(d + "/link.json", "new");
   EXPECT_TRUE(fs::is_symlink(d + "/link.json"));
-  EXPECT_EQ(read(d + "/real.json"), "new");
+  EXPECT_EQ(read_text(d + "/real.json"), "new");
 }

@@ -13,22 +13,8 @@ using namespace stacksim::analysis;
 
 namespace {
 
-// One directory per test: ctest runs the tests of this file in parallel processes.
-std::string test_dir() {
-  const std::string dir = test_tmp("sweep");
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string sweep_file() {
-  const std::string dir = test_dir();
+  const std::string dir = test_dir("sweep");
   std::ofstream(dir + "/s.yaml") << "cluster: {node: dgx-h100, nodes: 2}\n"
                                     "model: {layers: 4, hidden: 1024, heads: 16, ffn_hidden: 4096, vocab: 32000, seq_len: 1024}\n"
                                     "parallelism: {tp: 2, pp: 2, dp: 4, micro_batch: 1, global_batch: 16}\n";
@@ -41,7 +27,7 @@ std::string sweep_file() {
 
 TEST(Sweep, GridOrderInvalidRowsAndThreadIndependence) {
   std::ostringstream progress;
-  const std::string one = test_dir() + "/one.csv", two = test_dir() + "/two.csv";
+  const std::string one = test_dir("sweep") + "/one.csv", two = test_dir("sweep") + "/two.csv";
   std::remove(one.c_str());
   std::remove(two.c_str());
   const SweepSummary s1 = run_sweep(sweep_file(), one, 1, progress);
@@ -49,8 +35,8 @@ TEST(Sweep, GridOrderInvalidRowsAndThreadIndependence) {
   EXPECT_EQ(s1.points, 6u);
   // Valid: tp*pp*dp = 16 -> (2, 4) and (4, 2); the other four are rows with their reason.
   EXPECT_EQ(s1.invalid, 4u);
-  EXPECT_EQ(read(one), read(two));
-  std::istringstream lines(read(one));
+  EXPECT_EQ(read_text(one), read_text(two));
+  std::istringstream lines(read_text(one));
   std::string header, first;
   std::getline(lines, header);
   std::getline(lines, first);
@@ -61,29 +47,29 @@ TEST(Sweep, GridOrderInvalidRowsAndThreadIndependence) {
 
 TEST(Sweep, ResumesFromItsOutput) {
   std::ostringstream progress;
-  const std::string out = test_dir() + "/resume.csv";
+  const std::string out = test_dir("sweep") + "/resume.csv";
   std::remove(out.c_str());
   run_sweep(sweep_file(), out, 2, progress);
-  const std::string before = read(out);
+  const std::string before = read_text(out);
   const SweepSummary again = run_sweep(sweep_file(), out, 2, progress);
   EXPECT_EQ(again.resumed, 6u);
   EXPECT_EQ(again.simulated, 0u);
-  EXPECT_EQ(read(out), before);
+  EXPECT_EQ(read_text(out), before);
 }
 
 TEST(Sweep, AMisspelledGridKeyIsReportedWithTheNearestKey) {
-  const std::string dir = test_dir();
+  const std::string dir = test_dir("sweep");
   sweep_file();  // writes s.yaml
   std::ofstream(dir + "/typo.yaml") << "scenario: s.yaml\ngrid: {parallelism.tpp: [2]}\n";
   const std::string out = dir + "/typo.csv";
   std::remove(out.c_str());
   std::ostringstream progress;
   run_sweep(dir + "/typo.yaml", out, 1, progress);
-  EXPECT_NE(read(out).find("did you mean --set parallelism.tp=2?"), std::string::npos) << read(out);
+  EXPECT_NE(read_text(out).find("did you mean --set parallelism.tp=2?"), std::string::npos) << read_text(out);
 }
 
 TEST(Sweep, ScalingEfficiencyAgainstTheSmallestRunOfEachGroup) {
-  const std::string dir = test_dir();
+  const std::string dir = test_dir("sweep");
   sweep_file();  // writes s.yaml (16 GPUs per scenario: 2 nodes of 8)
   // Weak scaling: nodes and dp together (the off-diagonal points are invalid rows), for two GPUs.
   std::ofstream(dir + "/weak.yaml") << "scenario: s.yaml\n"
@@ -94,7 +80,7 @@ TEST(Sweep, ScalingEfficiencyAgainstTheSmallestRunOfEachGroup) {
   std::ostringstream progress;
   const SweepSummary s = run_sweep(dir + "/weak.yaml", out, 2, progress);
   EXPECT_EQ(s.invalid, 4u);
-  std::istringstream lines(read(out));
+  std::istringstream lines(read_text(out));
   std::string line;
   std::getline(lines, line);
   const std::string header = line;
