@@ -112,7 +112,8 @@ void add_host(std::vector<KeySpec>& t) {
                        "host work per step besides launches, with its unit"));
   t.push_back(section("checkpoint", "periodic checkpoints"));
   t.push_back(integer("checkpoint.every_steps", "steps", "", 1, kNoLimit, "a checkpoint every N steps (required)"));
-  t.push_back(quantity("checkpoint.bytes", Dimension::Bytes, 1.0, "B", "14 B per parameter", 0, true, kNoLimit,
+  // At most 1 EB: a 100-trillion-parameter model's 14 B per parameter is 1.4 PB.
+  t.push_back(quantity("checkpoint.bytes", Dimension::Bytes, 1.0, "B", "14 B per parameter", 0, true, 1e18,
                        "checkpoint size"));
   t.push_back(quantity("checkpoint.write_bandwidth", Dimension::Bandwidth, 0, "GB/s", "the node's storage", 0, true,
                        kNoLimit, "write bandwidth per node, with its unit"));

@@ -117,6 +117,9 @@ TEST(Schema, RangesComeFromTheTable) {
   e = error_of([] { check_text("workload: {input: 0}\n"); });
   EXPECT_NE(e.reason().find("must be at least 1"), std::string::npos) << e.reason();
   EXPECT_NO_THROW(check_text("parallelism: {zero: 3}\nstorage: {read_GBps: 0.001}\n"));
+  // A checkpoint of 1e308 bytes is refused (at most 1 EB), not simulated as a 1e296-second stall.
+  EXPECT_THROW(check_text("checkpoint: {every_steps: 10, bytes: 1e308}\n"), InputError);
+  EXPECT_NO_THROW(check_text("checkpoint: {every_steps: 10, bytes: 1.4e15}\n"));
   // Each row's own bounds: its lower bound passes, a value below it fails.
   for (const auto& k : scenario_schema()) {
     if (k.type != KeyType::Int || !std::isfinite(k.min)) continue;
