@@ -10,6 +10,7 @@ packages=(
   python3-numpy python3-pandas python3-pytest python3-matplotlib python3-distributed python3-yaml
   python3-hypothesis
   clang libclang-rt-14-dev  # the sanitize preset: ASan, UBSan and libFuzzer (docs/reliability.md)
+  clang-format              # the format test (tests/format/check_format.py, .clang-format)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -18,8 +18,8 @@ void BM_AllReduceFatTree(benchmark::State& state) {
   const int gpus = static_cast<int>(state.range(0));
   const coll::Algorithm algorithm = static_cast<coll::Algorithm>(state.range(1));
   static const hw::NodeCatalog catalog = hw::NodeCatalog::load_dir(hw::default_hardware_dir());
-  const std::string yaml = "node: dgx-h100\nnodes: " + std::to_string(gpus / 8) +
-                           "\nfabric: {topology: fat_tree, radix: 64}\n";
+  const std::string yaml =
+      "node: dgx-h100\nnodes: " + std::to_string(gpus / 8) + "\nfabric: {topology: fat_tree, radix: 64}\n";
   const topo::ClusterConfig cfg = topo::parse_cluster_config(config::Node::load_string(yaml, "bench"), catalog);
   const topo::Cluster cluster = topo::build_cluster(cfg);
   const coll::CommTuning tuning = coll::tuning_for(cfg.node, cfg.nic);

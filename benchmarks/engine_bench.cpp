@@ -78,8 +78,7 @@ void BM_HoldModel(benchmark::State& state) {
       if (fired + pending <= events_per_run)
         engine.schedule_timer(engine.now() + Time::from_ps(inc[k++ & (kTableSize - 1)]), tag);
     });
-    for (uint64_t i = 0; i < pending; ++i)
-      engine.schedule_timer(Time::from_ps(inc[k++ & (kTableSize - 1)]), i);
+    for (uint64_t i = 0; i < pending; ++i) engine.schedule_timer(Time::from_ps(inc[k++ & (kTableSize - 1)]), i);
     state.ResumeTiming();
     engine.run();
     benchmark::DoNotOptimize(engine.now());

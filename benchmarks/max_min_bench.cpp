@@ -131,8 +131,7 @@ void add_remove(benchmark::State& state, uint32_t group) {
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
   state.counters["solved_per_item"] = benchmark::Counter(
-      static_cast<double>(engine.stats().solved_activities - solved_before) /
-      static_cast<double>(state.iterations()));
+      static_cast<double>(engine.stats().solved_activities - solved_before) / static_cast<double>(state.iterations()));
 }
 
 void BM_EngineAddRemove(benchmark::State& state) { add_remove(state, 0); }

@@ -1,8 +1,8 @@
 #include "cli/commands.hpp"
 
 #include <sys/wait.h>
-#include <csignal>
 #include <unistd.h>
+#include <csignal>
 
 #include <algorithm>
 #include <cstdio>
@@ -14,23 +14,23 @@
 
 #include "config/error.hpp"
 #include "config/output_file.hpp"
-#include "services/compare.hpp"
-#include "services/output.hpp"
-#include "services/plan_search.hpp"
-#include "services/purchase.hpp"
-#include "services/serving_purchase.hpp"
-#include "services/scenario.hpp"
-#include "services/sweep.hpp"
-#include "services/training.hpp"
-#include "validate/validation.hpp"
-#include "services/serving_commands.hpp"
-#include "validate/serving_result_file.hpp"
-#include "services/serving_run.hpp"
-#include "validate/stack_fit.hpp"
 #include "models/calibration/calibrate.hpp"
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
 #include "models/workload/model_catalog.hpp"
+#include "services/compare.hpp"
+#include "services/output.hpp"
+#include "services/plan_search.hpp"
+#include "services/purchase.hpp"
+#include "services/scenario.hpp"
+#include "services/serving_commands.hpp"
+#include "services/serving_purchase.hpp"
+#include "services/serving_run.hpp"
+#include "services/sweep.hpp"
+#include "services/training.hpp"
+#include "validate/serving_result_file.hpp"
+#include "validate/stack_fit.hpp"
+#include "validate/validation.hpp"
 
 namespace stacksim::analysis {
 namespace {
@@ -70,8 +70,8 @@ int int_option(const std::string& flag, const std::string& text, int min_value) 
     pos = 0;
   }
   if (pos == 0 || pos != text.size() || v < min_value || v > 1 << 20)
-    throw config::InputError("command line", 0, flag, "expected a whole number from " + std::to_string(min_value) +
-                                                          ", got '" + text + "'",
+    throw config::InputError("command line", 0, flag,
+                             "expected a whole number from " + std::to_string(min_value) + ", got '" + text + "'",
                              "write e.g. " + flag + " 4");
   return static_cast<int>(v);
 }
@@ -80,7 +80,8 @@ Args parse_args(const std::string& command, const std::vector<std::string>& args
                 const std::vector<std::string>& allowed) {
   Args a;
   auto allowed_flag = [&](const std::string& f) {
-    for (const auto& x : allowed) if (x == f) return true;
+    for (const auto& x : allowed)
+      if (x == f) return true;
     return false;
   };
   for (size_t i = 0; i < args.size(); ++i) {
@@ -90,7 +91,10 @@ Args parse_args(const std::string& command, const std::vector<std::string>& args
         throw config::InputError("command line", 0, x, "needs a value", "write " + x + " VALUE");
       return args[++i];
     };
-    if (x == "--help" || x == "-h") { a.help = true; continue; }
+    if (x == "--help" || x == "-h") {
+      a.help = true;
+      continue;
+    }
     if (x.rfind("-", 0) == 0 && x.size() > 1 && !allowed_flag(x)) {
       std::string valid;
       for (const auto& f : allowed) valid += (valid.empty() ? "" : ", ") + f;
@@ -98,27 +102,48 @@ Args parse_args(const std::string& command, const std::vector<std::string>& args
       throw config::InputError("command line", 0, x, "unknown option for '" + command + "'",
                                near.empty() ? "valid options: " + valid : "did you mean " + near + "?");
     }
-    if (x == "--set") a.sets.push_back(value());
-    else if (x == "--json") a.json = value();
-    else if (x == "--trace") a.trace = value();
-    else if (x == "-o" || x == "--output") a.output = value();
-    else if (x == "--kind") for (auto& k : split_commas(value())) a.kinds.push_back(k);
-    else if (x == "--source") for (auto& k : split_commas(value())) a.sources.push_back(k);
-    else if (x == "--scenarios") a.scenarios_dir = value();
-    else if (x == "--rows") a.rows = value();
-    else if (x == "--serving-result") a.serving_result = value();
-    else if (x == "--scenario") a.scenario = value();
-    else if (x == "--id") for (auto& k : split_commas(value())) a.ids.push_back(k);
-    else if (x == "-v" || x == "--verbose") a.verbose = true;
-    else if (x == "--gpu") a.gpu = value();
-    else if (x == "--variant") a.variants.push_back(split_commas(value()));
-    else if (x == "--elasticity") a.elasticity = true;
-    else if (x == "--threads") a.threads = int_option(x, value(), 1);
-    else if (x == "-n" || x == "--top") a.top = int_option(x, value(), 1);
-    else if (x == "-k") a.replay_top = int_option(x, value(), 1);
-    else if (x == "--purchase") a.purchase = value();
-    else if (x == "--replay-sample") a.replay_sample = int_option(x, value(), 0);
-    else a.positional.push_back(x);
+    if (x == "--set")
+      a.sets.push_back(value());
+    else if (x == "--json")
+      a.json = value();
+    else if (x == "--trace")
+      a.trace = value();
+    else if (x == "-o" || x == "--output")
+      a.output = value();
+    else if (x == "--kind")
+      for (auto& k : split_commas(value())) a.kinds.push_back(k);
+    else if (x == "--source")
+      for (auto& k : split_commas(value())) a.sources.push_back(k);
+    else if (x == "--scenarios")
+      a.scenarios_dir = value();
+    else if (x == "--rows")
+      a.rows = value();
+    else if (x == "--serving-result")
+      a.serving_result = value();
+    else if (x == "--scenario")
+      a.scenario = value();
+    else if (x == "--id")
+      for (auto& k : split_commas(value())) a.ids.push_back(k);
+    else if (x == "-v" || x == "--verbose")
+      a.verbose = true;
+    else if (x == "--gpu")
+      a.gpu = value();
+    else if (x == "--variant")
+      a.variants.push_back(split_commas(value()));
+    else if (x == "--elasticity")
+      a.elasticity = true;
+    else if (x == "--threads")
+      a.threads = int_option(x, value(), 1);
+    else if (x == "-n" || x == "--top")
+      a.top = int_option(x, value(), 1);
+    else if (x == "-k")
+      a.replay_top = int_option(x, value(), 1);
+    else if (x == "--purchase")
+      a.purchase = value();
+    else if (x == "--replay-sample")
+      a.replay_sample = int_option(x, value(), 0);
+    else
+      a.positional.push_back(x);
   }
   return a;
 }
@@ -153,7 +178,10 @@ const char* kValidateHelp =
 
 int cmd_run(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
   const Args a = parse_args("run", raw, {"--set", "--json", "--trace", "-v", "--verbose"});
-  if (a.help) { out << kRunHelp; return 0; }
+  if (a.help) {
+    out << kRunHelp;
+    return 0;
+  }
   if (a.positional.size() != 1)
     throw config::InputError("command line", 0, "SCENARIO", "run takes exactly one scenario file",
                              "write: stacksim run scenarios/llama3-70b-64xh100.yaml");
@@ -182,9 +210,13 @@ int cmd_run(const std::vector<std::string>& raw, std::ostream& out, std::ostream
 }
 
 int cmd_validate(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
-  const Args a = parse_args("validate", raw, {"--json", "--kind", "--source", "--id", "--scenarios", "--serving-result",
-                                              "--scenario", "--set"});
-  if (a.help) { out << kValidateHelp; return 0; }
+  const Args a =
+      parse_args("validate", raw,
+                 {"--json", "--kind", "--source", "--id", "--scenarios", "--serving-result", "--scenario", "--set"});
+  if (a.help) {
+    out << kValidateHelp;
+    return 0;
+  }
   if (!a.serving_result.empty() || !a.scenario.empty()) {  // a user's own benchmark run
     if (a.serving_result.empty() || a.scenario.empty() || !a.positional.empty())
       throw config::InputError("command line", 0, a.serving_result.empty() ? "--serving-result" : "--scenario",
@@ -202,7 +234,8 @@ int cmd_validate(const std::vector<std::string>& raw, std::ostream& out, std::os
     std::error_code ec;
     std::filesystem::create_directories(a.scenarios_dir, ec);
     if (ec)
-      throw config::InputError("command line", 0, "--scenarios", "cannot create directory '" + a.scenarios_dir + "': " + ec.message(),
+      throw config::InputError("command line", 0, "--scenarios",
+                               "cannot create directory '" + a.scenarios_dir + "': " + ec.message(),
                                "name a writable directory");
   }
   ValidationFilter f;
@@ -215,8 +248,9 @@ int cmd_validate(const std::vector<std::string>& raw, std::ostream& out, std::os
   if (!a.scenarios_dir.empty()) {
     for (const auto& o : outcomes)
       if (!o.scenario_yaml.empty())
-        config::write_output_text((std::filesystem::path(a.scenarios_dir) / config::safe_file_name(o.id + ".yaml")).string(),
-                                  o.scenario_yaml, {a.scenarios_dir});
+        config::write_output_text(
+            (std::filesystem::path(a.scenarios_dir) / config::safe_file_name(o.id + ".yaml")).string(), o.scenario_yaml,
+            {a.scenarios_dir});
   }
   return 0;
 }
@@ -232,9 +266,13 @@ const char* kFitHelp =
 
 int cmd_fit(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
   const Args a = parse_args("fit", raw, {"-o", "--output", "--rows"});
-  if (a.help) { out << kFitHelp; return 0; }
+  if (a.help) {
+    out << kFitHelp;
+    return 0;
+  }
   if (a.positional.empty() || a.output.empty())
-    throw config::InputError("command line", 0, a.positional.empty() ? "CASES" : "-o", "fit needs case files and -o FILE",
+    throw config::InputError("command line", 0, a.positional.empty() ? "CASES" : "-o",
+                             "fit needs case files and -o FILE",
                              "write: stacksim fit validation/cases.yaml validation/extra/*.yaml -o stacks/fitted.yaml");
   for (const auto& f : a.positional)
     if (!std::filesystem::exists(f))
@@ -253,7 +291,8 @@ int cmd_fit(const std::vector<std::string>& raw, std::ostream& out, std::ostream
 int cmd_catalog(const std::vector<std::string>& raw, std::ostream& out) {
   const Args a = parse_args("catalog", raw, {});
   if (a.help) {
-    out << "usage: stacksim catalog [gpus|nodes|nics|models|engines|datasets]\n  Lists the bundled hardware catalogue (models/hardware) and\n"
+    out << "usage: stacksim catalog [gpus|nodes|nics|models|engines|datasets]\n  Lists the bundled hardware catalogue "
+           "(models/hardware) and\n"
            "  the bundled model architectures (models/workload/architectures; a scenario names one as model.preset),\n"
            "  the serving engine profiles (models/serving/engines; serving.engine) and the serving datasets'\n"
            "  length statistics (models/workload/serving_datasets.yaml; workload.dataset).\n";
@@ -270,8 +309,8 @@ int cmd_catalog(const std::vector<std::string>& raw, std::ostream& out) {
     for (const auto& n : hw::bundled_gpus().names()) {
       const auto& g = hw::bundled_gpus().get(n);
       std::snprintf(line, sizeof line, "  %-20s %-10s %4d SMs  bf16/fp16 %6.0f TFLOP/s  HBM %5.0f GB at %5.0f GB/s\n",
-                    n.c_str(), g.architecture.c_str(), g.sm_count,
-                    std::max(g.peak("bf16"), g.peak("fp16")) / 1e12, g.memory_bytes / 1e9, g.hbm_Bps / 1e9);
+                    n.c_str(), g.architecture.c_str(), g.sm_count, std::max(g.peak("bf16"), g.peak("fp16")) / 1e12,
+                    g.memory_bytes / 1e9, g.hbm_Bps / 1e9);
       out << line;
     }
   }
@@ -329,10 +368,14 @@ const char* kCompareHelp =
 
 int cmd_compare(const std::vector<std::string>& raw, std::ostream& out) {
   Args a = parse_args("compare", raw, {"--set", "--variant", "--elasticity", "--json"});
-  if (a.help) { out << kCompareHelp; return 0; }
+  if (a.help) {
+    out << kCompareHelp;
+    return 0;
+  }
   if (a.positional.size() != 1)
-    throw config::InputError("command line", 0, "SCENARIO", "compare takes exactly one scenario file",
-                             "write: stacksim compare scenarios/llama3-70b-64xh100.yaml --set hardware.gpu=H200-SXM-141GB");
+    throw config::InputError(
+        "command line", 0, "SCENARIO", "compare takes exactly one scenario file",
+        "write: stacksim compare scenarios/llama3-70b-64xh100.yaml --set hardware.gpu=H200-SXM-141GB");
   if (!a.sets.empty()) a.variants.insert(a.variants.begin(), a.sets);
   if (a.variants.empty() && !a.elasticity)
     throw config::InputError("command line", 0, "--set", "nothing to compare",
@@ -357,7 +400,10 @@ const char* kSweepHelp =
 
 int cmd_sweep(const std::vector<std::string>& raw, std::ostream& out, std::ostream& err) {
   const Args a = parse_args("sweep", raw, {"-o", "--output", "--threads"});
-  if (a.help) { out << kSweepHelp; return 0; }
+  if (a.help) {
+    out << kSweepHelp;
+    return 0;
+  }
   if (a.positional.size() != 1 || a.output.empty())
     throw config::InputError("command line", 0, "SWEEP", "sweep takes one sweep file and -o RESULTS.csv",
                              "write: stacksim sweep sweeps/tp-pp.yaml -o results.csv");
@@ -390,7 +436,10 @@ const char* kPlanHelp =
 
 int cmd_plan(const std::vector<std::string>& raw, std::ostream& out) {
   const Args a = parse_args("plan", raw, {"--set", "-n", "--top", "-k", "--json", "--purchase", "--replay-sample"});
-  if (a.help) { out << kPlanHelp; return 0; }
+  if (a.help) {
+    out << kPlanHelp;
+    return 0;
+  }
   if (a.positional.size() != 1)
     throw config::InputError("command line", 0, "SCENARIO", "plan takes exactly one scenario file",
                              "write: stacksim plan scenarios/llama3-70b-64xh100.yaml -n 5");
@@ -461,12 +510,17 @@ const char* kCalibrateHelp =
 
 int cmd_calibrate(const std::vector<std::string>& raw, std::ostream& out) {
   const Args a = parse_args("calibrate", raw, {"-o", "--output", "--gpu"});
-  if (a.help) { out << kCalibrateHelp; return 0; }
+  if (a.help) {
+    out << kCalibrateHelp;
+    return 0;
+  }
   if (a.positional.size() != 1 || a.output.empty())
-    throw config::InputError("command line", 0, "MEASUREMENTS", "calibrate takes one measurement file and -o PROFILE.yaml",
+    throw config::InputError("command line", 0, "MEASUREMENTS",
+                             "calibrate takes one measurement file and -o PROFILE.yaml",
                              "write: stacksim calibrate measurements.yaml -o profile.yaml");
-  const calib::CalibrationReport report = a.gpu.empty() ? calib::calibrate(a.positional[0], hw::bundled_gpus())
-                                                        : calib::calibrate(a.positional[0], &hw::bundled_gpus().get(a.gpu));
+  const calib::CalibrationReport report = a.gpu.empty()
+                                              ? calib::calibrate(a.positional[0], hw::bundled_gpus())
+                                              : calib::calibrate(a.positional[0], &hw::bundled_gpus().get(a.gpu));
   calib::write_profile(report, a.output);
   out << calib::format_report(report);
   return 0;
@@ -486,12 +540,11 @@ int run_command(const std::string& command, const std::vector<std::string>& args
   if (command == "plot") return cmd_plot(args, out, err);
   if (command == "fit") return cmd_fit(args, out, err);
   if (command == "schema") return cmd_schema(args, out);
-  const std::vector<std::string> commands{"run",      "compare", "sweep",   "plan", "plot",
+  const std::vector<std::string> commands{"run",      "compare",   "sweep",   "plan", "plot",
                                           "validate", "calibrate", "catalog", "fit",  "schema"};
   const std::string near = config::nearest(command, commands);
   throw config::InputError("command line", 0, command, "unknown command",
-                           near.empty() ? "run 'stacksim --help' for the list"
-                                        : "did you mean '" + near + "'?");
+                           near.empty() ? "run 'stacksim --help' for the list" : "did you mean '" + near + "'?");
 }
 
 }  // namespace stacksim::analysis

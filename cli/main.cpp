@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "config/error.hpp"
 #include "cli/commands.hpp"
+#include "config/error.hpp"
 #include "sim/allocator.hpp"
 #include "sim/engine.hpp"
 

@@ -18,9 +18,9 @@ int cmd_schema(const std::vector<std::string>& args, std::ostream& out) {
       return 0;
     }
     if (a != "--markdown")
-      throw config::InputError("command line", 0, a, "unknown option for 'schema'",
-                               config::nearest(a, {"--markdown"}).empty() ? "valid options: --markdown"
-                                                                          : "did you mean --markdown?");
+      throw config::InputError(
+          "command line", 0, a, "unknown option for 'schema'",
+          config::nearest(a, {"--markdown"}).empty() ? "valid options: --markdown" : "did you mean --markdown?");
     markdown = true;
   }
   if (markdown) {

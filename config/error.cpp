@@ -4,8 +4,8 @@
 
 namespace stacksim::config {
 namespace {
-std::string compose(const std::string& file, int line, const std::string& key,
-                    const std::string& reason, const std::string& fix) {
+std::string compose(const std::string& file, int line, const std::string& key, const std::string& reason,
+                    const std::string& fix) {
   std::string m = file.empty() ? "<input>" : file;
   if (line > 0) m += ":" + std::to_string(line);
   m += ": ";
@@ -16,11 +16,15 @@ std::string compose(const std::string& file, int line, const std::string& key,
 }
 }  // namespace
 
-InputError::InputError(std::string file, int line, std::string key, std::string reason,
-                       std::string fix, std::string suggestion)
+InputError::InputError(std::string file, int line, std::string key, std::string reason, std::string fix,
+                       std::string suggestion)
     : std::runtime_error(compose(file, line, key, reason, fix)),
-      file_(std::move(file)), key_(std::move(key)), reason_(std::move(reason)),
-      fix_(std::move(fix)), suggestion_(std::move(suggestion)), line_(line) {}
+      file_(std::move(file)),
+      key_(std::move(key)),
+      reason_(std::move(reason)),
+      fix_(std::move(fix)),
+      suggestion_(std::move(suggestion)),
+      line_(line) {}
 
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -41,7 +45,10 @@ std::string nearest(const std::string& key, const std::vector<std::string>& cand
   size_t best_d = std::string::npos;
   for (const auto& c : candidates) {
     const size_t d = edit_distance(key, c);
-    if (d < best_d) { best_d = d; best = c; }
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
   }
   // Accept a suggestion within about a third of the key's length (at least 2 edits).
   const size_t limit = std::max<size_t>(2, key.size() / 3);

@@ -120,8 +120,7 @@ void write_output_file(const std::string& path_text, const std::function<void(st
     // Lexically inside the folder: the name may not climb out with "..", nor be absolute elsewhere.
     const fs::path rel = path.lexically_normal().lexically_relative(fs::path(options.within_dir).lexically_normal());
     if (rel.empty() || *rel.begin() == ".." || rel.is_absolute())
-      refuse(path_text, "lies outside the output folder '" + options.within_dir + "'",
-             "name files inside that folder");
+      refuse(path_text, "lies outside the output folder '" + options.within_dir + "'", "name files inside that folder");
   }
   path = resolve_target(path, options);
   std::error_code ec;
@@ -146,11 +145,12 @@ void write_output_file(const std::string& path_text, const std::function<void(st
   std::string tmpl = (dir / ("." + path.filename().string() + ".XXXXXX")).string();
   // mkstemp: O_CREAT|O_EXCL with a fresh random name, so no existing file or link is touched.
   const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) refuse(path_text, "cannot create a file in '" + dir.string() + "': " + errno_text(errno),
-                     "check that the folder is writable");
+  if (fd < 0)
+    refuse(path_text, "cannot create a file in '" + dir.string() + "': " + errno_text(errno),
+           "check that the folder is writable");
   // mkstemp makes the file 0600; an output gets the permissions of an ordinary new file, or keeps
   // the ones of the file it replaces.
-  struct stat old{};
+  struct stat old {};
   mode_t mode = 0666;
   if (::stat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode)) {
     mode = old.st_mode & 07777;
@@ -187,7 +187,8 @@ void write_output_file(const std::string& path_text, const std::function<void(st
 }
 
 void write_output_text(const std::string& path, const std::string& text, const OutputOptions& options) {
-  write_output_file(path, [&](std::ostream& out) { out << text; }, options);
+  write_output_file(
+      path, [&](std::ostream& out) { out << text; }, options);
 }
 
 }  // namespace stacksim::config

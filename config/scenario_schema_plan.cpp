@@ -12,7 +12,8 @@ void add_sizes(std::vector<KeySpec>& t) {
   t.push_back(count("parallelism.pp", "stages", "1", "pipeline-parallel size"));
   t.push_back(count("parallelism.dp", "replicas", "1", "data-parallel size"));
   t.push_back(count("parallelism.cp", "GPUs", "1", "context-parallel size"));
-  t.push_back(count("parallelism.ep", "GPUs", "1", "expert-parallel size (MoE; out of cp x dp, or tp x cp x dp with etp 1)"));
+  t.push_back(
+      count("parallelism.ep", "GPUs", "1", "expert-parallel size (MoE; out of cp x dp, or tp x cp x dp with etp 1)"));
   t.push_back(count("parallelism.etp", "GPUs", "tp", "expert tensor-parallel size: tp or 1"));
   t.push_back(count("parallelism.vp", "chunks", "1", "virtual pipeline chunks per rank (interleaved 1F1B)"));
   t.push_back(count("parallelism.micro_batch", "sequences", "1", "sequences per micro-batch"));
@@ -28,8 +29,9 @@ void add_sizes(std::vector<KeySpec>& t) {
                     "0 DDP, 1 distributed optimizer, 2, 3 (FSDP; or fsdp)", 0, 3));
   t.push_back(count("parallelism.shard_size", "ranks", "dp x cp", "hybrid sharding (HSDP): shards over N ranks"));
   t.push_back(choice("parallelism.fsdp_impl", "fsdp2|fsdp1|megatron", "fsdp2", "zero 3: whose element-wise passes"));
-  t.push_back(integer("parallelism.fsdp_gathers_per_layer", "gathers", "1", 1, 64,
-                      "zero 3: a layer's parameters in k all-gathers one after another (DeepSpeed: one per weight matrix)"));
+  t.push_back(
+      integer("parallelism.fsdp_gathers_per_layer", "gathers", "1", 1, 64,
+              "zero 3: a layer's parameters in k all-gathers one after another (DeepSpeed: one per weight matrix)"));
   t.push_back(choice("parallelism.precision", "fp32|tf32|fp16|bf16|fp8", "bf16", "training precision"));
   t.push_back(choice("parallelism.fp8_recipe", "delayed|current|mxfp8", "delayed",
                      "fp8: Transformer Engine's quantisation (mxfp8: Blackwell)"));
@@ -51,7 +53,8 @@ void add_behaviour(std::vector<KeySpec>& t) {
   t.push_back(flag("parallelism.grad_reduce_fp32", "false", "gradients reduced in fp32"));
   t.push_back(flag("parallelism.autocast", "false", "torch.autocast over fp32 weights (HF Trainer's bf16)"));
   t.push_back(flag("parallelism.overlap_p2p_comm", "vp > 1", "pipeline sends/receives overlapped"));
-  t.push_back(flag("parallelism.p2p_scatter_gather", "false", "tp ranks send 1/tp of a pipeline tensor, then all-gather"));
+  t.push_back(
+      flag("parallelism.p2p_scatter_gather", "false", "tp ranks send 1/tp of a pipeline tensor, then all-gather"));
   t.push_back(flag("parallelism.tp_comm_overlap", "false", "tensor-parallel communication overlapped with GEMMs"));
   t.push_back(flag("parallelism.ep_overlap", "false", "Megatron-Core's --overlap-moe-expert-parallel-comm"));
   t.push_back(choice("parallelism.cp_comm", "p2p|all_gather|all_to_all", "p2p",
@@ -66,7 +69,8 @@ void add_behaviour(std::vector<KeySpec>& t) {
                       "layers on the last pipeline stage"));
   t.push_back(list("parallelism.stage_layers", "", "layers per virtual stage (Megatron-Core's pipeline layout)"));
   t.push_back(flag("parallelism.account_for_embedding_in_pipeline_split", "false", "the embedding counts as a layer"));
-  t.push_back(flag("parallelism.account_for_loss_in_pipeline_split", "false", "the output layer and loss count as a layer"));
+  t.push_back(
+      flag("parallelism.account_for_loss_in_pipeline_split", "false", "the output layer and loss count as a layer"));
 }
 
 }  // namespace

@@ -10,8 +10,8 @@ constexpr double kMaxServingCount = 1'000'000;
 constexpr std::string_view kDtypes =
     "bf16|bfloat16|fp16|float16|half|fp8|fp8_e4m3|e4m3|int8|w8a8|fp4|nvfp4|mxfp4|int4|w4a16|awq|gptq";
 
-void add_pool(std::vector<KeySpec>& t, std::string_view replicas, std::string_view tp,
-              std::string_view pp, std::string_view ep, std::string_view dp, std::string_view def) {
+void add_pool(std::vector<KeySpec>& t, std::string_view replicas, std::string_view tp, std::string_view pp,
+              std::string_view ep, std::string_view dp, std::string_view def) {
   t.push_back(integer(replicas, "instances", "1", 1, kMaxServingCount, "model instances"));
   t.push_back(integer(tp, "GPUs", def, 1, kMaxServingCount, "tensor-parallel size of an instance"));
   t.push_back(integer(pp, "stages", def, 1, kMaxServingCount, "pipeline stages of an instance"));
@@ -31,12 +31,13 @@ void add_serving(std::vector<KeySpec>& t) {
   t.push_back(integer("serving.max_num_batched_tokens", "tokens", "the engine's", 1, kMaxServingCount,
                       "tokens per engine step"));
   t.push_back(integer("serving.kv_block_size", "tokens", "the engine's", 1, kMaxServingCount, "KV-cache block"));
-  t.push_back(typed("serving.gpu_memory_utilization", KeyType::Number, "", "the engine's", "share of HBM the engine takes",
-                    0, 1, true));
+  t.push_back(typed("serving.gpu_memory_utilization", KeyType::Number, "", "the engine's",
+                    "share of HBM the engine takes", 0, 1, true));
   t.push_back(typed("serving.kv_free_memory_fraction", KeyType::Number, "", "the engine's",
                     "share of the free memory given to the KV cache", 0, 1, true));
   t.push_back(flag("serving.chunked_prefill", "the engine's", "prefills split over steps"));
-  t.push_back(number("serving.prefix_cache_hit_rate", "fraction", "0", 0, 1, "share of prompt tokens cached (below 1)"));
+  t.push_back(
+      number("serving.prefix_cache_hit_rate", "fraction", "0", 0, 1, "share of prompt tokens cached (below 1)"));
   t.push_back(flag("serving.cuda_graphs", "the engine's", "decode steps replayed as CUDA graphs"));
   t.push_back(section("serving.speculative", "speculative decoding"));
   t.push_back(integer("serving.speculative.draft_tokens", "tokens", "1", 1, kMaxServingCount, "drafted per step"));
@@ -56,7 +57,8 @@ void add_serving(std::vector<KeySpec>& t) {
 
 void add_workload(std::vector<KeySpec>& t) {
   t.push_back(section("workload", "the requests a serving deployment receives (serving; required there)"));
-  t.push_back(choice("workload.mode", "offline|concurrency|poisson|gamma|fixed_batch|trace", "", "arrivals (required)"));
+  t.push_back(
+      choice("workload.mode", "offline|concurrency|poisson|gamma|fixed_batch|trace", "", "arrivals (required)"));
   t.push_back(integer("workload.requests", "requests", "the mode's", 1, kNoLimit, "requests sent"));
   t.push_back(positive("workload.rate_per_s", "requests/s", "", "poisson, gamma: arrival rate"));
   t.push_back(positive("workload.gamma_shape", "", "1", "gamma: shape of the inter-arrival times"));
@@ -66,8 +68,8 @@ void add_workload(std::vector<KeySpec>& t) {
   t.push_back(text("workload.dataset", "", "a bundled dataset's prompt and output lengths"));
   t.push_back(text("workload.trace", "", "trace: CSV or JSONL of arrival_s, input_tokens, output_tokens"));
   t.push_back(number("workload.warmup_s", "s", "0", -kNoLimit, kNoLimit, "accepted for compatibility; not read"));
-  t.push_back(typed("workload.input", KeyType::IntOrMap, "", "the dataset's", "prompt tokens: a number, or a distribution",
-                    1, kNoLimit));
+  t.push_back(typed("workload.input", KeyType::IntOrMap, "", "the dataset's",
+                    "prompt tokens: a number, or a distribution", 1, kNoLimit));
   t.push_back(choice("workload.input.dist", "fixed|uniform|normal|histogram", "from the keys given", "distribution"));
   t.push_back(positive("workload.input.tokens", "tokens", "", "fixed: the length"));
   t.push_back(positive("workload.input.mean", "tokens", "", "the mean length"));
@@ -80,11 +82,11 @@ void add_workload(std::vector<KeySpec>& t) {
   t.push_back(section("slo", "latency limits of a serving deployment"));
   t.push_back(typed("slo.ttft_ms", KeyType::NumberOrMap, "", "", "time to first token: a limit, or {p99: 2000}", 0,
                     kNoLimit, true));
-  for (std::string_view stat : {"slo.ttft_ms.mean", "slo.ttft_ms.p50", "slo.ttft_ms.p90", "slo.ttft_ms.p95",
-                                "slo.ttft_ms.p99"})
+  for (std::string_view stat :
+       {"slo.ttft_ms.mean", "slo.ttft_ms.p50", "slo.ttft_ms.p90", "slo.ttft_ms.p95", "slo.ttft_ms.p99"})
     t.push_back(positive(stat, "", "", "the statistic's limit (one per metric)"));
-  t.push_back(typed("slo.tpot_ms", KeyType::NumberOrMap, "slo.ttft_ms", "", "time per output token (the keys of ttft_ms)",
-                    0, kNoLimit, true));
+  t.push_back(typed("slo.tpot_ms", KeyType::NumberOrMap, "slo.ttft_ms", "",
+                    "time per output token (the keys of ttft_ms)", 0, kNoLimit, true));
   t.push_back(typed("slo.e2e_latency_s", KeyType::NumberOrMap, "slo.ttft_ms", "",
                     "a request's end-to-end latency (the keys of ttft_ms)", 0, kNoLimit, true));
 }
@@ -94,7 +96,8 @@ void add_purchase(std::vector<KeySpec>& t) {
   t.push_back(positive("purchase.tokens", "tokens", "", "tokens to train on (required for a training scenario)"));
   t.push_back(positive("purchase.rate_per_s", "requests/s", "",
                        "serving: the request rate to serve within the slo: (required for a serving scenario)"));
-  t.push_back(list("purchase.tp", "", "serving: tensor-parallel sizes per replica to try (default: powers of two up to the node)"));
+  t.push_back(list("purchase.tp", "",
+                   "serving: tensor-parallel sizes per replica to try (default: powers of two up to the node)"));
   t.push_back(positive("purchase.deadline_days", "days", "", "the deadline (or budget_usd)"));
   t.push_back(positive("purchase.budget_usd", "USD", "", "the budget (or deadline_days)"));
   t.push_back(choice("purchase.objective", "cheapest|fastest", "cheapest", "what to minimise"));

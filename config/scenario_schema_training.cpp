@@ -13,7 +13,8 @@ void add_top_and_cluster(std::vector<KeySpec>& t) {
   t.push_back(text("name", "the file's stem", "the scenario's name in outputs"));
   t.push_back(text("description", "", "free text, not read"));
   t.push_back(section("hardware", "what-if swaps of hardware"));
-  t.push_back(text("hardware.gpu", "the node's GPU", "the GPU in every node (wins over cluster.gpu); any usual spelling"));
+  t.push_back(
+      text("hardware.gpu", "the node's GPU", "the GPU in every node (wins over cluster.gpu); any usual spelling"));
   t.push_back(section("cluster", "the machines: node type, count and fabric (required)"));
   t.push_back(text("cluster.node", "", "node type, models/hardware/nodes/*.yaml (required)"));
   t.push_back(integer("cluster.nodes", "nodes", "", 1, kNoLimit, "number of nodes (required)"));
@@ -28,8 +29,8 @@ void add_top_and_cluster(std::vector<KeySpec>& t) {
   t.push_back(integer("cluster.fabric.tiers", "switch tiers", "chosen from the size", 2, 3, "fat-tree tiers"));
   t.push_back(number("cluster.fabric.oversubscription", "down:up", "1", 1, 1024, "fat-tree taper (1 = non-blocking)"));
   t.push_back(integer("cluster.fabric.radix", "ports", "the NIC's switch", -kNoLimit, kNoLimit, "switch ports"));
-  t.push_back(quantity("cluster.fabric.switch_latency", Dimension::Time, 0, "ns", "the NIC's switch", 0, false, kNoLimit,
-                       "one switch hop's latency, with its unit (e.g. 600 ns)"));
+  t.push_back(quantity("cluster.fabric.switch_latency", Dimension::Time, 0, "ns", "the NIC's switch", 0, false,
+                       kNoLimit, "one switch hop's latency, with its unit (e.g. 600 ns)"));
   t.push_back(choice("cluster.fabric.routing", "dmodk|ecmp", "dmodk on InfiniBand, ecmp on Ethernet",
                      "dmodk: static fat-tree routing; ecmp: per-flow hashing"));
   t.push_back(integer("cluster.fabric.group_switches", "switches", "radix / 2", -kNoLimit, kNoLimit,
@@ -83,11 +84,11 @@ void add_model(std::vector<KeySpec>& t) {
   t.push_back(integer("model.moe.layer_freq", "layers", "1", -kNoLimit, kNoLimit, "an MoE layer every N layers"));
   t.push_back(number("model.moe.imbalance", "x mean", "the preset's, else 1.1", -kNoLimit, kNoLimit,
                      "the busiest rank's load over the mean"));
-  t.push_back(number("model.moe.capacity_factor", "x mean", "0 (dropless)", -kNoLimit, kNoLimit,
-                     "token capacity per expert"));
+  t.push_back(
+      number("model.moe.capacity_factor", "x mean", "0 (dropless)", -kNoLimit, kNoLimit, "token capacity per expert"));
   t.push_back(integer("model.moe.groups", "groups", "0", -kNoLimit, kNoLimit, "expert groups (DeepSeek n_group)"));
-  t.push_back(integer("model.moe.groups_per_token", "groups", "0", -kNoLimit, kNoLimit,
-                      "groups a token may use (topk_group)"));
+  t.push_back(
+      integer("model.moe.groups_per_token", "groups", "0", -kNoLimit, kNoLimit, "groups a token may use (topk_group)"));
 }
 
 void add_host(std::vector<KeySpec>& t) {
@@ -113,12 +114,12 @@ void add_host(std::vector<KeySpec>& t) {
   t.push_back(section("checkpoint", "periodic checkpoints"));
   t.push_back(integer("checkpoint.every_steps", "steps", "", 1, kNoLimit, "a checkpoint every N steps (required)"));
   // At most 1 EB: a 100-trillion-parameter model's 14 B per parameter is 1.4 PB.
-  t.push_back(quantity("checkpoint.bytes", Dimension::Bytes, 1.0, "B", "14 B per parameter", 0, true, 1e18,
-                       "checkpoint size"));
+  t.push_back(
+      quantity("checkpoint.bytes", Dimension::Bytes, 1.0, "B", "14 B per parameter", 0, true, 1e18, "checkpoint size"));
   t.push_back(quantity("checkpoint.write_bandwidth", Dimension::Bandwidth, 0, "GB/s", "the node's storage", 0, true,
                        kNoLimit, "write bandwidth per node, with its unit"));
-  t.push_back(quantity("checkpoint.aggregate_write_bandwidth", Dimension::Bandwidth, 0, "GB/s", "none", 0, true, kNoLimit,
-                       "the storage target's total write bandwidth, with its unit"));
+  t.push_back(quantity("checkpoint.aggregate_write_bandwidth", Dimension::Bandwidth, 0, "GB/s", "none", 0, true,
+                       kNoLimit, "the storage target's total write bandwidth, with its unit"));
   t.push_back(flag("checkpoint.async", "false", "true: only the device-to-host snapshot blocks"));
   t.push_back(section("failures", "node or GPU failures (needs checkpoint)"));
   t.push_back(positive("failures.mtbf_hours_per_node", "hours", "", "mean time between failures of one node"));

@@ -63,10 +63,14 @@ std::string fmt(double v) {
 std::string fmt_in_unit(const KeySpec& k, double v) {
   if (k.type != KeyType::Quantity) return fmt(v);
   switch (k.dim) {
-    case sim::Dimension::Time: return sim::format_seconds(v);
-    case sim::Dimension::Bytes: return sim::format_bytes(v);
-    case sim::Dimension::Bandwidth: return sim::format_bandwidth(v);
-    default: return fmt(v);
+    case sim::Dimension::Time:
+      return sim::format_seconds(v);
+    case sim::Dimension::Bytes:
+      return sim::format_bytes(v);
+    case sim::Dimension::Bandwidth:
+      return sim::format_bandwidth(v);
+    default:
+      return fmt(v);
   }
 }
 
@@ -102,7 +106,8 @@ std::string expected(const KeySpec& k) {
 }
 
 std::string fix_of(const KeySpec& k) {
-  return "write " + describe_type(k) + " (" + std::string(k.doc) + "; the key reference: docs/scenario.md, stacksim schema)";
+  return "write " + describe_type(k) + " (" + std::string(k.doc) +
+         "; the key reference: docs/scenario.md, stacksim schema)";
 }
 
 [[noreturn]] void type_error(const KeySpec& k, const Node& v) {
@@ -112,8 +117,9 @@ std::string fix_of(const KeySpec& k) {
 void check_range(const KeySpec& k, const Node& v, double x) {
   const bool low = k.min_exclusive ? !(x > k.min) : !(x >= k.min);
   if (low || x > k.max)
-    v.fail("", "must be " + describe_range(k) + ", got " + fmt_in_unit(k, x) +
-                   (k.unit.empty() || k.type == KeyType::Quantity ? "" : " " + std::string(k.unit)),
+    v.fail("",
+           "must be " + describe_range(k) + ", got " + fmt_in_unit(k, x) +
+               (k.unit.empty() || k.type == KeyType::Quantity ? "" : " " + std::string(k.unit)),
            "use a value " + describe_range(k) + " (" + std::string(k.doc) + "; docs/scenario.md)");
 }
 
@@ -153,8 +159,12 @@ void check_value(const KeySpec& k, const Node& v, const std::string& sp) {
     case KeyType::Map:
       if (!v.is_map()) type_error(k, v);
       return walk(v, sp);
-    case KeyType::Int: number_of(k, v, true); return;
-    case KeyType::Number: number_of(k, v, false); return;
+    case KeyType::Int:
+      number_of(k, v, true);
+      return;
+    case KeyType::Number:
+      number_of(k, v, false);
+      return;
     case KeyType::Bool: {
       if (!v.yaml().IsScalar()) type_error(k, v);
       const std::string s = v.as_string();
@@ -164,7 +174,8 @@ void check_value(const KeySpec& k, const Node& v, const std::string& sp) {
     case KeyType::String:
       if (!v.yaml().IsScalar()) type_error(k, v);
       return;
-    case KeyType::Enum: return check_words(k, v);
+    case KeyType::Enum:
+      return check_words(k, v);
     case KeyType::Quantity: {
       if (!v.yaml().IsScalar()) type_error(k, v);
       double x = 0;
@@ -235,8 +246,7 @@ std::vector<std::string> candidates(const std::string& key, const std::string& s
   std::string hint;
   if (!near.empty()) {
     const KeySpec* k = find_key(section.empty() ? near : section + "." + near);
-    hint = "did you mean '" + near + "'" + (k ? " (" + expected(*k) + ": " + std::string(k->doc) + ")" : "") +
-           "? ";
+    hint = "did you mean '" + near + "'" + (k ? " (" + expected(*k) + ": " + std::string(k->doc) + ")" : "") + "? ";
   }
   const Node child = n[key];
   const int line = child.line() ? child.line() : n.line();
@@ -332,23 +342,36 @@ std::string describe_range(const KeySpec& k) {
 
 std::string describe_type(const KeySpec& k) {
   switch (k.type) {
-    case KeyType::Map: return "a map of keys";
-    case KeyType::Int: return "a whole number";
-    case KeyType::Number: return "a number";
-    case KeyType::Bool: return "true or false";
-    case KeyType::String: return "a plain value";
-    case KeyType::Enum: return "one of " + words(k.values);
+    case KeyType::Map:
+      return "a map of keys";
+    case KeyType::Int:
+      return "a whole number";
+    case KeyType::Number:
+      return "a number";
+    case KeyType::Bool:
+      return "true or false";
+    case KeyType::String:
+      return "a plain value";
+    case KeyType::Enum:
+      return "one of " + words(k.values);
     case KeyType::Quantity:
       return std::string("a ") + sim::dimension_name(k.dim) +
              (k.bare_scale > 0 ? " (a bare number is in " + std::string(k.unit) + ")"
                                : " with its unit (e.g. '2 " + std::string(k.unit) + "')");
-    case KeyType::List: return k.values.empty() ? "a list" : "a list of " + words(k.values);
-    case KeyType::MapList: return "a list of maps";
-    case KeyType::IntOrMap: return "a whole number or a map of keys";
-    case KeyType::NumberOrMap: return "a number or a map of keys";
-    case KeyType::EnumOrList: return "one of " + words(k.values) + ", or a list of them";
-    case KeyType::ListOrMap: return "a list or a map of keys";
-    case KeyType::IntOrEnum: return "a whole number or one of " + words(k.values);
+    case KeyType::List:
+      return k.values.empty() ? "a list" : "a list of " + words(k.values);
+    case KeyType::MapList:
+      return "a list of maps";
+    case KeyType::IntOrMap:
+      return "a whole number or a map of keys";
+    case KeyType::NumberOrMap:
+      return "a number or a map of keys";
+    case KeyType::EnumOrList:
+      return "one of " + words(k.values) + ", or a list of them";
+    case KeyType::ListOrMap:
+      return "a list or a map of keys";
+    case KeyType::IntOrEnum:
+      return "a whole number or one of " + words(k.values);
   }
   return "";
 }

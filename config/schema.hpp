@@ -20,36 +20,36 @@
 namespace stacksim::config {
 
 enum class KeyType {
-  Map,           // a section of keys (declared below it)
-  Int,           // a whole number
-  Number,        // a real number
-  Bool,          // true | false (yes/no, on/off)
-  String,        // a plain value (a name, a path, a version)
-  Enum,          // one of `values`
-  Quantity,      // a number with its unit ("2 GB/s"); a bare number is in `unit` when bare_scale > 0
-  List,          // a list of plain values (each one of `values` when given)
-  MapList,       // a list of maps, whose keys are declared under "<path>[]"
-  IntOrMap,      // a whole number, or a map of the keys declared below it
-  NumberOrMap,   // a number, or a map of the keys declared below it
-  EnumOrList,    // one of `values`, or a list of them
-  ListOrMap,     // a list of plain values, or a map of the keys declared below it
-  IntOrEnum,     // a whole number, or one of `values`
+  Map,          // a section of keys (declared below it)
+  Int,          // a whole number
+  Number,       // a real number
+  Bool,         // true | false (yes/no, on/off)
+  String,       // a plain value (a name, a path, a version)
+  Enum,         // one of `values`
+  Quantity,     // a number with its unit ("2 GB/s"); a bare number is in `unit` when bare_scale > 0
+  List,         // a list of plain values (each one of `values` when given)
+  MapList,      // a list of maps, whose keys are declared under "<path>[]"
+  IntOrMap,     // a whole number, or a map of the keys declared below it
+  NumberOrMap,  // a number, or a map of the keys declared below it
+  EnumOrList,   // one of `values`, or a list of them
+  ListOrMap,    // a list of plain values, or a map of the keys declared below it
+  IntOrEnum,    // a whole number, or one of `values`
 };
 
 inline constexpr double kNoLimit = std::numeric_limits<double>::infinity();
 
 struct KeySpec {
-  std::string_view path;      // dotted from the top of the file; "a[].b": key b of each item of list a
+  std::string_view path;  // dotted from the top of the file; "a[].b": key b of each item of list a
   KeyType type = KeyType::String;
-  std::string_view unit;      // "GB/s", "tokens", "GPUs" ("" when it has none)
-  std::string_view def;       // default, as a user would write it ("" = required, or none)
-  double min = -kNoLimit;     // allowed range, in `unit` (quantities: in base units)
+  std::string_view unit;   // "GB/s", "tokens", "GPUs" ("" when it has none)
+  std::string_view def;    // default, as a user would write it ("" = required, or none)
+  double min = -kNoLimit;  // allowed range, in `unit` (quantities: in base units)
   double max = kNoLimit;
-  bool min_exclusive = false; // true: value > min (positive), false: value >= min
-  std::string_view values;    // Enum / List / EnumOrList / IntOrEnum: the allowed words, "a|b|c"
-  std::string_view doc;       // one line
+  bool min_exclusive = false;  // true: value > min (positive), false: value >= min
+  std::string_view values;     // Enum / List / EnumOrList / IntOrEnum: the allowed words, "a|b|c"
+  std::string_view doc;        // one line
   sim::Dimension dim = sim::Dimension::Dimensionless;  // Quantity only
-  double bare_scale = 0;      // Quantity only: a bare number times this is base units (0: unit required)
+  double bare_scale = 0;  // Quantity only: a bare number times this is base units (0: unit required)
 };
 
 // The declaration, in the order of docs/scenario.md (sections before their keys).

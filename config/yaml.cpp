@@ -55,9 +55,10 @@ class TreeCheck {
   explicit TreeCheck(const std::string& file) : file_(file) {}
   void walk(const YAML::Node& n, const std::string& path) {
     if (++nodes_ > kMaxYamlNodes)
-      throw InputError(file_, line_of(n), path, "has more than " + std::to_string(kMaxYamlNodes) +
-                                                    " YAML nodes (aliases counted where they are used)",
-                       "split the file, or write fewer aliases of large sections");
+      throw InputError(
+          file_, line_of(n), path,
+          "has more than " + std::to_string(kMaxYamlNodes) + " YAML nodes (aliases counted where they are used)",
+          "split the file, or write fewer aliases of large sections");
     if (n.IsScalar()) {
       if (!valid_utf8(n.Scalar()))
         throw InputError(file_, line_of(n), path, "is not valid UTF-8 text", "save the file as UTF-8");
@@ -73,7 +74,8 @@ class TreeCheck {
         const std::string& k = kv.first.Scalar();
         const std::string child = path.empty() ? k : path + "." + k;
         if (!valid_utf8(k))
-          throw InputError(file_, line_of(kv.first), path, "has a key that is not valid UTF-8", "save the file as UTF-8");
+          throw InputError(file_, line_of(kv.first), path, "has a key that is not valid UTF-8",
+                           "save the file as UTF-8");
         if (!seen.insert(k).second)
           throw InputError(file_, line_of(kv.first), child, "is given twice in the same map",
                            "keep one of the two (remove or rename the other)");
@@ -112,9 +114,10 @@ class DocumentCount : public YAML::EventHandler {
     const bool stuck = events_ == 1 && !null_.is_null() && !last_null_.is_null() && null_.pos == last_null_.pos;
     if (stuck || docs_ > text_.size() + 1) {  // every document but the first takes at least one byte
       const bool comma = null_.pos >= 0 && static_cast<size_t>(null_.pos) < text_.size() && text_[null_.pos] == ',';
-      throw YAML::ParserException(null_.is_null() ? YAML::Mark() : null_,
-                                  comma ? "a ',' outside [ ] or { } (commas separate the items of a flow list or map only)"
-                                        : "the parser cannot go on from here (a character YAML does not allow there)");
+      throw YAML::ParserException(
+          null_.is_null() ? YAML::Mark() : null_,
+          comma ? "a ',' outside [ ] or { } (commas separate the items of a flow list or map only)"
+                : "the parser cannot go on from here (a character YAML does not allow there)");
     }
     last_null_ = events_ == 1 ? null_ : YAML::Mark::null_mark();
   }
@@ -151,8 +154,9 @@ Node Node::load_file(const std::string& path) {
     throw InputError(path, 0, "", "is not a regular file (a device, FIFO or socket)", "give the path of a .yaml file");
   const auto bytes = std::filesystem::file_size(path, ec);
   if (!ec && bytes > kMaxYamlBytes)
-    throw InputError(path, 0, "", "is " + std::to_string(bytes) + " bytes, over the limit of " +
-                                      std::to_string(kMaxYamlBytes) + " bytes for a YAML input",
+    throw InputError(path, 0, "",
+                     "is " + std::to_string(bytes) + " bytes, over the limit of " + std::to_string(kMaxYamlBytes) +
+                         " bytes for a YAML input",
                      "split the file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, 0, "", "cannot open the file", "check the path exists and is readable");
@@ -174,15 +178,15 @@ Node Node::load_string(const std::string& text, const std::string& name) {
     // Counted first (events only; not LoadAll, which never ends on a stray ','), then loaded.
     DocumentCount documents(text);
     if (const size_t n = documents.count(); n > 1)
-      throw InputError(name, documents.second_line(), "", "holds " + std::to_string(n) +
-                                                            " YAML documents (separated by ---); one is read",
+      throw InputError(name, documents.second_line(), "",
+                       "holds " + std::to_string(n) + " YAML documents (separated by ---); one is read",
                        "keep one document per file");
     YAML::Node n = YAML::Load(text);
     TreeCheck(name).walk(n, "");
     return Node(n, name, "");
   } catch (const YAML::Exception& e) {
-    throw InputError(name, e.mark.is_null() ? 0 : e.mark.line + 1, "",
-                     "malformed YAML: " + e.msg, "fix the YAML syntax at that line");
+    throw InputError(name, e.mark.is_null() ? 0 : e.mark.line + 1, "", "malformed YAML: " + e.msg,
+                     "fix the YAML syntax at that line");
   }
 }
 
@@ -192,13 +196,9 @@ int Node::line() const {
   return m.is_null() ? 0 : m.line + 1;
 }
 
-std::string Node::child_path(const std::string& key) const {
-  return path_.empty() ? key : path_ + "." + key;
-}
+std::string Node::child_path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 
-bool Node::has(const std::string& key) const {
-  return node_ && node_.IsMap() && node_[key] && !node_[key].IsNull();
-}
+bool Node::has(const std::string& key) const { return node_ && node_.IsMap() && node_[key] && !node_[key].IsNull(); }
 
 Node Node::operator[](const std::string& key) const {
   if (node_ && node_.IsMap()) {
@@ -208,9 +208,7 @@ Node Node::operator[](const std::string& key) const {
   return Node(YAML::Node(), file_, child_path(key));
 }
 
-Node Node::at(size_t index) const {
-  return Node(node_[index], file_, path_ + "[" + std::to_string(index) + "]");
-}
+Node Node::at(size_t index) const { return Node(node_[index], file_, path_ + "[" + std::to_string(index) + "]"); }
 
 size_t Node::size() const { return node_ ? node_.size() : 0; }
 
@@ -240,10 +238,10 @@ void Node::check_keys(const std::vector<std::string>& allowed) const {
     std::string valid;
     for (const auto& a : allowed) valid += (valid.empty() ? "" : ", ") + a;
     const int ln = kv.first.Mark().is_null() ? line() : kv.first.Mark().line + 1;
-    throw InputError(file_, ln, child_path(k), "unknown key",
-                     near.empty() ? "valid keys here: " + valid
-                                  : "did you mean '" + near + "'? (valid keys here: " + valid + ")",
-                     near.empty() ? "" : child_path(near));
+    throw InputError(
+        file_, ln, child_path(k), "unknown key",
+        near.empty() ? "valid keys here: " + valid : "did you mean '" + near + "'? (valid keys here: " + valid + ")",
+        near.empty() ? "" : child_path(near));
   }
 }
 
@@ -282,7 +280,8 @@ long long Node::as_int() const {
 }
 
 std::string Node::required_string(const std::string& key) const {
-  if (!has(key)) fail(key, "missing", "add '" + key + ": ...' under '" + (path_.empty() ? "the top level" : path_) + "'");
+  if (!has(key))
+    fail(key, "missing", "add '" + key + ": ...' under '" + (path_.empty() ? "the top level" : path_) + "'");
   return (*this)[key].as_string();
 }
 
@@ -291,7 +290,8 @@ std::string Node::string_or(const std::string& key, const std::string& fallback)
 }
 
 double Node::required_number(const std::string& key) const {
-  if (!has(key)) fail(key, "missing", "add '" + key + ": <number>' under '" + (path_.empty() ? "the top level" : path_) + "'");
+  if (!has(key))
+    fail(key, "missing", "add '" + key + ": <number>' under '" + (path_.empty() ? "the top level" : path_) + "'");
   return (*this)[key].as_number();
 }
 
@@ -301,7 +301,8 @@ std::optional<double> Node::optional_number(const std::string& key) const {
 }
 
 long long Node::required_int(const std::string& key) const {
-  if (!has(key)) fail(key, "missing", "add '" + key + ": <integer>' under '" + (path_.empty() ? "the top level" : path_) + "'");
+  if (!has(key))
+    fail(key, "missing", "add '" + key + ": <integer>' under '" + (path_.empty() ? "the top level" : path_) + "'");
   return (*this)[key].as_int();
 }
 
@@ -323,8 +324,7 @@ double Node::required_quantity(const std::string& key, sim::Dimension dim, doubl
   return *optional_quantity(key, dim, bare_scale);
 }
 
-std::optional<double> Node::optional_quantity(const std::string& key, sim::Dimension dim,
-                                              double bare_scale) const {
+std::optional<double> Node::optional_quantity(const std::string& key, sim::Dimension dim, double bare_scale) const {
   if (!has(key)) return std::nullopt;
   const Node child = (*this)[key];
   const std::string text = child.as_string();
@@ -395,8 +395,7 @@ bool within(const std::string& key, const std::string& prefix) {
 
 }  // namespace
 
-void rethrow_for_overrides(const InputError& e, const std::vector<std::string>& assignments,
-                           const std::string& flag) {
+void rethrow_for_overrides(const InputError& e, const std::vector<std::string>& assignments, const std::string& flag) {
   // The last override of a key wins in the tree, so it is the one to blame.
   for (auto it = assignments.rbegin(); it != assignments.rend(); ++it) {
     const std::string key = key_of(*it);

@@ -56,16 +56,14 @@ class Node {
   bool bool_or(const std::string& key, bool fallback) const;
   // Quantities with units ("450 GB/s"); a bare number is read in `bare_scale` base units if > 0.
   double required_quantity(const std::string& key, sim::Dimension dim, double bare_scale = 0) const;
-  std::optional<double> optional_quantity(const std::string& key, sim::Dimension dim,
-                                          double bare_scale = 0) const;
+  std::optional<double> optional_quantity(const std::string& key, sim::Dimension dim, double bare_scale = 0) const;
 
   // Value checks with uniform messages.
-  double positive(const std::string& key, double value) const;       // > 0
-  double non_negative(const std::string& key, double value) const;   // >= 0
+  double positive(const std::string& key, double value) const;      // > 0
+  double non_negative(const std::string& key, double value) const;  // >= 0
 
   // An error about this node (or its child `key`).
-  [[noreturn]] void fail(const std::string& key, const std::string& reason,
-                         const std::string& fix) const;
+  [[noreturn]] void fail(const std::string& key, const std::string& reason, const std::string& fix) const;
 
   std::string as_string() const;
   double as_number() const;

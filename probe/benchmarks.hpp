@@ -20,13 +20,13 @@ struct Context {
   cudaStream_t stream = nullptr;
 };
 
-void run_hbm(const Context& ctx, Output& out);          // section hbm
-void run_launch(const Context& ctx, Output& out);       // section launch
-void run_gemm(const Context& ctx, Output& out);         // section gemm (pre-conditions the GPU first)
+void run_hbm(const Context& ctx, Output& out);                       // section hbm
+void run_launch(const Context& ctx, Output& out);                    // section launch
+void run_gemm(const Context& ctx, Output& out);                      // section gemm (pre-conditions the GPU first)
 void run_pcie(const Context& ctx, Output& out, bool h2d, bool d2h);  // sections h2d, d2h
-void run_p2p(const Context& ctx, Output& out);          // section p2p (>= 2 GPUs)
-void run_nccl(const Context& ctx, Output& out);         // section nccl (>= 2 GPUs, libnccl.so.2)
-void run_host_memcpy(const Context& ctx, Output& out);  // section host_memcpy
-void run_loader(const Context& ctx, Output& out);       // section loader
+void run_p2p(const Context& ctx, Output& out);                       // section p2p (>= 2 GPUs)
+void run_nccl(const Context& ctx, Output& out);                      // section nccl (>= 2 GPUs, libnccl.so.2)
+void run_host_memcpy(const Context& ctx, Output& out);               // section host_memcpy
+void run_loader(const Context& ctx, Output& out);                    // section loader
 
 }  // namespace stacksim::probe

@@ -34,8 +34,8 @@ Stats summarize(std::vector<double> s) {
   return st;
 }
 
-Stats time_on_stream(cudaStream_t stream, const std::function<void()>& work, int warmup, int reps,
-                     double min_window_s, int max_batch) {
+Stats time_on_stream(cudaStream_t stream, const std::function<void()>& work, int warmup, int reps, double min_window_s,
+                     int max_batch) {
   cudaEvent_t start, stop;
   PROBE_CUDA(cudaEventCreate(&start));
   PROBE_CUDA(cudaEventCreate(&stop));

@@ -21,18 +21,17 @@ namespace stacksim::probe {
   std::exit(1);
 }
 
-#define PROBE_CUDA(call)                                                                      \
-  do {                                                                                        \
-    const cudaError_t probe_err_ = (call);                                                    \
-    if (probe_err_ != cudaSuccess)                                                            \
-      ::stacksim::probe::die(#call, cudaGetErrorString(probe_err_), __FILE__, __LINE__);      \
+#define PROBE_CUDA(call)                                                                                              \
+  do {                                                                                                                \
+    const cudaError_t probe_err_ = (call);                                                                            \
+    if (probe_err_ != cudaSuccess) ::stacksim::probe::die(#call, cudaGetErrorString(probe_err_), __FILE__, __LINE__); \
   } while (0)
 
-#define PROBE_CUBLAS(call)                                                                    \
-  do {                                                                                        \
-    const cublasStatus_t probe_st_ = (call);                                                  \
-    if (probe_st_ != CUBLAS_STATUS_SUCCESS)                                                   \
-      ::stacksim::probe::die(#call, cublasLtGetStatusString(probe_st_), __FILE__, __LINE__);  \
+#define PROBE_CUBLAS(call)                                                                   \
+  do {                                                                                       \
+    const cublasStatus_t probe_st_ = (call);                                                 \
+    if (probe_st_ != CUBLAS_STATUS_SUCCESS)                                                  \
+      ::stacksim::probe::die(#call, cublasLtGetStatusString(probe_st_), __FILE__, __LINE__); \
   } while (0)
 
 struct Options {

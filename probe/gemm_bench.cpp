@@ -74,8 +74,8 @@ class Gemm {
     const uint64_t ws = kWorkspaceBytes;
     PROBE_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
     int returned = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, desc_, a_layout_, b_layout_, c_layout_,
-                                                             c_layout_, pref, 1, &heuristic_, &returned);
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, desc_, a_layout_, b_layout_, c_layout_, c_layout_,
+                                                             pref, 1, &heuristic_, &returned);
     PROBE_CUBLAS(cublasLtMatmulPreferenceDestroy(pref));
     ok_ = st == CUBLAS_STATUS_SUCCESS && returned > 0;
   }
@@ -97,8 +97,8 @@ class Gemm {
     const int set = next_++ % sets_;
     const char* a = static_cast<const char*>(a_) + size_t(set) * a_bytes_;
     const char* b = static_cast<const char*>(b_) + size_t(set) * b_bytes_;
-    PROBE_CUBLAS(cublasLtMatmul(handle_, desc_, &alpha, a, a_layout_, b, b_layout_, &beta, c_, c_layout_, c_,
-                                c_layout_, &heuristic_.algo, workspace_, kWorkspaceBytes, stream_));
+    PROBE_CUBLAS(cublasLtMatmul(handle_, desc_, &alpha, a, a_layout_, b, b_layout_, &beta, c_, c_layout_, c_, c_layout_,
+                                &heuristic_.algo, workspace_, kWorkspaceBytes, stream_));
   }
 
  private:
@@ -121,8 +121,8 @@ std::vector<Shape> shapes(bool quick) {
   for (int64_t s : squares) v.push_back({s, s, s});
   const std::vector<int64_t> tokens = quick ? std::vector<int64_t>{8192} : std::vector<int64_t>{4096, 8192, 16384};
   const std::vector<int64_t> hidden = quick ? std::vector<int64_t>{8192} : std::vector<int64_t>{4096, 8192};
-  const std::vector<int64_t> ks = quick ? std::vector<int64_t>{256, 1024, 4096}
-                                        : std::vector<int64_t>{128, 256, 512, 1024, 2048, 4096, 8192};
+  const std::vector<int64_t> ks =
+      quick ? std::vector<int64_t>{256, 1024, 4096} : std::vector<int64_t>{128, 256, 512, 1024, 2048, 4096, 8192};
   for (int64_t t : tokens)
     for (int64_t h : hidden) {
       for (int64_t k : ks) v.push_back({t, h, k});
@@ -157,8 +157,8 @@ void run_gemm(const Context& ctx, Output& out) {
   const int reps = ctx.options.quick ? 3 : 5;
   for (const DtypeSpec& d : kDtypes) {
     if (ctx.compute_capability < d.min_cc) {
-      out.skip(std::string("gemm.") + d.name, "needs compute capability >= " + std::to_string(d.min_cc / 10) + "." +
-                                                  std::to_string(d.min_cc % 10));
+      out.skip(std::string("gemm.") + d.name,
+               "needs compute capability >= " + std::to_string(d.min_cc / 10) + "." + std::to_string(d.min_cc % 10));
       continue;
     }
     for (const Shape& s : shapes(ctx.options.quick)) {
@@ -168,7 +168,8 @@ void run_gemm(const Context& ctx, Output& out) {
                                                     " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k));
         continue;
       }
-      const Stats st = time_on_stream(ctx.stream, [&] { g.run(); }, 3, reps);
+      const Stats st = time_on_stream(
+          ctx.stream, [&] { g.run(); }, 3, reps);
       out.add("gemm", Record()
                           .add("dtype", std::string(d.name))
                           .add("m", static_cast<long long>(s.m))

@@ -39,8 +39,10 @@ void run_hbm(const Context& ctx, Output& out) {
     const char* name;
     double bytes_factor;
   };
-  const Kind kinds[] = {{HbmKernel::Read, "read", 1}, {HbmKernel::Write, "write", 1},
-                        {HbmKernel::Copy, "copy", 2}, {HbmKernel::Triad, "triad", 3}};
+  const Kind kinds[] = {{HbmKernel::Read, "read", 1},
+                        {HbmKernel::Write, "write", 1},
+                        {HbmKernel::Copy, "copy", 2},
+                        {HbmKernel::Triad, "triad", 3}};
   const int reps = ctx.options.quick ? 5 : 7;
   const size_t step = ctx.options.quick ? 4 : 2;
   for (const Kind& k : kinds) {
@@ -59,8 +61,8 @@ void run_launch(const Context& ctx, Output& out) {
   float* data;
   PROBE_CUDA(cudaMalloc(&data, 512 * sizeof(float)));
   PROBE_CUDA(cudaMemsetAsync(data, 0, 512 * sizeof(float), ctx.stream));
-  const std::vector<int> counts = ctx.options.quick ? std::vector<int>{1000, 2000, 5000, 10000}
-                                                    : std::vector<int>{1000, 2000, 5000, 10000, 20000};
+  const std::vector<int> counts =
+      ctx.options.quick ? std::vector<int>{1000, 2000, 5000, 10000} : std::vector<int>{1000, 2000, 5000, 10000, 20000};
   const int reps = ctx.options.quick ? 3 : 5;
   cudaEvent_t start, stop;
   PROBE_CUDA(cudaEventCreate(&start));

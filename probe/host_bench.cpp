@@ -74,7 +74,8 @@ void transform_image(const uint8_t* src, float* dst, unsigned seed) {
     for (int x = 0; x < kDstSide; ++x) {
       const int sx = flip ? kDstSide - 1 - x : x;
       for (int c = 0; c < kChannels; ++c)
-        dst[(size_t(c) * kDstSide + y) * kDstSide + x] = (row[sx * kChannels + c] * (1.0f / 255.0f) - kMean[c]) / kStd[c];
+        dst[(size_t(c) * kDstSide + y) * kDstSide + x] =
+            (row[sx * kChannels + c] * (1.0f / 255.0f) - kMean[c]) / kStd[c];
     }
   }
 }
@@ -103,7 +104,8 @@ void run_pcie(const Context& ctx, Output& out, bool h2d, bool d2h) {
       void* src = to_device ? pinned : device;
       const Stats s = time_on_stream(
           ctx.stream, [&] { PROBE_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, ctx.stream)); }, 3, reps);
-      out.add(section, Record().add("memory", std::string("pinned")).add("bytes", static_cast<long long>(bytes)).stats(s));
+      out.add(section,
+              Record().add("memory", std::string("pinned")).add("bytes", static_cast<long long>(bytes)).stats(s));
 
       std::vector<double> samples;
       void* pdst = to_device ? device : static_cast<void*>(pageable.get());
@@ -114,7 +116,9 @@ void run_pcie(const Context& ctx, Output& out, bool h2d, bool d2h) {
         PROBE_CUDA(cudaMemcpy(pdst, psrc, bytes, kind));
         if (r > 0) samples.push_back(now_s() - t0);  // r == 0: warm-up
       }
-      out.add(section, Record().add("memory", std::string("pageable")).add("bytes", static_cast<long long>(bytes))
+      out.add(section, Record()
+                           .add("memory", std::string("pageable"))
+                           .add("bytes", static_cast<long long>(bytes))
                            .stats(summarize(samples)));
     }
     std::fprintf(stderr, "  %s done\n", section);

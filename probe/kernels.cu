@@ -26,10 +26,12 @@ __global__ void hbm_write(float4* __restrict__ a, size_t n) {
 }
 
 __global__ void hbm_copy(const float4* __restrict__ a, float4* __restrict__ b, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) b[i] = a[i];
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    b[i] = a[i];
 }
 
-__global__ void hbm_triad(float4* __restrict__ a, const float4* __restrict__ b, const float4* __restrict__ c, size_t n) {
+__global__ void hbm_triad(float4* __restrict__ a, const float4* __restrict__ b, const float4* __restrict__ c,
+                          size_t n) {
   const float s = 1.5f;
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     const float4 x = b[i], y = c[i];
@@ -57,10 +59,18 @@ __global__ void fill_kernel(void* data, size_t n, int type, unsigned seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     const float v = hash_uniform(i, seed);
     switch (type) {
-      case 0: static_cast<float*>(data)[i] = v; break;
-      case 1: static_cast<__half*>(data)[i] = __float2half(v); break;
-      case 2: static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16(v); break;
-      default: static_cast<__nv_fp8_e4m3*>(data)[i] = __nv_fp8_e4m3(v); break;
+      case 0:
+        static_cast<float*>(data)[i] = v;
+        break;
+      case 1:
+        static_cast<__half*>(data)[i] = __float2half(v);
+        break;
+      case 2:
+        static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16(v);
+        break;
+      default:
+        static_cast<__nv_fp8_e4m3*>(data)[i] = __nv_fp8_e4m3(v);
+        break;
     }
   }
 }
@@ -83,8 +93,12 @@ void launch_hbm(HbmKernel kernel, void* a, void* b, void* c, size_t bytes_per_ar
   const size_t n = bytes_per_array / sizeof(float4);
   const int blocks = 8 * sm_count;
   switch (kernel) {
-    case HbmKernel::Read: hbm_read<<<blocks, kThreads, 0, stream>>>(static_cast<const float4*>(a), n, sink); break;
-    case HbmKernel::Write: hbm_write<<<blocks, kThreads, 0, stream>>>(static_cast<float4*>(a), n); break;
+    case HbmKernel::Read:
+      hbm_read<<<blocks, kThreads, 0, stream>>>(static_cast<const float4*>(a), n, sink);
+      break;
+    case HbmKernel::Write:
+      hbm_write<<<blocks, kThreads, 0, stream>>>(static_cast<float4*>(a), n);
+      break;
     case HbmKernel::Copy:
       hbm_copy<<<blocks, kThreads, 0, stream>>>(static_cast<const float4*>(a), static_cast<float4*>(b), n);
       break;

@@ -25,7 +25,8 @@ namespace stacksim::probe {
 namespace {
 
 // --only names: the output sections, plus "pcie" (h2d + d2h) and "host" (host_memcpy + loader).
-const std::vector<std::string> kSections = {"hbm", "launch", "gemm", "h2d", "d2h", "p2p", "nccl", "host_memcpy", "loader"};
+const std::vector<std::string> kSections = {"hbm", "launch", "gemm",        "h2d",   "d2h",
+                                            "p2p", "nccl",   "host_memcpy", "loader"};
 
 void usage(FILE* f) {
   std::fprintf(f,
@@ -90,8 +91,8 @@ void inventory(const Context& ctx, Output& out) {
     const std::string dir = "/sys/bus/pci/devices/" + lower(bus) + "/";
     auto field = [&](const char* name) { return quoted(read_first(dir + name, "")); };
     pcie += "    - {device: " + std::to_string(d) + ", bus_id: " + quoted(bus) +
-            ", current_link_speed: " + field("current_link_speed") + ", current_link_width: " +
-            field("current_link_width") + ", max_link_speed: " + field("max_link_speed") +
+            ", current_link_speed: " + field("current_link_speed") +
+            ", current_link_width: " + field("current_link_width") + ", max_link_speed: " + field("max_link_speed") +
             ", max_link_width: " + field("max_link_width") + ", numa_node: " + field("numa_node") + "}\n";
   }
   pcie.pop_back();
@@ -100,7 +101,8 @@ void inventory(const Context& ctx, Output& out) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   const std::string mem_kb = read_first("/proc/meminfo", "MemTotal");
-  out.machine_raw("host", "{hostname: " + quoted(host) + ", cpu_model: " + quoted(read_first("/proc/cpuinfo", "model name")) +
+  out.machine_raw("host", "{hostname: " + quoted(host) +
+                              ", cpu_model: " + quoted(read_first("/proc/cpuinfo", "model name")) +
                               ", logical_cores: " + std::to_string(std::thread::hardware_concurrency()) +
                               ", memory: " + quoted(mem_kb) + "}");
   char date[32];
@@ -179,7 +181,8 @@ int main(int argc, char** argv) {
 
   Output out;
   inventory(ctx, out);
-  std::fprintf(stderr, "stacksim-probe: %s, %d GPU(s)%s\n", p.name, ctx.device_count, ctx.options.quick ? ", quick" : "");
+  std::fprintf(stderr, "stacksim-probe: %s, %d GPU(s)%s\n", p.name, ctx.device_count,
+               ctx.options.quick ? ", quick" : "");
   const double t0 = now_s();
   if (wanted("gemm")) run_gemm(ctx, out);  // first: it also pre-conditions the GPU's clock and power
   if (wanted("hbm")) run_hbm(ctx, out);

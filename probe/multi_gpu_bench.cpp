@@ -58,9 +58,9 @@ struct Nccl {
   }
 };
 
-#define PROBE_NCCL(nccl, call)                                                                      \
-  do {                                                                                              \
-    const NcclResult probe_r_ = (call);                                                             \
+#define PROBE_NCCL(nccl, call)                                                                           \
+  do {                                                                                                   \
+    const NcclResult probe_r_ = (call);                                                                  \
     if (probe_r_ != 0) ::stacksim::probe::die(#call, (nccl).error_string(probe_r_), __FILE__, __LINE__); \
   } while (0)
 
@@ -100,8 +100,10 @@ void run_p2p(const Context& ctx, Output& out) {
       }
       PROBE_CUDA(cudaSetDevice(src));
       const cudaError_t e = cudaDeviceEnablePeerAccess(dst, 0);
-      if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();  // already on: clear the (non-sticky) error
-      else PROBE_CUDA(e);
+      if (e == cudaErrorPeerAccessAlreadyEnabled)
+        cudaGetLastError();  // already on: clear the (non-sticky) error
+      else
+        PROBE_CUDA(e);
       for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
         const Stats s = time_on_stream(
             streams[src],
@@ -166,7 +168,8 @@ void run_nccl(const Context& ctx, Output& out) {
           else if (op == "all_gather")
             PROBE_NCCL(nccl, nccl.all_gather(send[d], recv[d], count, kNcclFloat32, comms[d], streams[d]));
           else
-            PROBE_NCCL(nccl, nccl.reduce_scatter(send[d], recv[d], count, kNcclFloat32, kNcclSum, comms[d], streams[d]));
+            PROBE_NCCL(nccl,
+                       nccl.reduce_scatter(send[d], recv[d], count, kNcclFloat32, kNcclSum, comms[d], streams[d]));
         }
         PROBE_NCCL(nccl, nccl.group_end());
       };

@@ -12,15 +12,15 @@
 #include "config/error.hpp"
 #include "config/schema.hpp"
 #include "config/yaml.hpp"
+#include "models/workload/model_catalog.hpp"
 #include "services/compare.hpp"
 #include "services/plan_search.hpp"
 #include "services/purchase.hpp"
-#include "services/serving_purchase.hpp"
 #include "services/scenario.hpp"
-#include "services/training.hpp"
 #include "services/serving_commands.hpp"
+#include "services/serving_purchase.hpp"
 #include "services/serving_run.hpp"
-#include "models/workload/model_catalog.hpp"
+#include "services/training.hpp"
 #include "sim/allocator.hpp"
 #include "sim/engine.hpp"
 
@@ -53,7 +53,8 @@ std::string run_yaml(const std::string& text, const std::string& origin, const s
   try {
     return json_text(analysis::training_json(s, analysis::simulate_training(s.training, o)));
   } catch (const sim::HorizonError& e) {  // out-of-range input too: a ScenarioError in Python
-    throw config::InputError(origin, 0, "", e.what(), "bring the scenario's rates and durations into a realistic range");
+    throw config::InputError(origin, 0, "", e.what(),
+                             "bring the scenario's rates and durations into a realistic range");
   }
 }
 
@@ -130,17 +131,25 @@ std::string compare_yaml(const std::string& text, const std::string& origin, con
   try {
     return json_text(analysis::comparison_json(analysis::compare(load, origin, {}, variants, elasticity)));
   } catch (const sim::HorizonError& e) {
-    throw config::InputError(origin, 0, "", e.what(), "bring the scenario's rates and durations into a realistic range");
+    throw config::InputError(origin, 0, "", e.what(),
+                             "bring the scenario's rates and durations into a realistic range");
   }
 }
 
 // One catalogue entry as JSON: its shape and parameter counts.
 nlohmann::json catalog_entry_json(const workload::CatalogModel& e) {
   const workload::ModelConfig& c = e.config;
-  nlohmann::json j = {{"name", e.name},         {"aliases", e.aliases},         {"source", e.source},
-                      {"layers", c.layers},     {"hidden", c.hidden},           {"heads", c.heads},
-                      {"kv_heads", c.kv_heads}, {"ffn_hidden", c.ffn_hidden},   {"vocab", c.vocab},
-                      {"params", c.total_params()}, {"active_params", c.active_params()}};
+  nlohmann::json j = {{"name", e.name},
+                      {"aliases", e.aliases},
+                      {"source", e.source},
+                      {"layers", c.layers},
+                      {"hidden", c.hidden},
+                      {"heads", c.heads},
+                      {"kv_heads", c.kv_heads},
+                      {"ffn_hidden", c.ffn_hidden},
+                      {"vocab", c.vocab},
+                      {"params", c.total_params()},
+                      {"active_params", c.active_params()}};
   j["seq_len"] = c.seq_len > 0 ? nlohmann::json(c.seq_len) : nlohmann::json(nullptr);
   j["experts"] = c.moe.experts;
   j["top_k"] = c.is_moe() ? c.moe.top_k : 0;

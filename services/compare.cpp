@@ -25,12 +25,15 @@ std::string capitalised(std::string s) {
 
 // The breakdown category whose time moved most in one direction (sign +1: shrank, -1: grew), or
 // "" when none moved by more than 1 % of the baseline step (noise, not a cause).
-std::string largest_move(const std::map<std::string, double>& b, const std::map<std::string, double>& v,
-                         double sign, double base_step_s) {
+std::string largest_move(const std::map<std::string, double>& b, const std::map<std::string, double>& v, double sign,
+                         double base_step_s) {
   std::string best;
   double most = 0.01 * base_step_s;
   for (const auto& [k, s] : b)
-    if (sign * (s - v.at(k)) > most) { most = sign * (s - v.at(k)); best = k; }
+    if (sign * (s - v.at(k)) > most) {
+      most = sign * (s - v.at(k));
+      best = k;
+    }
   return best;
 }
 
@@ -51,7 +54,8 @@ std::string describe_move(const TrainingResult& base, const TrainingResult& var,
     std::snprintf(buf, sizeof buf, "%s appeared (%s 0 -> %.3g s)", what.c_str(), k.c_str(), var_s);
   } else {
     const bool shrank = base_s > var_s;
-    const char* verb = is_compute(k) ? (shrank ? "got %.2fx faster" : "got %.2fx slower") : (shrank ? "shrank %.2fx" : "grew %.2fx");
+    const char* verb =
+        is_compute(k) ? (shrank ? "got %.2fx faster" : "got %.2fx slower") : (shrank ? "shrank %.2fx" : "grew %.2fx");
     char move[40];
     std::snprintf(move, sizeof move, verb, shrank ? base_s / var_s : var_s / base_s);
     std::snprintf(buf, sizeof buf, "%s %s (%s %.3g s -> %.3g s)", what.c_str(), move, k.c_str(), base_s, var_s);
@@ -95,15 +99,16 @@ std::string explain(const TrainingResult& base, const TrainingResult& var, doubl
                   bound.c_str(), v.at(bound));
   } else {
     std::snprintf(buf, sizeof buf, "%s %.0f%% of the step is now %s (%s %.3g s).",
-                  faster.empty() && slower.empty() ? "" : ";", share_pct, category_label(var, bound).c_str(), bound.c_str(),
-                  v.at(bound));
+                  faster.empty() && slower.empty() ? "" : ";", share_pct, category_label(var, bound).c_str(),
+                  bound.c_str(), v.at(bound));
   }
   out += buf;
   out += base.bottleneck == var.bottleneck ? " Bottleneck unchanged: " + var.bottleneck + "."
                                            : " Bottleneck: " + base.bottleneck + " -> " + var.bottleneck + ".";
   // Breakdowns are the pacing stage's; when that stage changes they describe different GPUs.
   if (base.critical_stage != var.critical_stage) {
-    std::snprintf(buf, sizeof buf, " (The pacing pipeline stage moved from %d to %d: the breakdowns are of different GPUs.)",
+    std::snprintf(buf, sizeof buf,
+                  " (The pacing pipeline stage moved from %d to %d: the breakdowns are of different GPUs.)",
                   base.critical_stage, var.critical_stage);
     out += buf;
   }
@@ -147,10 +152,14 @@ Comparison compare(const ScenarioLoader& load, const std::string& origin, const 
   const size_t first_elastic = jobs.size();
   if (elasticity) {
     const std::vector<std::pair<std::string, double ResourceScales::*>> classes = {
-        {"gpu_flops", &ResourceScales::gpu_flops}, {"hbm_bandwidth", &ResourceScales::hbm},
-        {"nvlink", &ResourceScales::nvlink},       {"network", &ResourceScales::network},
-        {"pcie", &ResourceScales::pcie},           {"cpu_loader", &ResourceScales::cpu_loader},
-        {"storage", &ResourceScales::storage},     {"host_launch", &ResourceScales::host_launch},
+        {"gpu_flops", &ResourceScales::gpu_flops},
+        {"hbm_bandwidth", &ResourceScales::hbm},
+        {"nvlink", &ResourceScales::nvlink},
+        {"network", &ResourceScales::network},
+        {"pcie", &ResourceScales::pcie},
+        {"cpu_loader", &ResourceScales::cpu_loader},
+        {"storage", &ResourceScales::storage},
+        {"host_launch", &ResourceScales::host_launch},
         {"host_memory", &ResourceScales::host_memory}};
     for (const auto& [name, field] : classes) {
       Job j{base, name, {}};
@@ -201,7 +210,8 @@ std::pair<double, double> speedup_interval(const TrainingResult& base, const Tra
   // speedup measured = speedup predicted x exp(r_base - r_variant), r = log(measured / predicted).
   if (base.stack_fitted == var.stack_fitted)
     return {speedup * std::exp(base.band.pair_lo_log), speedup * std::exp(base.band.pair_hi_log)};
-  return {speedup * std::exp(base.band.lo_log - var.band.hi_log), speedup * std::exp(base.band.hi_log - var.band.lo_log)};
+  return {speedup * std::exp(base.band.lo_log - var.band.hi_log),
+          speedup * std::exp(base.band.hi_log - var.band.lo_log)};
 }
 
 double cost_change_pct(const TrainingResult& base, const TrainingResult& var) {
@@ -213,12 +223,17 @@ nlohmann::json comparison_json(const Comparison& c) {
   auto run_json = [priced](const TrainingResult& r) {
     nlohmann::json b = nlohmann::json::object();
     for (const auto& [k, v] : r.breakdown) b[k] = v;
-    nlohmann::json j{{"step_time_s", r.step_time_s}, {"tokens_per_s", r.tokens_per_s},
+    nlohmann::json j{{"step_time_s", r.step_time_s},
+                     {"tokens_per_s", r.tokens_per_s},
                      {"goodput_tokens_per_s", r.goodput_tokens_per_s},
-                     {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu}, {"tflops_per_gpu", r.model_tflops_per_gpu},
+                     {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+                     {"tflops_per_gpu", r.model_tflops_per_gpu},
                      {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
-                     {"mfu", r.mfu}, {"memory_per_gpu_bytes", r.memory_per_gpu_bytes}, {"oom", r.oom},
-                     {"breakdown", b}, {"bottleneck", r.bottleneck}};
+                     {"mfu", r.mfu},
+                     {"memory_per_gpu_bytes", r.memory_per_gpu_bytes},
+                     {"oom", r.oom},
+                     {"breakdown", b},
+                     {"bottleneck", r.bottleneck}};
     if (priced) {
       j["usd_per_hour"] = r.usd_per_hour;
       j["usd_per_million_tokens"] = r.usd_per_million_tokens;
@@ -297,7 +312,8 @@ void print_comparison(const Comparison& c, std::ostream& out) {
       std::snprintf(line, sizeof line, "  %-14s %.3fx", e.label.c_str(), e.speedup);
       out << line;
       if (e.result.usd_per_million_tokens > 0) {
-        std::snprintf(line, sizeof line, "  $%.4g per million tokens at the baseline's prices", e.result.usd_per_million_tokens);
+        std::snprintf(line, sizeof line, "  $%.4g per million tokens at the baseline's prices",
+                      e.result.usd_per_million_tokens);
         out << line;
       }
       out << "\n";

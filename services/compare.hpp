@@ -2,8 +2,8 @@
 // breakdowns side by side, the shift of the bottleneck and a plain-words reason; and elasticity:
 // the step speedup if only one resource class were 2x faster (GPU FLOP/s, HBM bandwidth, NVLink,
 // NIC/fabric, PCIe, CPU loader, storage), which ranks the upgrades: one simulation per class plus
-// the baseline. With a prices: section each result also carries its cost per million tokens. Variants run in parallel (oneTBB) into a
-// pre-sized vector: the output does not depend on the thread count.
+// the baseline. With a prices: section each result also carries its cost per million tokens. Variants run in parallel
+// (oneTBB) into a pre-sized vector: the output does not depend on the thread count.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -20,7 +20,7 @@ struct VariantOutcome {
   std::vector<std::string> sets;  // KEY=VALUE
   std::string label;
   TrainingResult result;
-  double speedup = 0;             // baseline step time / variant step time
+  double speedup = 0;  // baseline step time / variant step time
   // Its 80 % interval: the spread of the ratio of two rows of one source (shared factors cancel)
   // when both run the same fitted stack, else the two bands combined; {0, 0} without a fit.
   std::pair<double, double> speedup_interval{0, 0};

@@ -36,10 +36,11 @@ namespace {
 // micro-batch count. Not pp, dp, vp or the ZeRO stage otherwise.
 std::string layer_key(const workload::ParallelPlan& p) {
   std::string k;
-  for (long long v : {(long long)p.tp, (long long)p.cp, (long long)p.ep, (long long)p.expert_tp(), (long long)p.micro_batch,
-                      (long long)p.recompute, (long long)p.recompute_modules, (long long)p.sp(), (long long)(p.zero >= 3),
-                      (long long)p.recompute_layers, p.recompute_layers > 0 ? (long long)p.pp : 0LL,
-                      p.recompute_layers > 0 ? (long long)p.vp : 0LL, p.autocast ? (long long)p.num_micro_batches() : 0LL})
+  for (long long v :
+       {(long long)p.tp, (long long)p.cp, (long long)p.ep, (long long)p.expert_tp(), (long long)p.micro_batch,
+        (long long)p.recompute, (long long)p.recompute_modules, (long long)p.sp(), (long long)(p.zero >= 3),
+        (long long)p.recompute_layers, p.recompute_layers > 0 ? (long long)p.pp : 0LL,
+        p.recompute_layers > 0 ? (long long)p.vp : 0LL, p.autocast ? (long long)p.num_micro_batches() : 0LL})
     k += std::to_string(v) + ",";
   return k;
 }

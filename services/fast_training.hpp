@@ -10,15 +10,15 @@
 #include <mutex>
 #include <string>
 
-#include "services/training.hpp"
 #include "models/compute/gpu_model.hpp"
 #include "models/workload/fast_estimate.hpp"
+#include "services/training.hpp"
 
 namespace stacksim::analysis {
 
 struct FastTrainingResult {
-  double gpu_step_s = 0;       // the estimated GPU step (fast_estimate_step)
-  double step_time_s = 0;      // with data wait and checkpoint stalls, as TrainingResult's
+  double gpu_step_s = 0;   // the estimated GPU step (fast_estimate_step)
+  double step_time_s = 0;  // with data wait and checkpoint stalls, as TrainingResult's
   double tokens_per_s = 0;
   double goodput_tokens_per_s = 0;
   double failure_loss_fraction = 0;

@@ -23,17 +23,14 @@ std::string first_non_finite(const nlohmann::json& j, const std::string& path) {
 
 }  // namespace
 
-void write_text_atomically(const std::string& path, const std::string& text) {
-  config::write_output_text(path, text);
-}
+void write_text_atomically(const std::string& path, const std::string& text) { config::write_output_text(path, text); }
 
 void write_json_atomically(const std::string& path, const nlohmann::json& j) {
   if (const std::string bad = first_non_finite(j, ""); !bad.empty())
     throw config::InputError(path, 0, bad, "the result's value is not a finite number; nothing was written",
                              "bring the scenario's values into a realistic range");
-  config::write_output_file(path, [&](std::ostream& out) {
-    out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  });
+  config::write_output_file(
+      path, [&](std::ostream& out) { out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n"; });
 }
 
 }  // namespace stacksim::analysis

@@ -15,11 +15,11 @@
 #include <optional>
 
 #include "config/error.hpp"
-#include "services/plan_space.hpp"
-#include "services/scenario.hpp"
 #include "models/hardware/gpu_spec.hpp"
-#include "services/progress.hpp"
 #include "models/workload/memory.hpp"
+#include "services/plan_space.hpp"
+#include "services/progress.hpp"
+#include "services/scenario.hpp"
 
 namespace stacksim::analysis {
 namespace {
@@ -151,9 +151,10 @@ PlanSearchResult search_plans(const std::string& path, const std::vector<std::st
   YAML::Node root = file.yaml();
   for (const auto& o : base_sets) apply_scenario_override(root, o, "--set " + o);
   if (config::Node(root, path, "").has("serving"))
-    config::Node(root, path, "").fail("serving", "plan searches training plans; a serving deployment is not searched by it",
-                                      "compare serving layouts with stacksim sweep over serving.tp, serving.replicas, ... "
-                                      "(docs/serving.md)");
+    config::Node(root, path, "")
+        .fail("serving", "plan searches training plans; a serving deployment is not searched by it",
+              "compare serving layouts with stacksim sweep over serving.tp, serving.replicas, ... "
+              "(docs/serving.md)");
   const std::string base = std::filesystem::path(path).parent_path().string();
   try {
     return search_plans(load_for_plan_search(root, path, base.empty() ? "." : base), options);
@@ -188,8 +189,8 @@ void print_plans(const PlanSearchResult& r, size_t top, std::ostream& out) {
         }
       out << bd << "\n";
     } else {
-      std::snprintf(line, sizeof line, "%2zu. fast tier %.4g s (not replayed)  MFU %.1f%%  mem %.1f GB\n    %s\n", i + 1,
-                    c.fast.step_time_s, 100 * c.fast.mfu, c.memory_per_gpu_bytes / 1e9, desc.c_str());
+      std::snprintf(line, sizeof line, "%2zu. fast tier %.4g s (not replayed)  MFU %.1f%%  mem %.1f GB\n    %s\n",
+                    i + 1, c.fast.step_time_s, 100 * c.fast.mfu, c.memory_per_gpu_bytes / 1e9, desc.c_str());
       out << line;
     }
   }
@@ -202,8 +203,8 @@ void print_plans(const PlanSearchResult& r, size_t top, std::ostream& out) {
       worst = std::max(worst, e), sum += e, ++n;
     }
   if (n) {
-    std::snprintf(line, sizeof line, "fast tier vs replay on the %zu replayed plans: mean error %.1f%%, worst %.1f%%\n", n,
-                  100 * sum / n, 100 * worst);
+    std::snprintf(line, sizeof line, "fast tier vs replay on the %zu replayed plans: mean error %.1f%%, worst %.1f%%\n",
+                  n, 100 * sum / n, 100 * worst);
     out << line;
   }
 }
@@ -223,9 +224,10 @@ nlohmann::json plans_json(const PlanSearchResult& r) {
                      {"recompute", workload::recompute_name(p.recompute)},
                      {"recompute_layers", p.recompute_layers},
                      {"zero", p.zero},
-                     {"schedule", p.dualpipe() ? "dualpipe" : p.schedule == workload::Schedule::GPipe ? "gpipe"
-                                                            : p.vp > 1                                 ? "interleaved"
-                                                                                                       : "1f1b"},
+                     {"schedule", p.dualpipe()                              ? "dualpipe"
+                                  : p.schedule == workload::Schedule::GPipe ? "gpipe"
+                                  : p.vp > 1                                ? "interleaved"
+                                                                            : "1f1b"},
                      {"sets", c.sets},
                      {"memory_per_gpu_bytes", c.memory_per_gpu_bytes},
                      {"fast_step_time_s", c.fast.step_time_s},
@@ -241,7 +243,8 @@ nlohmann::json plans_json(const PlanSearchResult& r) {
     plans.push_back(std::move(j));
   }
   return {{"evaluated", r.evaluated}, {"enumerated", r.enumerated}, {"fit", r.fit},
-          {"replayed", r.replayed},   {"seconds", r.seconds},       {"fast_seconds", r.fast_seconds},       {"plans", std::move(plans)}};
+          {"replayed", r.replayed},   {"seconds", r.seconds},       {"fast_seconds", r.fast_seconds},
+          {"plans", std::move(plans)}};
 }
 
 }  // namespace stacksim::analysis

@@ -22,7 +22,7 @@ struct PlanCandidate {
   double memory_per_gpu_bytes = 0;
   FastTrainingResult fast;
   bool replayed = false;
-  TrainingResult result;          // the replay's, when replayed
+  TrainingResult result;  // the replay's, when replayed
 };
 
 struct PlanSearchOptions {

@@ -25,15 +25,15 @@ struct Shape {
 
 // The scenario's plan with the shape's keys; the defaults that depend on them (bucket size,
 // asynchronous pipeline sends) recomputed unless the scenario sets them.
-workload::ParallelPlan apply_shape(const workload::ParallelPlan& base, const YAML::Node& yaml, const workload::ModelConfig& m,
-                                   const Shape& x, std::vector<std::string>& sets) {
+workload::ParallelPlan apply_shape(const workload::ParallelPlan& base, const YAML::Node& yaml,
+                                   const workload::ModelConfig& m, const Shape& x, std::vector<std::string>& sets) {
   workload::ParallelPlan p = base;
   p.tp = x.tp, p.cp = x.cp, p.pp = x.pp, p.dp = x.dp, p.vp = x.vp, p.ep = x.ep;
   p.etp = x.etp < x.tp ? 1 : 0;
   p.micro_batch = x.mb;
   p.zero = x.zero;
   p.sequence_parallel = x.tp > 1;
-  p.schedule = x.dualpipe ? workload::Schedule::DualPipe
+  p.schedule = x.dualpipe                                      ? workload::Schedule::DualPipe
                : base.schedule == workload::Schedule::DualPipe ? workload::Schedule::OneFOneB
                                                                : base.schedule;
   if (x.vp > 1 && p.schedule == workload::Schedule::GPipe) p.schedule = workload::Schedule::OneFOneB;
@@ -54,7 +54,8 @@ workload::ParallelPlan apply_shape(const workload::ParallelPlan& base, const YAM
   set("stage_layers", layout.stage_layers.empty() ? "null" : join_counts(layout.stage_layers));
   set("account_for_embedding_in_pipeline_split", "null");
   set("account_for_loss_in_pipeline_split", "null");
-  if (x.dualpipe) set("schedule", "dualpipe");
+  if (x.dualpipe)
+    set("schedule", "dualpipe");
   else if (base.schedule == workload::Schedule::DualPipe || (x.vp > 1 && base.schedule == workload::Schedule::GPipe))
     set("schedule", "1f1b");
   if (m.is_moe()) set("ep", std::to_string(x.ep));
@@ -90,8 +91,10 @@ std::vector<PlanPoint> enumerate_plans(const Scenario& s, double gpu_memory_byte
         std::vector<std::pair<int, int>> eps{{1, tp}};
         if (m.is_moe())
           for (int ep = 2; ep <= tp * cp * dp && m.moe.experts % ep == 0; ep *= 2) {
-            if ((cp * dp) % ep == 0) eps.push_back({ep, tp});
-            else if ((tp * cp * dp) % ep == 0) eps.push_back({ep, 1});
+            if ((cp * dp) % ep == 0)
+              eps.push_back({ep, tp});
+            else if ((tp * cp * dp) % ep == 0)
+              eps.push_back({ep, 1});
           }
         for (const auto& [vp, dualpipe] : schedules)
           for (int mb : {1, 2, 4})
@@ -126,10 +129,13 @@ std::vector<PlanPoint> enumerate_plans(const Scenario& s, double gpu_memory_byte
                   PlanPoint point{q, sets};
                   point.sets.push_back("parallelism.recompute=" + rc);
                   // The scenario's modules apply to its selective mode only.
-                  if (q.recompute != workload::Recompute::Selective && t.plan.recompute_modules != workload::kRecomputeCoreAttn)
+                  if (q.recompute != workload::Recompute::Selective &&
+                      t.plan.recompute_modules != workload::kRecomputeCoreAttn)
                     point.sets.push_back("parallelism.recompute_modules=null");
-                  if (q.recompute_layers > 0) point.sets.push_back("parallelism.recompute_layers=" + std::to_string(q.recompute_layers));
-                  else if (plan_yaml["recompute_layers"]) point.sets.push_back("parallelism.recompute_layers=null");
+                  if (q.recompute_layers > 0)
+                    point.sets.push_back("parallelism.recompute_layers=" + std::to_string(q.recompute_layers));
+                  else if (plan_yaml["recompute_layers"])
+                    point.sets.push_back("parallelism.recompute_layers=null");
                   out.push_back(std::move(point));
                 }
               }
@@ -145,7 +151,7 @@ std::string plan_label(const std::vector<std::string>& sets) {
   for (const auto& s : sets) {
     std::string item = s.substr(s.find('.') + 1);
     if (item.size() > 5 && item.compare(item.size() - 5, 5, "=null") == 0) continue;  // a key the plan leaves out
-    if (item.rfind("sequence_parallel=", 0) == 0) continue;                          // follows tp
+    if (item.rfind("sequence_parallel=", 0) == 0) continue;                           // follows tp
     desc += (desc.empty() ? "" : " ") + item;
   }
   return desc;

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "config/schema.hpp"
 #include "config/error.hpp"
-#include "services/plan_search.hpp"
+#include "config/schema.hpp"
 #include "models/hardware/gpu_spec.hpp"
+#include "services/plan_search.hpp"
 
 namespace stacksim::analysis {
 namespace {
@@ -56,7 +56,8 @@ Spec parse_spec(const config::Node& n) {
   if (n.has("deadline_days")) s.deadline_days = n.positive("deadline_days", n.required_number("deadline_days"));
   if (n.has("budget_usd")) s.budget_usd = n.positive("budget_usd", n.required_number("budget_usd"));
   if (s.deadline_days <= 0 && s.budget_usd <= 0)
-    n.fail("deadline_days", "missing: a purchase needs a deadline or a budget to meet", "add deadline_days: 30 or budget_usd: 5e6");
+    n.fail("deadline_days", "missing: a purchase needs a deadline or a budget to meet",
+           "add deadline_days: 30 or budget_usd: 5e6");
   const std::string objective = n.string_or("objective", "cheapest");
   if (objective != "cheapest" && objective != "fastest")
     n.fail("objective", "unknown objective '" + objective + "'", "use cheapest or fastest");
@@ -71,7 +72,8 @@ Spec parse_spec(const config::Node& n) {
   }
   if (n.has("fabrics")) {
     const config::Node f = n["fabrics"];
-    if (!f.is_sequence() || f.size() == 0) n.fail("fabrics", "must be a list of fabric maps", "write e.g. fabrics: [{topology: fat_tree}]");
+    if (!f.is_sequence() || f.size() == 0)
+      n.fail("fabrics", "must be a list of fabric maps", "write e.g. fabrics: [{topology: fat_tree}]");
     for (size_t i = 0; i < f.size(); ++i) s.fabrics.push_back(f.at(i).yaml());
   }
   s.options = parse_purchase_options(n);
@@ -85,8 +87,10 @@ Spec parse_spec(const config::Node& n) {
 
 std::string money(double usd) {
   char b[64];
-  if (usd >= 1e6) std::snprintf(b, sizeof b, "$%.2fM", usd / 1e6);
-  else std::snprintf(b, sizeof b, "$%.0fk", usd / 1e3);
+  if (usd >= 1e6)
+    std::snprintf(b, sizeof b, "$%.2fM", usd / 1e6);
+  else
+    std::snprintf(b, sizeof b, "$%.0fk", usd / 1e3);
   return b;
 }
 
@@ -98,7 +102,8 @@ std::string why_loses(const PurchaseOption& o, const PurchaseOption& w, const Sp
     std::snprintf(b, sizeof b, "%.1f days: misses the %g-day deadline", o.days, spec.deadline_days);
     return b;
   }
-  if (spec.budget_usd > 0 && o.cost_usd > spec.budget_usd) return money(o.cost_usd) + ": over the " + money(spec.budget_usd) + " budget";
+  if (spec.budget_usd > 0 && o.cost_usd > spec.budget_usd)
+    return money(o.cost_usd) + ": over the " + money(spec.budget_usd) + " budget";
   const double per_gpu = (w.goodput_tokens_per_s / w.gpus) / (o.goodput_tokens_per_s / o.gpus);
   const double price = w.usd_per_gpu_hour / o.usd_per_gpu_hour;
   std::string hw;
@@ -117,11 +122,12 @@ std::string why_loses(const PurchaseOption& o, const PurchaseOption& w, const Sp
     fail = b;
   }
   if (spec.fastest) {
-    std::snprintf(b, sizeof b, "%.1f days vs %.1f: the winner's %d GPUs deliver %.2fx its goodput", o.days, w.days, w.gpus,
-                  w.goodput_tokens_per_s / o.goodput_tokens_per_s);
+    std::snprintf(b, sizeof b, "%.1f days vs %.1f: the winner's %d GPUs deliver %.2fx its goodput", o.days, w.days,
+                  w.gpus, w.goodput_tokens_per_s / o.goodput_tokens_per_s);
     return b + hw + fail;
   }
-  std::snprintf(b, sizeof b, "%s is %.0f%% cheaper (%s vs %s): %.2fx the goodput per GPU%s at %.2fx the price per GPU-hour",
+  std::snprintf(b, sizeof b,
+                "%s is %.0f%% cheaper (%s vs %s): %.2fx the goodput per GPU%s at %.2fx the price per GPU-hour",
                 w.option_name.c_str(), 100 * (1 - w.cost_usd / o.cost_usd), money(w.cost_usd).c_str(),
                 money(o.cost_usd).c_str(), per_gpu, hw.c_str(), price);
   std::string out = b;
@@ -193,8 +199,9 @@ PurchaseResult search_purchase(const std::string& path, const std::vector<std::s
         o.usd_per_hour = cluster_usd_per_hour(s.scenario.training.prices, s.scenario.training.cluster);
         o.usd_per_gpu_hour = o.usd_per_hour / o.gpus;
         o.label = opt.name + " x " + std::to_string(nodes) + " nodes (" + std::to_string(o.gpus) + " GPUs)";
-        if (fabric && !fabric.IsNull()) o.label += ", " + (fabric["topology"] ? fabric["topology"].as<std::string>() : std::string("fabric")) +
-                               (fabric["oversubscription"] ? " " + fabric["oversubscription"].as<std::string>() + ":1" : "");
+        if (fabric && !fabric.IsNull())
+          o.label += ", " + (fabric["topology"] ? fabric["topology"].as<std::string>() : std::string("fabric")) +
+                     (fabric["oversubscription"] ? " " + fabric["oversubscription"].as<std::string>() + ":1" : "");
         PlanSearchOptions po;
         po.replay_top = 0;
         po.progress = progress;
@@ -218,7 +225,8 @@ PurchaseResult search_purchase(const std::string& path, const std::vector<std::s
     const double seconds = spec.tokens / o.goodput_tokens_per_s;
     o.days = seconds / 86400;
     o.cost_usd = o.usd_per_hour * seconds / 3600;
-    o.meets = (spec.deadline_days <= 0 || o.days <= spec.deadline_days) && (spec.budget_usd <= 0 || o.cost_usd <= spec.budget_usd);
+    o.meets = (spec.deadline_days <= 0 || o.days <= spec.deadline_days) &&
+              (spec.budget_usd <= 0 || o.cost_usd <= spec.budget_usd);
   };
   for (Searched& s : all) fill(s);
   const auto order = [&] {
@@ -255,7 +263,8 @@ void print_purchase(const PurchaseResult& r, std::ostream& out) {
   out << b;
   if (r.deadline_days > 0) out << ", within " << r.deadline_days << " days";
   if (r.budget_usd > 0) out << ", within " << money(r.budget_usd);
-  std::snprintf(b, sizeof b, "; %zu clusters, %zu plans ranked (%.1f s)\n", r.options.size(), r.plans_ranked, r.seconds);
+  std::snprintf(b, sizeof b, "; %zu clusters, %zu plans ranked (%.1f s)\n", r.options.size(), r.plans_ranked,
+                r.seconds);
   out << b;
   if (r.options.empty()) return;
   const PurchaseOption& w = r.options.front();
@@ -267,7 +276,8 @@ void print_purchase(const PurchaseResult& r, std::ostream& out) {
     }
     out << "\n";
   } else {
-    std::snprintf(b, sizeof b, "%s: %s\n  %.1f days, %s (%s/hour), goodput %.3g tokens/s%s, %.1f%% lost to failures\n  plan: %s\n",
+    std::snprintf(b, sizeof b,
+                  "%s: %s\n  %.1f days, %s (%s/hour), goodput %.3g tokens/s%s, %.1f%% lost to failures\n  plan: %s\n",
                   r.objective == "fastest" ? "Fastest" : "Cheapest", w.label.c_str(), w.days, money(w.cost_usd).c_str(),
                   money(w.usd_per_hour).c_str(), w.goodput_tokens_per_s, w.replayed ? " (replayed)" : " (fast tier)",
                   100 * w.failure_loss_fraction, w.plan.c_str());
@@ -277,7 +287,8 @@ void print_purchase(const PurchaseResult& r, std::ostream& out) {
   for (size_t i = 1; i < r.options.size(); ++i) {
     const PurchaseOption& o = r.options[i];
     if (o.feasible)
-      std::snprintf(b, sizeof b, "  %s: %.1f days, %s\n    %s\n", o.label.c_str(), o.days, money(o.cost_usd).c_str(), o.why.c_str());
+      std::snprintf(b, sizeof b, "  %s: %.1f days, %s\n    %s\n", o.label.c_str(), o.days, money(o.cost_usd).c_str(),
+                    o.why.c_str());
     else
       std::snprintf(b, sizeof b, "  %s: %s\n", o.label.c_str(), o.why.c_str());
     out << b;
@@ -287,13 +298,24 @@ void print_purchase(const PurchaseResult& r, std::ostream& out) {
 nlohmann::json purchase_json(const PurchaseResult& r) {
   nlohmann::json opts = nlohmann::json::array();
   for (const PurchaseOption& o : r.options)
-    opts.push_back({{"option", o.option_name}, {"label", o.label}, {"gpu", o.gpu_name}, {"nodes", o.nodes},
-                    {"gpus", o.gpus}, {"feasible", o.feasible}, {"plan", o.plan}, {"step_time_s", o.step_time_s},
-                    {"replayed", o.replayed}, {"goodput_tokens_per_s", o.goodput_tokens_per_s},
-                    {"failure_loss_fraction", o.failure_loss_fraction}, {"days", o.days}, {"cost_usd", o.cost_usd},
-                    {"usd_per_hour", o.usd_per_hour}, {"meets", o.meets}, {"why", o.why}});
-  return {{"objective", r.objective}, {"tokens", r.tokens},     {"deadline_days", r.deadline_days},
-          {"budget_usd", r.budget_usd}, {"found", r.found},      {"plans_ranked", r.plans_ranked},
+    opts.push_back({{"option", o.option_name},
+                    {"label", o.label},
+                    {"gpu", o.gpu_name},
+                    {"nodes", o.nodes},
+                    {"gpus", o.gpus},
+                    {"feasible", o.feasible},
+                    {"plan", o.plan},
+                    {"step_time_s", o.step_time_s},
+                    {"replayed", o.replayed},
+                    {"goodput_tokens_per_s", o.goodput_tokens_per_s},
+                    {"failure_loss_fraction", o.failure_loss_fraction},
+                    {"days", o.days},
+                    {"cost_usd", o.cost_usd},
+                    {"usd_per_hour", o.usd_per_hour},
+                    {"meets", o.meets},
+                    {"why", o.why}});
+  return {{"objective", r.objective},   {"tokens", r.tokens},        {"deadline_days", r.deadline_days},
+          {"budget_usd", r.budget_usd}, {"found", r.found},          {"plans_ranked", r.plans_ranked},
           {"seconds", r.seconds},       {"options", std::move(opts)}};
 }
 

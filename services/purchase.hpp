@@ -31,19 +31,19 @@
 namespace stacksim::analysis {
 
 struct PurchaseOption {
-  std::string label;            // "H100 x 32 nodes (256 GPUs), fat_tree"
+  std::string label;  // "H100 x 32 nodes (256 GPUs), fat_tree"
   std::string gpu_name, option_name;
   int nodes = 0, gpus = 0;
-  std::string plan;             // the best plan, as the search prints it
-  bool feasible = false;        // a plan fits in memory
-  double step_time_s = 0;       // the replay's when confirmed, else the fast tier's
+  std::string plan;        // the best plan, as the search prints it
+  bool feasible = false;   // a plan fits in memory
+  double step_time_s = 0;  // the replay's when confirmed, else the fast tier's
   bool replayed = false;
   double goodput_tokens_per_s = 0;
   double failure_loss_fraction = 0;
   double days = 0, cost_usd = 0, usd_per_hour = 0;
   double usd_per_gpu_hour = 0;
-  bool meets = false;           // within the deadline and the budget
-  std::string why;              // against the winner, in plain words
+  bool meets = false;  // within the deadline and the budget
+  std::string why;     // against the winner, in plain words
 };
 
 struct PurchaseResult {

@@ -43,8 +43,10 @@ void require_physical_result(const TrainingSetup& setup, const TrainingResult& r
   for (const auto& f : fields)
     if (!std::isfinite(f.value)) reject(setup, f.keys, f.field, text(f.value));
   for (const auto& [category, seconds] : r.breakdown)
-    if (!std::isfinite(seconds)) reject(setup, "model, parallelism, cluster, host or storage", "breakdown." + category, text(seconds));
-  if (!(r.step_time_s > 0)) reject(setup, "model, parallelism, cluster, host or storage", "step_time_s", text(r.step_time_s));
+    if (!std::isfinite(seconds))
+      reject(setup, "model, parallelism, cluster, host or storage", "breakdown." + category, text(seconds));
+  if (!(r.step_time_s > 0))
+    reject(setup, "model, parallelism, cluster, host or storage", "step_time_s", text(r.step_time_s));
   // All wall time lost: restarts outlast the time between failures, the job never progresses.
   if (r.failure_loss_fraction < 0 || r.failure_loss_fraction >= 1)
     reject(setup, "failures", "failure_loss_fraction",

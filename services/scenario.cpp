@@ -41,7 +41,7 @@ coll::CollectiveOp parse_op(const config::Node& n) {
   static const std::vector<std::pair<std::string, coll::CollectiveOp>> ops = {
       {"all_reduce", coll::CollectiveOp::AllReduce}, {"reduce_scatter", coll::CollectiveOp::ReduceScatter},
       {"all_gather", coll::CollectiveOp::AllGather}, {"all_to_all", coll::CollectiveOp::AllToAll},
-      {"broadcast", coll::CollectiveOp::Broadcast}, {"send_recv", coll::CollectiveOp::SendRecv}};
+      {"broadcast", coll::CollectiveOp::Broadcast},  {"send_recv", coll::CollectiveOp::SendRecv}};
   std::vector<std::string> names;
   for (const auto& [name, op] : ops) {
     if (name == s) return op;
@@ -64,8 +64,7 @@ coll::Algorithm parse_algorithm(const config::Node& n) {
   n.fail("", "unknown algorithm '" + s + "'", "use auto, ring, tree, hierarchical, nvls or nvls_tree");
 }
 
-CollectiveBenchSetup parse_bench(const config::Node& c, const topo::ClusterConfig& cluster,
-                                 int cluster_gpus) {
+CollectiveBenchSetup parse_bench(const config::Node& c, const topo::ClusterConfig& cluster, int cluster_gpus) {
   c.check_keys(config::scenario_keys("collective"));
   CollectiveBenchSetup b;
   b.cluster = cluster;
@@ -77,8 +76,9 @@ CollectiveBenchSetup parse_bench(const config::Node& c, const topo::ClusterConfi
     for (size_t i = 0; i < r.size(); ++i) {
       const long long v = r.at(i).as_int();
       if (v < 0 || v >= cluster_gpus)
-        r.at(i).fail("", "GPU " + std::to_string(v) + " does not exist (the cluster has " +
-                             std::to_string(cluster_gpus) + " GPUs: 0.." + std::to_string(cluster_gpus - 1) + ")",
+        r.at(i).fail("",
+                     "GPU " + std::to_string(v) + " does not exist (the cluster has " + std::to_string(cluster_gpus) +
+                         " GPUs: 0.." + std::to_string(cluster_gpus - 1) + ")",
                      "name GPUs that exist, or add nodes");
       b.ranks.push_back(static_cast<int>(v));
     }
@@ -171,17 +171,20 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
     for (const char* k : {"parallelism", "host", "storage", "checkpoint", "failures"})
       if (top.has(k))
         top.fail(k, "a serving scenario has no training key '" + std::string(k) + "'",
-                 "remove it (a scenario is either a training job, with parallelism:, or a serving deployment, with serving:)");
+                 "remove it (a scenario is either a training job, with parallelism:, or a serving deployment, with "
+                 "serving:)");
     s.kind = WorkloadKind::Serving;
     s.serving = parse_serving_scenario(top, cc, base_dir);
     s.serving.name = s.name;
     return s;
   }
   for (const char* k : {"workload", "slo"})
-    if (top.has(k)) top.fail(k, "only a serving scenario has '" + std::string(k) + "'", "add a 'serving:' section, or remove it");
+    if (top.has(k))
+      top.fail(k, "only a serving scenario has '" + std::string(k) + "'", "add a 'serving:' section, or remove it");
   if (!top.has("model")) top.fail("model", "missing", "add a 'model:' section (or 'collective:' for a benchmark)");
   if (!top.has("parallelism"))
-    top.fail("parallelism", "missing", "add a 'parallelism:' section with tp, pp, dp, ... (or 'serving:' for an inference deployment)");
+    top.fail("parallelism", "missing",
+             "add a 'parallelism:' section with tp, pp, dp, ... (or 'serving:' for an inference deployment)");
   s.kind = WorkloadKind::Training;
   TrainingSetup& t = s.training;
   t.name = s.name;
@@ -230,9 +233,10 @@ Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const st
                    "use precision: bf16 (or fp16) on this GPU");
   if (t.plan.precision == workload::Precision::FP8 && t.plan.fp8_recipe == workload::Fp8Recipe::Mxfp8 &&
       !hw::bundled_gpus().get(gpu_name).supports_mxfp8())
-    plan_node.fail("fp8_recipe", "mxfp8 needs Blackwell tensor cores; " + gpu_name + " is " +
-                                     hw::bundled_gpus().get(gpu_name).architecture,
-                   "use fp8_recipe: delayed or current on this GPU");
+    plan_node.fail(
+        "fp8_recipe",
+        "mxfp8 needs Blackwell tensor cores; " + gpu_name + " is " + hw::bundled_gpus().get(gpu_name).architecture,
+        "use fp8_recipe: delayed or current on this GPU");
   return s;
 }
 

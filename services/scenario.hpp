@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "models/collectives/collective.hpp"
-#include "models/workload/model_config.hpp"
-#include "models/workload/parallel_plan.hpp"
 #include "models/host/host.hpp"
 #include "models/host/resilience.hpp"
+#include "models/workload/model_config.hpp"
+#include "models/workload/parallel_plan.hpp"
 #include "services/prices.hpp"
 #include "services/serving_scenario.hpp"
 #include "services/stack_profile.hpp"
@@ -39,19 +39,19 @@ struct ResourceScales {
 
 struct TrainingSetup {
   std::string name;
-  std::string origin;               // file (or case) it came from, for messages
+  std::string origin;  // file (or case) it came from, for messages
   topo::ClusterConfig cluster;
-  std::string gpu;                  // GPU catalogue name
+  std::string gpu;  // GPU catalogue name
   workload::ModelConfig model;
   workload::ParallelPlan plan;
-  bool recompute_auto = false;      // choose the least recomputation that fits in memory
+  bool recompute_auto = false;  // choose the least recomputation that fits in memory
   ResourceScales scales;
-  HostConfig host;                  // data loader and storage (host: section)
-  CheckpointConfig checkpoint;      // checkpoint: section
-  FailureConfig failures;           // failures: section
-  Prices prices;                    // prices: section (cost per million tokens)
-  SoftwareStack software;           // software: section (stack_profile.hpp); unset = the reference
-  std::vector<std::string> notes;   // defaults applied
+  HostConfig host;                 // data loader and storage (host: section)
+  CheckpointConfig checkpoint;     // checkpoint: section
+  FailureConfig failures;          // failures: section
+  Prices prices;                   // prices: section (cost per million tokens)
+  SoftwareStack software;          // software: section (stack_profile.hpp); unset = the reference
+  std::vector<std::string> notes;  // defaults applied
 };
 
 struct CollectiveBenchSetup {
@@ -70,7 +70,7 @@ struct Scenario {
   TrainingSetup training;
   CollectiveBenchSetup bench;
   ServingSetup serving;  // a serving: section (serving_scenario.hpp)
-  YAML::Node yaml;  // after overrides
+  YAML::Node yaml;       // after overrides
 };
 
 // Loads a scenario file and applies --set overrides (KEY=VALUE, dotted keys).
@@ -84,7 +84,7 @@ inline const char* const kScenarioModelRunKeys[] = {"seq_len", "attention", "mtp
 // From an in-memory tree; `origin` names it in error messages; relative paths resolve against
 // `base_dir`. `check_plan` false: the plan is parsed but not checked against the model and the
 // cluster (plan search replaces it; its other keys are what every searched plan keeps).
-Scenario scenario_from_yaml(YAML::Node root, const std::string& origin,
-                            const std::string& base_dir = ".", bool check_plan = true);
+Scenario scenario_from_yaml(YAML::Node root, const std::string& origin, const std::string& base_dir = ".",
+                            bool check_plan = true);
 
 }  // namespace stacksim::analysis

@@ -19,12 +19,12 @@ struct ServingVariant {
   std::vector<std::string> sets;  // KEY=VALUE
   std::string label;              // the sets, or the resource class (elasticity)
   ServingRun run;
-  double speedup = 0;             // of the primary figure (serving_primary_figure) over the baseline's
+  double speedup = 0;  // of the primary figure (serving_primary_figure) over the baseline's
   std::string reason;
 };
 
 struct ServingComparison {
-  std::string figure;             // what speedup compares ("max rate under the SLO", "output tokens/s")
+  std::string figure;  // what speedup compares ("max rate under the SLO", "output tokens/s")
   ServingRun baseline;
   std::vector<ServingVariant> variants, elasticity;
 };
@@ -33,8 +33,8 @@ struct ServingComparison {
 // (the run's rate when no rate meets it: 0), else output tokens/s.
 double serving_primary_figure(const ServingRun& r);
 
-ServingComparison compare_serving(const std::string& scenario_path, const std::vector<std::vector<std::string>>& variants,
-                                  bool elasticity);
+ServingComparison compare_serving(const std::string& scenario_path,
+                                  const std::vector<std::vector<std::string>>& variants, bool elasticity);
 nlohmann::json serving_comparison_json(const ServingComparison& c);
 void print_serving_comparison(const ServingComparison& c, std::ostream& out);
 

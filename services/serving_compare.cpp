@@ -33,12 +33,15 @@ std::string explain(const ServingComparison& c, const ServingRun& base, const Se
   else
     std::snprintf(buf, sizeof buf, "About the same %s (%.3fx).", c.figure.c_str(), speedup);
   out = buf;
-  const double kb = static_cast<double>(b.memory.kv_capacity_tokens), kv = static_cast<double>(v.memory.kv_capacity_tokens);
+  const double kb = static_cast<double>(b.memory.kv_capacity_tokens),
+               kv = static_cast<double>(v.memory.kv_capacity_tokens);
   if (kb > 0 && kv > 0 && std::fabs(kv / kb - 1) > 0.05) {
-    std::snprintf(buf, sizeof buf, " KV-cache capacity %.3g -> %.3g tokens per instance (%s)", kb, kv, ratio_text(kb, kv).c_str());
+    std::snprintf(buf, sizeof buf, " KV-cache capacity %.3g -> %.3g tokens per instance (%s)", kb, kv,
+                  ratio_text(kb, kv).c_str());
     out += buf;
     if (std::fabs(v.mean_running_seqs / std::max(b.mean_running_seqs, 1e-9) - 1) > 0.05) {
-      std::snprintf(buf, sizeof buf, ": %.1f -> %.1f sequences per engine step", b.mean_running_seqs, v.mean_running_seqs);
+      std::snprintf(buf, sizeof buf, ": %.1f -> %.1f sequences per engine step", b.mean_running_seqs,
+                    v.mean_running_seqs);
       out += buf;
     }
     out += ".";
@@ -55,12 +58,18 @@ std::string explain(const ServingComparison& c, const ServingRun& base, const Se
     const auto it = v.step_seconds.find(k);
     const double sv = it == v.step_seconds.end() ? 0 : it->second;
     const double d = std::fabs(sv / nv - sb / nb);
-    if (d > most) { most = d; moved = k; from = sb / nb; to = sv / nv; }
+    if (d > most) {
+      most = d;
+      moved = k;
+      from = sb / nb;
+      to = sv / nv;
+    }
   }
   double total = 0;
   for (const auto& [k, s] : b.step_seconds) total += s;
   if (!moved.empty() && most > 0.02 * total / nb) {
-    std::snprintf(buf, sizeof buf, " %s per output token %.3g -> %.3g ms.", serving_category_label(moved).c_str(), 1e3 * from, 1e3 * to);
+    std::snprintf(buf, sizeof buf, " %s per output token %.3g -> %.3g ms.", serving_category_label(moved).c_str(),
+                  1e3 * from, 1e3 * to);
     std::string s = buf;
     s[1] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[1])));
     out += s;
@@ -68,8 +77,8 @@ std::string explain(const ServingComparison& c, const ServingRun& base, const Se
   out += b.bottleneck == v.bottleneck ? " Bottleneck unchanged: " + v.bottleneck + "."
                                       : " Bottleneck: " + b.bottleneck + " -> " + v.bottleneck + ".";
   if (base.usd_per_million_output_tokens > 0 && var.usd_per_million_output_tokens > 0) {
-    std::snprintf(buf, sizeof buf, " Cost per million output tokens $%.4g -> $%.4g.", base.usd_per_million_output_tokens,
-                  var.usd_per_million_output_tokens);
+    std::snprintf(buf, sizeof buf, " Cost per million output tokens $%.4g -> $%.4g.",
+                  base.usd_per_million_output_tokens, var.usd_per_million_output_tokens);
     out += buf;
   }
   return out;
@@ -120,8 +129,10 @@ ServingComparison compare_serving(const std::string& path, const std::vector<std
   const size_t first_elastic = jobs.size();
   if (elasticity) {
     const std::vector<std::pair<std::string, double ServingSetup::*>> classes = {
-        {"gpu_flops", &ServingSetup::scale_gpu_flops}, {"hbm_bandwidth", &ServingSetup::scale_hbm},
-        {"nvlink", &ServingSetup::scale_nvlink},       {"network", &ServingSetup::scale_network},
+        {"gpu_flops", &ServingSetup::scale_gpu_flops},
+        {"hbm_bandwidth", &ServingSetup::scale_hbm},
+        {"nvlink", &ServingSetup::scale_nvlink},
+        {"network", &ServingSetup::scale_network},
         {"host", &ServingSetup::scale_host}};
     for (const auto& [name, field] : classes) {
       Job j{base, name, {}};
@@ -167,8 +178,11 @@ nlohmann::json serving_comparison_json(const ServingComparison& c) {
   }
   nlohmann::json el = nlohmann::json::array();
   for (const auto& e : c.elasticity) el.push_back({{"resource", e.label}, {"speedup", e.speedup}});
-  return nlohmann::json{{"kind", "serving"}, {"figure", c.figure}, {"baseline", run_json(c.baseline)},
-                        {"variants", variants}, {"elasticity", el}};
+  return nlohmann::json{{"kind", "serving"},
+                        {"figure", c.figure},
+                        {"baseline", run_json(c.baseline)},
+                        {"variants", variants},
+                        {"elasticity", el}};
 }
 
 void print_serving_comparison(const ServingComparison& c, std::ostream& out) {
@@ -189,15 +203,18 @@ void print_serving_comparison(const ServingComparison& c, std::ostream& out) {
     }
     out << "\n";
   };
-  if (c.baseline.searched) row("max rate under SLO (req/s)", [](const ServingRun& r) { return serving_primary_figure(r); });
+  if (c.baseline.searched)
+    row("max rate under SLO (req/s)", [](const ServingRun& r) { return serving_primary_figure(r); });
   row("output tokens/s", [](const ServingRun& r) { return r.result.output_tokens_per_s; });
   row("requests/s", [](const ServingRun& r) { return r.result.requests_per_s; });
   row("TTFT p99 (ms)", [](const ServingRun& r) { return r.result.ttft_ms.p99; });
   row("TPOT p99 (ms)", [](const ServingRun& r) { return r.result.tpot_ms.p99; });
-  row("KV capacity (tokens)", [](const ServingRun& r) { return static_cast<double>(r.result.memory.kv_capacity_tokens); });
+  row("KV capacity (tokens)",
+      [](const ServingRun& r) { return static_cast<double>(r.result.memory.kv_capacity_tokens); });
   row("sequences per step", [](const ServingRun& r) { return r.result.mean_running_seqs; });
   row("preemptions", [](const ServingRun& r) { return static_cast<double>(r.result.preemptions); });
-  if (c.baseline.usd_per_hour > 0) row("$/M output tokens", [](const ServingRun& r) { return r.usd_per_million_output_tokens; });
+  if (c.baseline.usd_per_hour > 0)
+    row("$/M output tokens", [](const ServingRun& r) { return r.usd_per_million_output_tokens; });
   for (size_t i = 0; i < c.variants.size(); ++i)
     out << "variant " << i + 1 << " (" << c.variants[i].label << "): " << c.variants[i].reason << "\n";
   if (!c.elasticity.empty()) {

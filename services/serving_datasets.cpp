@@ -20,7 +20,8 @@ DatasetLengths parse_lengths(const config::Node& n) {
   DatasetLengths l;
   if (n.has("mean")) l.mean = n.positive("mean", n.required_number("mean"));
   if (n.has("stdev")) l.stdev = n.non_negative("stdev", n.required_number("stdev"));
-  if (n.has("min")) l.min_tokens = static_cast<long long>(n.positive("min", static_cast<double>(n.required_int("min"))));
+  if (n.has("min"))
+    l.min_tokens = static_cast<long long>(n.positive("min", static_cast<double>(n.required_int("min"))));
   if (n.has("max")) l.max_tokens = n.required_int("max");
   if (l.max_tokens && *l.max_tokens < l.min_tokens) n.fail("max", "is below min", "give max >= min");
   return l;

@@ -38,10 +38,12 @@ Spec parse_spec(const config::Node& n) {
   s.rate_per_s = n.positive("rate_per_s", n.required_number("rate_per_s"));
   if (n.has("tp")) {
     const config::Node t = n["tp"];
-    if (!t.is_sequence() || t.size() == 0) n.fail("tp", "must be a non-empty list of tensor-parallel sizes", "write e.g. tp: [1, 2, 4, 8]");
+    if (!t.is_sequence() || t.size() == 0)
+      n.fail("tp", "must be a non-empty list of tensor-parallel sizes", "write e.g. tp: [1, 2, 4, 8]");
     for (size_t i = 0; i < t.size(); ++i) {
       const long long v = t.at(i).as_int();
-      if (v < 1 || v > 1024) t.at(i).fail("", "is " + std::to_string(v), "use a tensor-parallel size of 1 to 1024 GPUs");
+      if (v < 1 || v > 1024)
+        t.at(i).fail("", "is " + std::to_string(v), "use a tensor-parallel size of 1 to 1024 GPUs");
       s.tp.push_back(static_cast<int>(v));
     }
   }
@@ -56,7 +58,8 @@ struct Candidate {
 };
 
 // One replica of `c` at its highest rate under the SLO, and what the target rate then costs.
-ServingPurchaseOption evaluate(const Candidate& c, const std::string& path, const std::string& base_dir, double target) {
+ServingPurchaseOption evaluate(const Candidate& c, const std::string& path, const std::string& base_dir,
+                               double target) {
   ServingPurchaseOption o;
   o.option_name = c.option->name;
   o.tp = c.tp;
@@ -102,7 +105,8 @@ ServingPurchaseOption evaluate(const Candidate& c, const std::string& path, cons
 std::string why_loses(const ServingPurchaseOption& o, const ServingPurchaseOption& w) {
   char b[512];
   if (o.usd_per_hour <= w.usd_per_hour * 1.005) {  // a tie on cost: the winner has more headroom
-    std::snprintf(b, sizeof b, "the same cost ($%.2f per hour) for %.1f requests/s of capacity against the winner's %.1f",
+    std::snprintf(b, sizeof b,
+                  "the same cost ($%.2f per hour) for %.1f requests/s of capacity against the winner's %.1f",
                   o.usd_per_hour, o.replicas * o.rate_per_replica, w.replicas * w.rate_per_replica);
     return b;
   }
@@ -131,7 +135,8 @@ ServingPurchaseResult search_serving_purchase(const std::string& path, const std
   const Spec spec = parse_spec(spec_node);
   const config::Node top(root, path, "");
   if (!top.has("slo"))
-    top.fail("slo", "missing: a serving purchase meets a latency target", "add slo: {ttft_ms: {p99: 2000}, tpot_ms: {p99: 100}}");
+    top.fail("slo", "missing: a serving purchase meets a latency target",
+             "add slo: {ttft_ms: {p99: 2000}, tpot_ms: {p99: 100}}");
   if (root["serving"]["disaggregated"])
     top.fail("serving.disaggregated", "the purchase search sizes aggregated replicas", "remove serving.disaggregated");
   const std::string base_dir = std::filesystem::path(path).parent_path().string();
@@ -168,12 +173,13 @@ ServingPurchaseResult search_serving_purchase(const std::string& path, const std
     bar.tick();
   });
   out.simulations = static_cast<int>(candidates.size());
-  std::stable_sort(out.options.begin(), out.options.end(), [](const ServingPurchaseOption& a, const ServingPurchaseOption& b) {
-    if (a.feasible != b.feasible) return a.feasible;
-    if (!a.feasible) return false;
-    if (a.usd_per_hour != b.usd_per_hour) return a.usd_per_hour < b.usd_per_hour;
-    return a.replicas * a.rate_per_replica > b.replicas * b.rate_per_replica;  // more headroom
-  });
+  std::stable_sort(out.options.begin(), out.options.end(),
+                   [](const ServingPurchaseOption& a, const ServingPurchaseOption& b) {
+                     if (a.feasible != b.feasible) return a.feasible;
+                     if (!a.feasible) return false;
+                     if (a.usd_per_hour != b.usd_per_hour) return a.usd_per_hour < b.usd_per_hour;
+                     return a.replicas * a.rate_per_replica > b.replicas * b.rate_per_replica;  // more headroom
+                   });
   out.found = !out.options.empty() && out.options.front().feasible;
   for (size_t i = 1; i < out.options.size() && out.found; ++i)
     if (out.options[i].feasible) out.options[i].why = why_loses(out.options[i], out.options[0]);
@@ -198,11 +204,12 @@ void print_serving_purchase(const ServingPurchaseResult& r, std::ostream& out) {
     out << "No option meets the SLO at any rate:\n";
   } else {
     const ServingPurchaseOption& w = r.options.front();
-    std::snprintf(b, sizeof b,
-                  "Cheapest: %s\n  $%.2f per hour ($%.3f per million output tokens); one replica serves %.2f requests/s "
-                  "(%.0f output tokens/s) at TTFT p99 %.0f ms, TPOT p99 %.1f ms; bottleneck: %s\n",
-                  w.label.c_str(), w.usd_per_hour, w.usd_per_million_output_tokens, w.rate_per_replica,
-                  w.output_tokens_per_s_per_replica, w.ttft_p99_ms, w.tpot_p99_ms, w.bottleneck.c_str());
+    std::snprintf(
+        b, sizeof b,
+        "Cheapest: %s\n  $%.2f per hour ($%.3f per million output tokens); one replica serves %.2f requests/s "
+        "(%.0f output tokens/s) at TTFT p99 %.0f ms, TPOT p99 %.1f ms; bottleneck: %s\n",
+        w.label.c_str(), w.usd_per_hour, w.usd_per_million_output_tokens, w.rate_per_replica,
+        w.output_tokens_per_s_per_replica, w.ttft_p99_ms, w.tpot_p99_ms, w.bottleneck.c_str());
     out << b << "Runner-ups and why they lose:\n";
   }
   for (size_t i = r.found ? 1 : 0; i < r.options.size(); ++i) {
@@ -214,15 +221,25 @@ void print_serving_purchase(const ServingPurchaseResult& r, std::ostream& out) {
 nlohmann::json serving_purchase_json(const ServingPurchaseResult& r) {
   nlohmann::json opts = nlohmann::json::array();
   for (const ServingPurchaseOption& o : r.options)
-    opts.push_back({{"option", o.option_name}, {"label", o.label}, {"gpu", o.gpu_name}, {"tp", o.tp},
-                    {"gpus_per_replica", o.gpus_per_replica}, {"replicas", o.replicas}, {"gpus", o.gpus},
-                    {"feasible", o.feasible}, {"rate_per_replica_per_s", o.rate_per_replica},
+    opts.push_back({{"option", o.option_name},
+                    {"label", o.label},
+                    {"gpu", o.gpu_name},
+                    {"tp", o.tp},
+                    {"gpus_per_replica", o.gpus_per_replica},
+                    {"replicas", o.replicas},
+                    {"gpus", o.gpus},
+                    {"feasible", o.feasible},
+                    {"rate_per_replica_per_s", o.rate_per_replica},
                     {"output_tokens_per_s_per_replica", o.output_tokens_per_s_per_replica},
-                    {"ttft_ms_p99", o.ttft_p99_ms}, {"tpot_ms_p99", o.tpot_p99_ms}, {"bottleneck", o.bottleneck},
-                    {"usd_per_gpu_hour", o.usd_per_gpu_hour}, {"usd_per_hour", o.usd_per_hour},
-                    {"usd_per_million_output_tokens", o.usd_per_million_output_tokens}, {"why", o.why}});
-  return {{"rate_per_s", r.rate_per_s}, {"slo", r.slo}, {"found", r.found}, {"simulations", r.simulations},
-          {"seconds", r.seconds}, {"options", std::move(opts)}};
+                    {"ttft_ms_p99", o.ttft_p99_ms},
+                    {"tpot_ms_p99", o.tpot_p99_ms},
+                    {"bottleneck", o.bottleneck},
+                    {"usd_per_gpu_hour", o.usd_per_gpu_hour},
+                    {"usd_per_hour", o.usd_per_hour},
+                    {"usd_per_million_output_tokens", o.usd_per_million_output_tokens},
+                    {"why", o.why}});
+  return {{"rate_per_s", r.rate_per_s},   {"slo", r.slo},         {"found", r.found},
+          {"simulations", r.simulations}, {"seconds", r.seconds}, {"options", std::move(opts)}};
 }
 
 }  // namespace stacksim::analysis

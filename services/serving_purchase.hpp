@@ -25,13 +25,13 @@ namespace stacksim::analysis {
 struct ServingPurchaseOption {
   std::string option_name, label, gpu_name;
   int tp = 0, gpus_per_replica = 0, replicas = 0, gpus = 0;
-  bool feasible = false;              // the weights fit and some rate meets the SLO
-  double rate_per_replica = 0;        // highest request rate one replica serves under the SLO
+  bool feasible = false;        // the weights fit and some rate meets the SLO
+  double rate_per_replica = 0;  // highest request rate one replica serves under the SLO
   double output_tokens_per_s_per_replica = 0;
   double ttft_p99_ms = 0, tpot_p99_ms = 0;  // at that rate
-  std::string bottleneck;             // of one replica at that rate
+  std::string bottleneck;                   // of one replica at that rate
   double usd_per_gpu_hour = 0, usd_per_hour = 0, usd_per_million_output_tokens = 0;
-  std::string why;                    // infeasible: the reason; else why it loses to the winner
+  std::string why;  // infeasible: the reason; else why it loses to the winner
 };
 
 struct ServingPurchaseResult {
@@ -44,7 +44,8 @@ struct ServingPurchaseResult {
 };
 
 // `purchase_path` empty: the scenario's own purchase: section.
-ServingPurchaseResult search_serving_purchase(const std::string& scenario_path, const std::vector<std::string>& base_sets,
+ServingPurchaseResult search_serving_purchase(const std::string& scenario_path,
+                                              const std::vector<std::string>& base_sets,
                                               const std::string& purchase_path, bool progress);
 void print_serving_purchase(const ServingPurchaseResult& r, std::ostream& out);
 nlohmann::json serving_purchase_json(const ServingPurchaseResult& r);

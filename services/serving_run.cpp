@@ -26,10 +26,18 @@ std::string length_text(const serving::LengthDist& d) {
   char buf[96];
   using K = serving::LengthDist::Kind;
   switch (d.kind) {
-    case K::Fixed: std::snprintf(buf, sizeof buf, "%.0f", d.mean_tokens); break;
-    case K::Uniform: std::snprintf(buf, sizeof buf, "uniform %lld-%lld", d.min_tokens, d.max_tokens); break;
-    case K::Normal: std::snprintf(buf, sizeof buf, "normal %.0f+-%.0f", d.mean_tokens, d.stddev_tokens); break;
-    case K::Histogram: std::snprintf(buf, sizeof buf, "histogram, mean %.0f", d.expected_tokens()); break;
+    case K::Fixed:
+      std::snprintf(buf, sizeof buf, "%.0f", d.mean_tokens);
+      break;
+    case K::Uniform:
+      std::snprintf(buf, sizeof buf, "uniform %lld-%lld", d.min_tokens, d.max_tokens);
+      break;
+    case K::Normal:
+      std::snprintf(buf, sizeof buf, "normal %.0f+-%.0f", d.mean_tokens, d.stddev_tokens);
+      break;
+    case K::Histogram:
+      std::snprintf(buf, sizeof buf, "histogram, mean %.0f", d.expected_tokens());
+      break;
   }
   return buf;
 }
@@ -46,15 +54,26 @@ std::string workload_text(const serving::Workload& w, const std::string& dataset
   using M = serving::ArrivalMode;
   char buf[200];
   switch (w.mode) {
-    case M::Offline: std::snprintf(buf, sizeof buf, "offline (all %lld requests queued at once)", w.num_requests); break;
-    case M::Concurrency: std::snprintf(buf, sizeof buf, "%d requests in flight, %lld requests", w.concurrency, w.num_requests); break;
-    case M::Poisson: std::snprintf(buf, sizeof buf, "Poisson arrivals at %.4g requests/s, %lld requests", w.rate_per_s, w.num_requests); break;
-    case M::Gamma:
-      std::snprintf(buf, sizeof buf, "gamma arrivals at %.4g requests/s (shape %.3g), %lld requests", w.rate_per_s, w.gamma_shape,
+    case M::Offline:
+      std::snprintf(buf, sizeof buf, "offline (all %lld requests queued at once)", w.num_requests);
+      break;
+    case M::Concurrency:
+      std::snprintf(buf, sizeof buf, "%d requests in flight, %lld requests", w.concurrency, w.num_requests);
+      break;
+    case M::Poisson:
+      std::snprintf(buf, sizeof buf, "Poisson arrivals at %.4g requests/s, %lld requests", w.rate_per_s,
                     w.num_requests);
       break;
-    case M::FixedBatch: std::snprintf(buf, sizeof buf, "static batches of %d, %lld requests", w.batch_size, w.num_requests); break;
-    case M::Trace: std::snprintf(buf, sizeof buf, "trace of %lld requests", w.num_requests); break;
+    case M::Gamma:
+      std::snprintf(buf, sizeof buf, "gamma arrivals at %.4g requests/s (shape %.3g), %lld requests", w.rate_per_s,
+                    w.gamma_shape, w.num_requests);
+      break;
+    case M::FixedBatch:
+      std::snprintf(buf, sizeof buf, "static batches of %d, %lld requests", w.batch_size, w.num_requests);
+      break;
+    case M::Trace:
+      std::snprintf(buf, sizeof buf, "trace of %lld requests", w.num_requests);
+      break;
   }
   std::string s = buf;
   if (w.mode != M::Trace) s += "; input " + length_text(w.input) + " / output " + length_text(w.output) + " tokens";
@@ -80,11 +99,16 @@ std::string slo_text(const serving::Slo& slo) {
 
 std::string serving_category_label(const std::string& k) {
   static const std::vector<std::pair<std::string, std::string>> labels = {
-      {"weight_read", "weight reads from HBM"},       {"kv_read", "KV-cache reads from HBM"},
-      {"gemm_compute", "GEMM compute"},               {"attention_compute", "attention compute"},
-      {"elementwise", "elementwise kernels"},         {"tp_comm", "tensor-parallel all-reduce"},
-      {"ep_comm", "expert-parallel all-to-all"},      {"pp_comm", "pipeline point-to-point"},
-      {"host", "scheduler and launch overhead on the host"}, {"speculative_draft", "speculative drafting"},
+      {"weight_read", "weight reads from HBM"},
+      {"kv_read", "KV-cache reads from HBM"},
+      {"gemm_compute", "GEMM compute"},
+      {"attention_compute", "attention compute"},
+      {"elementwise", "elementwise kernels"},
+      {"tp_comm", "tensor-parallel all-reduce"},
+      {"ep_comm", "expert-parallel all-to-all"},
+      {"pp_comm", "pipeline point-to-point"},
+      {"host", "scheduler and launch overhead on the host"},
+      {"speculative_draft", "speculative drafting"},
       {"pd_transfer", "prefill-to-decode KV transfer"}};
   for (const auto& [key, label] : labels)
     if (key == k) return label;
@@ -120,10 +144,24 @@ ServingRun run_serving(const ServingSetup& s, const ServingRunOptions& o) {
 }
 
 std::vector<std::string> serving_sweep_columns() {
-  return {"num_gpus",    "output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "goodput_requests_per_s",
-          "ttft_ms_p50", "ttft_ms_p99",         "tpot_ms_p50",        "tpot_ms_p99",    "e2e_latency_s_p50",
-          "e2e_latency_s_p99", "kv_capacity_tokens", "kv_utilization_mean", "preemptions", "max_rate_under_slo_per_s",
-          "usd_per_million_tokens", "bottleneck", "error"};
+  return {"num_gpus",
+          "output_tokens_per_s",
+          "total_tokens_per_s",
+          "requests_per_s",
+          "goodput_requests_per_s",
+          "ttft_ms_p50",
+          "ttft_ms_p99",
+          "tpot_ms_p50",
+          "tpot_ms_p99",
+          "e2e_latency_s_p50",
+          "e2e_latency_s_p99",
+          "kv_capacity_tokens",
+          "kv_utilization_mean",
+          "preemptions",
+          "max_rate_under_slo_per_s",
+          "usd_per_million_tokens",
+          "bottleneck",
+          "error"};
 }
 
 std::vector<std::string> serving_sweep_row(const ServingSetup& setup) {
@@ -134,12 +172,23 @@ std::vector<std::string> serving_sweep_row(const ServingSetup& setup) {
     std::snprintf(buf, sizeof buf, "%.9g", v);
     return std::string(buf);
   };
-  return {std::to_string(setup.gpus_used()), num(r.output_tokens_per_s), num(r.total_tokens_per_s), num(r.requests_per_s),
-          num(r.goodput_requests_per_s), num(r.ttft_ms.p50), num(r.ttft_ms.p99), num(r.tpot_ms.p50), num(r.tpot_ms.p99),
-          num(r.e2e_latency_s.p50), num(r.e2e_latency_s.p99), std::to_string(r.memory.kv_capacity_tokens),
-          num(r.kv_utilization_mean), std::to_string(r.preemptions),
+  return {std::to_string(setup.gpus_used()),
+          num(r.output_tokens_per_s),
+          num(r.total_tokens_per_s),
+          num(r.requests_per_s),
+          num(r.goodput_requests_per_s),
+          num(r.ttft_ms.p50),
+          num(r.ttft_ms.p99),
+          num(r.tpot_ms.p50),
+          num(r.tpot_ms.p99),
+          num(r.e2e_latency_s.p50),
+          num(r.e2e_latency_s.p99),
+          std::to_string(r.memory.kv_capacity_tokens),
+          num(r.kv_utilization_mean),
+          std::to_string(r.preemptions),
           run.searched ? num(run.rate.feasible ? run.rate.max_rate_per_s : 0.0) : std::string(),
-          run.usd_per_hour > 0 ? num(run.usd_per_million_output_tokens) : std::string(), r.bottleneck};
+          run.usd_per_hour > 0 ? num(run.usd_per_million_output_tokens) : std::string(),
+          r.bottleneck};
 }
 
 nlohmann::json serving_json(const Scenario& sc, const ServingRun& run) {
@@ -194,7 +243,8 @@ nlohmann::json serving_json(const Scenario& sc, const ServingRun& run) {
     j["slo_met"] = run.slo_met;
   }
   if (run.searched) {
-    nlohmann::json m{{"feasible", run.rate.feasible}, {"verdict", run.rate.verdict}, {"evaluations", run.rate.evaluations}};
+    nlohmann::json m{
+        {"feasible", run.rate.feasible}, {"verdict", run.rate.verdict}, {"evaluations", run.rate.evaluations}};
     if (run.rate.feasible) {
       m["rate_per_s"] = run.rate.max_rate_per_s;
       m["requests_per_s"] = run.rate.at_max_rate.requests_per_s;
@@ -225,36 +275,40 @@ void print_serving(const Scenario& sc, const ServingRun& run, bool verbose, std:
   std::string deploy;
   if (c.disaggregated.enabled) {
     deploy = "disaggregated: prefill " + std::to_string(c.disaggregated.prefill.replicas) + " x " +
-             parallel_text(c.disaggregated.prefill.parallel) + ", decode " + std::to_string(c.disaggregated.decode.replicas) +
-             " x " + parallel_text(c.disaggregated.decode.parallel);
+             parallel_text(c.disaggregated.prefill.parallel) + ", decode " +
+             std::to_string(c.disaggregated.decode.replicas) + " x " + parallel_text(c.disaggregated.decode.parallel);
   } else {
     deploy = std::to_string(c.replicas) + " x " + parallel_text(c.parallel);
   }
   std::snprintf(line, sizeof line, "serving %s: %s on %d x %s, %s %s, %s\n", s.name.c_str(), s.model.name.c_str(),
                 s.gpus_used(), s.gpu.c_str(), c.engine.name.c_str(), c.engine.version.c_str(), deploy.c_str());
   out << line;
-  std::snprintf(line, sizeof line, "  formats: weights %s, activations %s, KV cache %s%s%s\n", serving::dtype_name(c.weights_dtype),
-                serving::dtype_name(c.activations_dtype), serving::dtype_name(c.kv_dtype),
-                c.speculative.draft_tokens > 0 ? "; speculative decoding" : "",
+  std::snprintf(line, sizeof line, "  formats: weights %s, activations %s, KV cache %s%s%s\n",
+                serving::dtype_name(c.weights_dtype), serving::dtype_name(c.activations_dtype),
+                serving::dtype_name(c.kv_dtype), c.speculative.draft_tokens > 0 ? "; speculative decoding" : "",
                 c.prefix_cache_hit_rate > 0 ? "; prefix caching" : "");
   out << line;
   out << "workload: " << workload_text(s.workload, s.dataset) << "\n";
   const serving::MemoryPlan& m = r.memory;
   std::snprintf(line, sizeof line,
-                "memory per GPU: weights %.1f GB, workspace %.1f GB, KV cache %.1f GB of %.0f GB HBM -> %lld tokens (%lld blocks)\n",
-                m.weights_bytes / 1e9, m.workspace_bytes / 1e9, m.kv_bytes / 1e9, m.hbm_bytes / 1e9, m.kv_capacity_tokens, m.kv_blocks);
+                "memory per GPU: weights %.1f GB, workspace %.1f GB, KV cache %.1f GB of %.0f GB HBM -> %lld tokens "
+                "(%lld blocks)\n",
+                m.weights_bytes / 1e9, m.workspace_bytes / 1e9, m.kv_bytes / 1e9, m.hbm_bytes / 1e9,
+                m.kv_capacity_tokens, m.kv_blocks);
   out << line;
   std::snprintf(line, sizeof line, "%-18s %10s %10s %10s %10s %10s\n", "", "mean", "p50", "p90", "p95", "p99");
   out << line;
   const auto row = [&](const char* name, const serving::Percentiles& p) {
-    std::snprintf(line, sizeof line, "%-18s %10.4g %10.4g %10.4g %10.4g %10.4g\n", name, p.mean, p.p50, p.p90, p.p95, p.p99);
+    std::snprintf(line, sizeof line, "%-18s %10.4g %10.4g %10.4g %10.4g %10.4g\n", name, p.mean, p.p50, p.p90, p.p95,
+                  p.p99);
     out << line;
   };
   row("TTFT (ms)", r.ttft_ms);
   row("TPOT (ms)", r.tpot_ms);
   row("e2e latency (s)", r.e2e_latency_s);
   row("queueing (s)", r.queueing_s);
-  std::snprintf(line, sizeof line, "throughput: %.5g output tokens/s, %.5g total tokens/s, %.4g requests/s (%lld requests in %.4g s)\n",
+  std::snprintf(line, sizeof line,
+                "throughput: %.5g output tokens/s, %.5g total tokens/s, %.4g requests/s (%lld requests in %.4g s)\n",
                 r.output_tokens_per_s, r.total_tokens_per_s, r.requests_per_s, r.completed_requests, r.duration_s);
   out << line;
   if (!s.slo.empty()) {
@@ -264,18 +318,22 @@ void print_serving(const Scenario& sc, const ServingRun& run, bool verbose, std:
   }
   if (run.searched) {
     if (run.rate.feasible) {
-      std::snprintf(line, sizeof line, "max sustainable rate under the SLO: %.4g requests/s (%.5g output tokens/s there; %d runs)\n",
+      std::snprintf(line, sizeof line,
+                    "max sustainable rate under the SLO: %.4g requests/s (%.5g output tokens/s there; %d runs)\n",
                     run.rate.max_rate_per_s, run.rate.at_max_rate.output_tokens_per_s, run.rate.evaluations);
       out << line;
     } else {
       out << "max sustainable rate under the SLO: none. " << run.rate.verdict << "\n";
     }
   }
-  std::snprintf(line, sizeof line, "KV cache: %.0f%% used on average, %.0f%% at peak; %lld preemptions; %.1f sequences per engine step (mean), %lld steps\n",
+  std::snprintf(line, sizeof line,
+                "KV cache: %.0f%% used on average, %.0f%% at peak; %lld preemptions; %.1f sequences per engine step "
+                "(mean), %lld steps\n",
                 100 * r.kv_utilization_mean, 100 * r.kv_utilization_max, r.preemptions, r.mean_running_seqs, r.steps);
   out << line;
   if (s.prices.given) {
-    std::snprintf(line, sizeof line, "cost: $%.4g per million output tokens ($%.4g per million tokens in and out) at $%.4g/hour",
+    std::snprintf(line, sizeof line,
+                  "cost: $%.4g per million output tokens ($%.4g per million tokens in and out) at $%.4g/hour",
                   run.usd_per_million_output_tokens, run.usd_per_million_total_tokens, run.usd_per_hour);
     out << line;
     if (run.usd_per_million_output_tokens_at_max_rate > 0) {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "services/scenario.hpp"
 #include "models/serving/serving.hpp"
+#include "services/scenario.hpp"
 
 namespace stacksim::analysis {
 
@@ -22,10 +22,10 @@ struct ServingRunOptions {
 
 struct ServingRun {
   serving::ServingResult result;
-  bool searched = false;             // the max-rate search ran (an SLO was given)
+  bool searched = false;  // the max-rate search ran (an SLO was given)
   serving::RateSearchResult rate;
-  bool slo_met = false;              // the workload as given meets the SLO
-  double usd_per_hour = 0;           // the whole cluster at the scenario's prices; 0 without prices
+  bool slo_met = false;     // the workload as given meets the SLO
+  double usd_per_hour = 0;  // the whole cluster at the scenario's prices; 0 without prices
   double usd_per_million_output_tokens = 0, usd_per_million_total_tokens = 0;
   double usd_per_million_output_tokens_at_max_rate = 0;
 };

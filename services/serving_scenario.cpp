@@ -4,9 +4,9 @@
 #include <filesystem>
 
 #include "config/schema.hpp"
-#include "services/serving_datasets.hpp"
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
+#include "services/serving_datasets.hpp"
 
 namespace stacksim::analysis {
 namespace {
@@ -49,8 +49,9 @@ serving::Parallelism parse_parallel(const config::Node& n, const serving::Parall
   p.dp = count(n, "dp", base.dp);
   p.ep = count(n, "ep", base.ep);
   if ((p.tp * p.dp) % p.ep != 0)
-    n.fail("ep", "ep " + std::to_string(p.ep) + " must divide tp x dp = " + std::to_string(p.tp * p.dp) +
-                     " (the experts are split over the GPUs of a pipeline stage)",
+    n.fail("ep",
+           "ep " + std::to_string(p.ep) + " must divide tp x dp = " + std::to_string(p.tp * p.dp) +
+               " (the experts are split over the GPUs of a pipeline stage)",
            "use an ep that divides tp x dp, e.g. ep: " + std::to_string(p.tp * p.dp));
   return p;
 }
@@ -66,7 +67,8 @@ serving::LengthDist parse_length(const config::Node& n) {
   }
   n.check_keys(config::scenario_keys("workload.input"));
   const std::string dist = n.string_or("dist", n.has("bins") ? "histogram" : n.has("stdev") ? "normal" : "fixed");
-  if (n.has("min")) d.min_tokens = static_cast<long long>(n.positive("min", static_cast<double>(n.required_int("min"))));
+  if (n.has("min"))
+    d.min_tokens = static_cast<long long>(n.positive("min", static_cast<double>(n.required_int("min"))));
   if (n.has("max")) {
     d.max_tokens = n.required_int("max");
     if (d.max_tokens < d.min_tokens) n.fail("max", "is below min", "give max >= min");
@@ -77,7 +79,9 @@ serving::LengthDist parse_length(const config::Node& n) {
     d.mean_tokens = n.positive(key, n.required_number(key));
   } else if (dist == "uniform") {
     d.kind = serving::LengthDist::Kind::Uniform;
-    if (!n.has("min") || !n.has("max")) n.fail(n.has("min") ? "max" : "min", "missing", "a uniform length needs min and max, e.g. {dist: uniform, min: 128, max: 2048}");
+    if (!n.has("min") || !n.has("max"))
+      n.fail(n.has("min") ? "max" : "min", "missing",
+             "a uniform length needs min and max, e.g. {dist: uniform, min: 128, max: 2048}");
     d.mean_tokens = 0.5 * static_cast<double>(d.min_tokens + d.max_tokens);
   } else if (dist == "normal") {
     d.kind = serving::LengthDist::Kind::Normal;
@@ -87,11 +91,13 @@ serving::LengthDist parse_length(const config::Node& n) {
     d.kind = serving::LengthDist::Kind::Histogram;
     const config::Node bins = n["bins"];
     if (!bins.is_sequence() || bins.size() == 0)
-      n.fail("bins", "expected a list of [upper_edge_tokens, weight] pairs", "write e.g. bins: [[128, 0.3], [1024, 0.7]]");
+      n.fail("bins", "expected a list of [upper_edge_tokens, weight] pairs",
+             "write e.g. bins: [[128, 0.3], [1024, 0.7]]");
     long long last = d.min_tokens - 1;
     for (size_t i = 0; i < bins.size(); ++i) {
       const config::Node b = bins.at(i);
-      if (!b.is_sequence() || b.size() != 2) b.fail("", "expected [upper_edge_tokens, weight]", "write e.g. [1024, 0.7]");
+      if (!b.is_sequence() || b.size() != 2)
+        b.fail("", "expected [upper_edge_tokens, weight]", "write e.g. [1024, 0.7]");
       const long long edge = b.at(0).as_int();
       const double w = b.at(1).as_number();
       if (edge <= last) b.fail("", "bin edges must increase (and exceed min)", "sort the bins by their upper edge");
@@ -108,8 +114,8 @@ serving::LengthDist parse_length(const config::Node& n) {
 serving::ArrivalMode parse_mode(const config::Node& n) {
   const std::string s = n.as_string();
   static const std::vector<std::pair<std::string, serving::ArrivalMode>> modes = {
-      {"offline", serving::ArrivalMode::Offline},       {"concurrency", serving::ArrivalMode::Concurrency},
-      {"poisson", serving::ArrivalMode::Poisson},       {"gamma", serving::ArrivalMode::Gamma},
+      {"offline", serving::ArrivalMode::Offline},        {"concurrency", serving::ArrivalMode::Concurrency},
+      {"poisson", serving::ArrivalMode::Poisson},        {"gamma", serving::ArrivalMode::Gamma},
       {"fixed_batch", serving::ArrivalMode::FixedBatch}, {"trace", serving::ArrivalMode::Trace}};
   std::vector<std::string> names;
   for (const auto& [name, m] : modes) {
@@ -117,13 +123,15 @@ serving::ArrivalMode parse_mode(const config::Node& n) {
     names.push_back(name);
   }
   const std::string near = config::nearest(s, names);
-  n.fail("", "unknown workload mode '" + s + "'",
-         near.empty() ? "use offline, concurrency, poisson, gamma, fixed_batch or trace" : "did you mean '" + near + "'?");
+  n.fail(
+      "", "unknown workload mode '" + s + "'",
+      near.empty() ? "use offline, concurrency, poisson, gamma, fixed_batch or trace" : "did you mean '" + near + "'?");
 }
 
 serving::Workload parse_workload(const config::Node& w, const std::string& base_dir, ServingSetup& s) {
   if (w.is_null())
-    w.fail("", "missing", "add a 'workload:' section, e.g. workload: {mode: poisson, rate_per_s: 4, input: 1024, output: 256}");
+    w.fail("", "missing",
+           "add a 'workload:' section, e.g. workload: {mode: poisson, rate_per_s: 4, input: 1024, output: 256}");
   w.require_map();
   w.check_keys(config::scenario_keys("workload"));
   serving::Workload wl;
@@ -132,13 +140,15 @@ serving::Workload parse_workload(const config::Node& w, const std::string& base_
   wl.mode = parse_mode(w["mode"]);
   if (w.has("requests")) {
     const long long n = w.required_int("requests");
-    if (n < 1) w.fail("requests", "must be at least 1, got " + std::to_string(n), "give the number of requests to send");
+    if (n < 1)
+      w.fail("requests", "must be at least 1, got " + std::to_string(n), "give the number of requests to send");
     wl.num_requests = n;
   }
   if (w.has("seed")) wl.seed = static_cast<uint64_t>(w.required_int("seed"));
   using M = serving::ArrivalMode;
   const auto need = [&](const char* key, const char* example) {
-    if (!w.has(key)) w.fail(key, std::string("missing (mode ") + serving::arrival_mode_name(wl.mode) + " needs it)", example);
+    if (!w.has(key))
+      w.fail(key, std::string("missing (mode ") + serving::arrival_mode_name(wl.mode) + " needs it)", example);
   };
   if (wl.mode == M::Poisson || wl.mode == M::Gamma) {
     need("rate_per_s", "add rate_per_s: 4 (requests per second)");
@@ -158,11 +168,14 @@ serving::Workload parse_workload(const config::Node& w, const std::string& base_
     std::filesystem::path p = w.required_string("trace");
     if (p.is_relative()) p = std::filesystem::path(base_dir) / p;
     if (!std::filesystem::exists(p))
-      w.fail("trace", "file '" + p.string() + "' does not exist", "give the trace's path, relative to the scenario file");
+      w.fail("trace", "file '" + p.string() + "' does not exist",
+             "give the trace's path, relative to the scenario file");
     wl.trace = serving::load_trace(p.string());
     wl.num_requests = static_cast<long long>(wl.trace.size());
     if (w.has("input") || w.has("output") || w.has("dataset"))
-      w.fail(w.has("input") ? "input" : w.has("output") ? "output" : "dataset",
+      w.fail(w.has("input")    ? "input"
+             : w.has("output") ? "output"
+                               : "dataset",
              "a trace gives each request's lengths", "remove it, or use another mode");
     return wl;
   }
@@ -177,8 +190,9 @@ serving::Workload parse_workload(const config::Node& w, const std::string& base_
       std::string all;
       for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
       w.fail("dataset", "unknown dataset '" + w.required_string("dataset") + "'",
-             near.empty() ? "use one of " + all + " (models/workload/serving_datasets.yaml), or give input and output lengths"
-                          : "did you mean '" + near + "'?");
+             near.empty()
+                 ? "use one of " + all + " (models/workload/serving_datasets.yaml), or give input and output lengths"
+                 : "did you mean '" + near + "'?");
     }
     s.dataset = ds->name;
   }
@@ -188,18 +202,21 @@ serving::Workload parse_workload(const config::Node& w, const std::string& base_
       d = parse_length(w[key]);
       continue;
     }
-    if (!ds) w.fail(key, "missing", std::string("give the ") + key + " length, e.g. " + key + ": 1024, or name a dataset");
+    if (!ds)
+      w.fail(key, "missing", std::string("give the ") + key + " length, e.g. " + key + ": 1024, or name a dataset");
     const auto dist = dataset_length_dist(std::string(key) == "input" ? ds->input : ds->output);
     if (!dist)
-      w.fail(key, "the dataset '" + ds->name + "' has no published mean " + key + " length (" +
-                      default_serving_datasets_path() + ")",
+      w.fail(key,
+             "the dataset '" + ds->name + "' has no published mean " + key + " length (" +
+                 default_serving_datasets_path() + ")",
              std::string("give ") + key + ": TOKENS");
     d = *dist;
-    s.notes.push_back(std::string("workload.") + key + ": " + ds->name + "'s published mean, " +
-                      std::to_string(static_cast<long long>(std::llround(d.mean_tokens))) + " tokens" +
-                      (d.kind == serving::LengthDist::Kind::Fixed       ? " (fixed: neither its spread nor its bounds are published)"
-                       : d.kind == serving::LengthDist::Kind::Histogram ? " (maximum-entropy spread on its published bounds)"
-                                                                        : " (normal, its published spread)"));
+    s.notes.push_back(
+        std::string("workload.") + key + ": " + ds->name + "'s published mean, " +
+        std::to_string(static_cast<long long>(std::llround(d.mean_tokens))) + " tokens" +
+        (d.kind == serving::LengthDist::Kind::Fixed       ? " (fixed: neither its spread nor its bounds are published)"
+         : d.kind == serving::LengthDist::Kind::Histogram ? " (maximum-entropy spread on its published bounds)"
+                                                          : " (normal, its published spread)"));
   }
   return wl;
 }
@@ -226,11 +243,14 @@ serving::Slo parse_slo(const config::Node& n) {
   for (const auto& key : n.keys()) {
     const auto dot = key.find('.');
     const std::string metric = key.substr(0, dot);
-    serving::SloLimit* l = metric == "ttft_ms" ? &slo.ttft_ms : metric == "tpot_ms" ? &slo.tpot_ms
-                           : metric == "e2e_latency_s" ? &slo.e2e_latency_s : nullptr;
+    serving::SloLimit* l = metric == "ttft_ms"         ? &slo.ttft_ms
+                           : metric == "tpot_ms"       ? &slo.tpot_ms
+                           : metric == "e2e_latency_s" ? &slo.e2e_latency_s
+                                                       : nullptr;
     if (!l) {
       const std::string near = config::nearest(metric, {"ttft_ms", "tpot_ms", "e2e_latency_s"});
-      n.fail(key, "unknown latency metric", near.empty() ? "use ttft_ms, tpot_ms or e2e_latency_s" : "did you mean '" + near + "'?");
+      n.fail(key, "unknown latency metric",
+             near.empty() ? "use ttft_ms, tpot_ms or e2e_latency_s" : "did you mean '" + near + "'?");
     }
     if (dot == std::string::npos) {
       *l = parse_limit(n[key]);
@@ -326,9 +346,10 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
   c.origin = s.origin;
   c.weights_dtype = n.has("weights_dtype") ? parse_dtype_key(n, "weights_dtype") : serving::Dtype::BF16;
   if (!n.has("weights_dtype")) s.notes.push_back("serving.weights_dtype: bf16 (not given)");
-  c.activations_dtype = n.has("activations_dtype") ? parse_dtype_key(n, "activations_dtype")
-                                                   : default_activations(c.weights_dtype, gpu);
-  c.kv_dtype = n.has("kv_cache_dtype") ? parse_dtype_key(n, "kv_cache_dtype") : default_kv_dtype(c, profile, gpu, s.notes);
+  c.activations_dtype =
+      n.has("activations_dtype") ? parse_dtype_key(n, "activations_dtype") : default_activations(c.weights_dtype, gpu);
+  c.kv_dtype =
+      n.has("kv_cache_dtype") ? parse_dtype_key(n, "kv_cache_dtype") : default_kv_dtype(c, profile, gpu, s.notes);
   try {  // the GPU must compute in the formats named (FP8 on an A100 is an input error)
     serving::tensor_peak_flops_per_s(gpu, c.weights_dtype, c.activations_dtype);
   } catch (const std::invalid_argument& e) {
@@ -344,7 +365,8 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
   c.kv_free_memory_fraction = fraction(n, "kv_free_memory_fraction", c.kv_free_memory_fraction, false);
   c.chunked_prefill = n.bool_or("chunked_prefill", c.chunked_prefill);
   c.prefix_cache_hit_rate = fraction(n, "prefix_cache_hit_rate", 0.0, true);
-  if (c.prefix_cache_hit_rate >= 1) n.fail("prefix_cache_hit_rate", "must be below 1 (some of each prompt is new)", "use e.g. 0.5");
+  if (c.prefix_cache_hit_rate >= 1)
+    n.fail("prefix_cache_hit_rate", "must be below 1 (some of each prompt is new)", "use e.g. 0.5");
   c.cuda_graphs = n.bool_or("cuda_graphs", c.cuda_graphs);
   if (n.has("speculative")) {
     const config::Node sp = n["speculative"];
@@ -352,8 +374,10 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
     sp.check_keys(config::scenario_keys("serving.speculative"));
     c.speculative.draft_tokens = count(sp, "draft_tokens", 1);
     c.speculative.acceptance_rate = fraction(sp, "acceptance_rate", 0.7, true);
-    if (!sp.has("acceptance_rate")) sp.fail("acceptance_rate", "missing", "give the measured acceptance rate, e.g. 0.7");
-    if (sp.has("draft_cost_ratio")) c.speculative.draft_cost_ratio = sp.non_negative("draft_cost_ratio", sp.required_number("draft_cost_ratio"));
+    if (!sp.has("acceptance_rate"))
+      sp.fail("acceptance_rate", "missing", "give the measured acceptance rate, e.g. 0.7");
+    if (sp.has("draft_cost_ratio"))
+      c.speculative.draft_cost_ratio = sp.non_negative("draft_cost_ratio", sp.required_number("draft_cost_ratio"));
   }
   if (n.has("disaggregated")) {
     const config::Node d = n["disaggregated"];
@@ -362,7 +386,8 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
     c.disaggregated.enabled = true;
     for (const char* pool : {"prefill", "decode"}) {
       const config::Node p = d[pool];
-      if (p.is_null()) d.fail(pool, "missing", std::string("give the ") + pool + " pool, e.g. " + pool + ": {replicas: 1, tp: 8}");
+      if (p.is_null())
+        d.fail(pool, "missing", std::string("give the ") + pool + " pool, e.g. " + pool + ": {replicas: 1, tp: 8}");
       p.require_map();
       p.check_keys(config::scenario_keys(std::string("serving.disaggregated.") + pool));
       serving::PoolConfig& pc = std::string(pool) == "prefill" ? c.disaggregated.prefill : c.disaggregated.decode;
@@ -372,9 +397,10 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
   }
   const int need = s.gpus_used();
   if (need > cluster.num_gpus())
-    n.fail(c.disaggregated.enabled ? "disaggregated" : "replicas",
-           "the deployment needs " + std::to_string(need) + " GPUs, the cluster has " + std::to_string(cluster.num_gpus()),
-           "add nodes (cluster.nodes) or use fewer replicas or smaller instances");
+    n.fail(
+        c.disaggregated.enabled ? "disaggregated" : "replicas",
+        "the deployment needs " + std::to_string(need) + " GPUs, the cluster has " + std::to_string(cluster.num_gpus()),
+        "add nodes (cluster.nodes) or use fewer replicas or smaller instances");
   s.workload = parse_workload(top["workload"], base_dir, s);
   try {
     serving::check_workload(s.workload);

@@ -33,28 +33,28 @@
 #include <vector>
 
 #include "config/yaml.hpp"
-#include "services/prices.hpp"
 #include "models/serving/serving.hpp"
 #include "models/workload/model_config.hpp"
+#include "services/prices.hpp"
 #include "topologies/builders.hpp"
 
 namespace stacksim::analysis {
 
 struct ServingSetup {
   std::string name;
-  std::string origin;                // file (or case) it came from, for messages
+  std::string origin;  // file (or case) it came from, for messages
   topo::ClusterConfig cluster;
-  std::string gpu;                   // GPU catalogue name
+  std::string gpu;  // GPU catalogue name
   workload::ModelConfig model;
   serving::ServingConfig config;
   serving::Workload workload;
   serving::Slo slo;
   Prices prices;
-  std::string dataset;               // the dataset the lengths came from ("" = given)
+  std::string dataset;  // the dataset the lengths came from ("" = given)
   // Multipliers on hardware rates (compare --elasticity): gpu_flops, hbm, nvlink, network.
   double scale_gpu_flops = 1, scale_hbm = 1, scale_nvlink = 1, scale_network = 1, scale_host = 1;
-  std::vector<std::string> notes;    // defaults applied
-  int gpus_used() const;             // GPUs of every instance (both pools when disaggregated)
+  std::vector<std::string> notes;  // defaults applied
+  int gpus_used() const;           // GPUs of every instance (both pools when disaggregated)
 };
 
 // The keys a serving scenario may have at the top level besides the shared ones.

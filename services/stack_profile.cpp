@@ -107,7 +107,8 @@ StackCatalog StackCatalog::load_dir(const std::string& dir) {
         e.check_keys({"architectures", "framework", "year", "source"});
         const config::Node a = e["architectures"];
         for (size_t k = 0; k < a.size(); ++k)
-          c.eras_[a.at(k).as_string()] = {e.required_string("framework"), static_cast<int>(e.optional_int("year").value_or(0))};
+          c.eras_[a.at(k).as_string()] = {e.required_string("framework"),
+                                          static_cast<int>(e.optional_int("year").value_or(0))};
       }
       if (top.has("fallback"))
         c.era_fallback_ = {top["fallback"].required_string("framework"),
@@ -117,11 +118,13 @@ StackCatalog StackCatalog::load_dir(const std::string& dir) {
     top.check_keys({"format", "family", "description", "entries"});
     StackFamily f;
     f.name = top.required_string("family");
-    if (f.name != name) top.fail("family", "'" + f.name + "' in file " + p.filename().string(), "name the file after its family");
+    if (f.name != name)
+      top.fail("family", "'" + f.name + "' in file " + p.filename().string(), "name the file after its family");
     f.description = top.string_or("description", "");
     f.file = p.string();
     const config::Node entries = top["entries"];
-    if (!entries.is_sequence() || entries.size() == 0) top.fail("entries", "needs at least one entry", "add entries: [...]");
+    if (!entries.is_sequence() || entries.size() == 0)
+      top.fail("entries", "needs at least one entry", "add entries: [...]");
     for (size_t i = 0; i < entries.size(); ++i) f.entries.push_back(parse_entry(entries.at(i)));
     c.families_[f.name] = std::move(f);
   }
@@ -213,19 +216,22 @@ SoftwareStack parse_software(const config::Node& n) {
   const StackFamily* f = cat.family(s.framework);
   if (!f) {
     const std::string near = config::nearest(s.framework, cat.names());
-    n.fail("framework", "unknown framework '" + s.framework + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)"),
+    n.fail("framework",
+           "unknown framework '" + s.framework + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)"),
            "use one of the stack catalogue (" + cat.dir() + "): " + join(cat.names()));
   }
   s.version = n["version"].is_null() ? "" : n["version"].as_string();
   s.year = static_cast<int>(n.optional_int("year").value_or(0));
-  if (s.year != 0 && (s.year < 2015 || s.year > 2100)) n.fail("year", "must be a calendar year", "write e.g. year: 2024");
+  if (s.year != 0 && (s.year < 2015 || s.year > 2100))
+    n.fail("year", "must be a calendar year", "write e.g. year: 2024");
   const StackEntry* e = cat.entry(*f, s.version, s.year);
   if (!e) {
     std::vector<std::string> known;
     for (const auto& x : f->entries)
       for (const auto& v : x.versions) known.push_back(v + "*");
     n.fail("version", "'" + s.version + "' is not in the " + s.framework + " catalogue (" + f->file + ")",
-           known.empty() ? "leave the version out and give the year" : "use a version starting " + join(known) + ", or leave it out and give the year");
+           known.empty() ? "leave the version out and give the year"
+                         : "use a version starting " + join(known) + ", or leave it out and give the year");
   }
   s.profile = e->profile;
   const bool fitted = fit.families.count(s.framework) > 0;
@@ -254,11 +260,14 @@ StackBand band_for(const SoftwareStack& s, const std::string& architecture, int 
 }
 
 nlohmann::json software_json(const SoftwareStack& s) {
-  nlohmann::json j{{"framework", s.framework}, {"version", s.version.empty() ? nlohmann::json() : nlohmann::json(s.version)},
-                   {"profile", s.profile}, {"fitted", s.fitted},
-                   {"parameters", {{"compute_efficiency", s.params.compute_efficiency},
-                                   {"kernel_gap_us", s.params.kernel_gap_s * 1e6},
-                                   {"comm_efficiency", s.params.comm_efficiency}}}};
+  nlohmann::json j{{"framework", s.framework},
+                   {"version", s.version.empty() ? nlohmann::json() : nlohmann::json(s.version)},
+                   {"profile", s.profile},
+                   {"fitted", s.fitted},
+                   {"parameters",
+                    {{"compute_efficiency", s.params.compute_efficiency},
+                     {"kernel_gap_us", s.params.kernel_gap_s * 1e6},
+                     {"comm_efficiency", s.params.comm_efficiency}}}};
   if (s.year) j["year"] = s.year;
   return j;
 }
@@ -296,7 +305,8 @@ void write_stack_fit(const StackFit& fit, const std::string& command, const std:
   y << YAML::Key << "description" << YAML::Value
     << "Stack parameters per framework family (stack_profile.hpp), fitted by `stacksim fit` under leave-one-source-out "
        "CV; interval_80: 10th/90th percentiles of log(measured/predicted) step time over the CV residuals. "
-       "A scenario without a software: block runs the reference profile (identity parameters). Generated: do not edit by hand.";
+       "A scenario without a software: block runs the reference profile (identity parameters). Generated: do not edit "
+       "by hand.";
   y << YAML::Key << "global" << YAML::Value;
   write_family(y, fit.global);
   y << YAML::Key << "families" << YAML::Value << YAML::BeginMap;

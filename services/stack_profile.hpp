@@ -36,9 +36,9 @@ struct FamilyFit {
   StackParameters params;
   StackBand band;
   int rows = 0, sources = 0;
-  bool shrunk = false;                  // fewer than three sources: pulled toward the global fit
-  std::vector<std::string> gpus;        // GPU architectures among its rows
-  int max_gpus = 0;                     // the largest job among its rows
+  bool shrunk = false;            // fewer than three sources: pulled toward the global fit
+  std::vector<std::string> gpus;  // GPU architectures among its rows
+  int max_gpus = 0;               // the largest job among its rows
   double cv_mape_pct = 0, fit_mape_pct = 0;
 };
 
@@ -50,15 +50,15 @@ struct StackFit {
 };
 
 struct StackEntry {
-  std::string profile;                 // e.g. "nemo-24.x"
-  std::vector<std::string> versions;   // version prefixes this entry covers ("24.", "ngc23")
+  std::string profile;                // e.g. "nemo-24.x"
+  std::vector<std::string> versions;  // version prefixes this entry covers ("24.", "ngc23")
   int first_year = 0, last_year = 9999;
-  YAML::Node behaviours;               // documented behaviours, each {value, source}
+  YAML::Node behaviours;  // documented behaviours, each {value, source}
 };
 
 struct StackFamily {
   std::string name, description, file;
-  std::vector<StackEntry> entries;     // oldest first
+  std::vector<StackEntry> entries;  // oldest first
 };
 
 class StackCatalog {
@@ -81,11 +81,11 @@ class StackCatalog {
 };
 
 struct SoftwareStack {
-  bool given = false;                  // the scenario had a software: section
+  bool given = false;  // the scenario had a software: section
   std::string framework = "megatron-core", version, profile = "megatron-core-current (reference)";
   int year = 0;
-  std::string fitted;                  // the fitted entry used: the family, or "global"
-  StackParameters params;              // identity when not given
+  std::string fitted;      // the fitted entry used: the family, or "global"
+  StackParameters params;  // identity when not given
   StackBand band;
   bool band_widened = false;
 };

@@ -17,10 +17,10 @@
 #include "config/output_file.hpp"
 #include "config/yaml.hpp"
 #include "services/scenario.hpp"
-#include "services/training.hpp"
 #include "services/serving_run.hpp"
 #include "services/sweep_grid.hpp"
 #include "services/sweep_output.hpp"
+#include "services/training.hpp"
 
 namespace stacksim::analysis {
 namespace {
@@ -40,10 +40,11 @@ std::atomic<int> g_stop_signal{0};
 extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
 
 struct StopSignals {
-  struct sigaction old_int{}, old_term{};
+  struct sigaction old_int {
+  }, old_term{};
   StopSignals() {
     g_stop_signal.store(0);
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
@@ -139,9 +140,10 @@ std::vector<std::string> simulate_point(const std::filesystem::path& scenario, c
       std::snprintf(buf, sizeof buf, "%.9g", v);
       return std::string(buf);
     };
-    const std::vector<std::string> values = {std::to_string(r.num_gpus), num(r.step_time_s), num(r.tokens_per_s),
-                                             num(r.tokens_per_s_per_gpu), num(r.model_tflops_per_gpu), num(r.mfu),
-                                             num(r.memory_per_gpu_bytes), r.oom ? "true" : "false", r.bottleneck};
+    const std::vector<std::string> values = {
+        std::to_string(r.num_gpus),  num(r.step_time_s),          num(r.tokens_per_s),
+        num(r.tokens_per_s_per_gpu), num(r.model_tflops_per_gpu), num(r.mfu),
+        num(r.memory_per_gpu_bytes), r.oom ? "true" : "false",    r.bottleneck};
     std::copy(values.begin(), values.end(), row.begin() + grid.keys.size());
   } catch (const std::exception& e) {
     std::string reason = e.what();
@@ -154,7 +156,8 @@ std::vector<std::string> simulate_point(const std::filesystem::path& scenario, c
 
 }  // namespace
 
-SweepSummary run_sweep(const std::string& sweep_path, const std::string& csv_path, int threads, std::ostream& progress) {
+SweepSummary run_sweep(const std::string& sweep_path, const std::string& csv_path, int threads,
+                       std::ostream& progress) {
   const config::Node root = config::Node::load_file(sweep_path);
   root.require_map();
   root.check_keys({"scenario", "set", "grid"});
@@ -188,9 +191,10 @@ SweepSummary run_sweep(const std::string& sweep_path, const std::string& csv_pat
   }
   const std::vector<std::string> result_cols =
       serving ? serving_sweep_columns()
-              : std::vector<std::string>{"num_gpus", "step_time_s", "tokens_per_s", "tokens_per_s_per_gpu",
-                                         "tflops_per_gpu", "mfu", "memory_per_gpu_bytes", "oom", "bottleneck",
-                                         "scaling_efficiency", "error"};
+              : std::vector<std::string>{
+                    "num_gpus", "step_time_s",          "tokens_per_s", "tokens_per_s_per_gpu", "tflops_per_gpu",
+                    "mfu",      "memory_per_gpu_bytes", "oom",          "bottleneck",           "scaling_efficiency",
+                    "error"};
   const size_t nk = grid.keys.size();
   const size_t num_gpus_col = nk, per_gpu_col = nk + 3, efficiency_col = nk + 9,
                error_col = nk + result_cols.size() - 1, width = nk + result_cols.size();
@@ -217,46 +221,40 @@ SweepSummary run_sweep(const std::string& sweep_path, const std::string& csv_pat
   uint64_t next = output.prefix_rows(), written = output.prefix_rows();
   const uint64_t todo = points - output.prefix_rows();
   uint64_t done = 0;
-  tbb::parallel_pipeline(
-      slots,
-      tbb::make_filter<void, Item>(tbb::filter_mode::serial_in_order,
-                                   [&](tbb::flow_control& fc) {
-                                     if (next >= points || g_stop_signal.load()) {
-                                       fc.stop();
-                                       return Item{};
-                                     }
-                                     return Item{next++, {}, false};
-                                   }) &
-          tbb::make_filter<Item, Item>(tbb::filter_mode::parallel,
-                                       [&](Item item) {
-                                         const std::vector<std::string> point = grid.point(item.index);
-                                         item.row = point;  // looked up (edited grid) or simulated below
-                                         return item;
-                                       }) &
-          tbb::make_filter<Item, Item>(tbb::filter_mode::serial_in_order,
-                                       [&](Item item) {
-                                         // Rows kept from an edited grid's file are looked up in order.
-                                         if (const auto* kept = output.kept_row(join_csv(item.row))) {
-                                           item.row = *kept;
-                                         } else {
-                                           item.simulated = true;
-                                         }
-                                         return item;
-                                       }) &
-          tbb::make_filter<Item, Item>(tbb::filter_mode::parallel,
-                                       [&](Item item) {
-                                         if (item.simulated)
-                                           item.row = simulate_point(scenario, fixed, grid, item.row, width, error_col, serving);
-                                         return item;
-                                       }) &
-          tbb::make_filter<Item, void>(tbb::filter_mode::serial_in_order, [&](Item item) {
-            output.append(item.row);
-            ++written;
-            if (item.simulated) ++sum.simulated;
-            else ++sum.resumed;
-            if (!item.row[error_col].empty()) ++sum.invalid;
-            if (++done % 16 == 0 || done == todo) progress << "\r" << done << "/" << todo << " points" << std::flush;
-          }));
+  tbb::parallel_pipeline(slots,
+                         tbb::make_filter<void, Item>(tbb::filter_mode::serial_in_order, [&](tbb::flow_control& fc) {
+                           if (next >= points || g_stop_signal.load()) {
+                             fc.stop();
+                             return Item{};
+                           }
+                           return Item{next++, {}, false};
+                         }) & tbb::make_filter<Item, Item>(tbb::filter_mode::parallel, [&](Item item) {
+                           const std::vector<std::string> point = grid.point(item.index);
+                           item.row = point;  // looked up (edited grid) or simulated below
+                           return item;
+                         }) & tbb::make_filter<Item, Item>(tbb::filter_mode::serial_in_order, [&](Item item) {
+                           // Rows kept from an edited grid's file are looked up in order.
+                           if (const auto* kept = output.kept_row(join_csv(item.row))) {
+                             item.row = *kept;
+                           } else {
+                             item.simulated = true;
+                           }
+                           return item;
+                         }) & tbb::make_filter<Item, Item>(tbb::filter_mode::parallel, [&](Item item) {
+                           if (item.simulated)
+                             item.row = simulate_point(scenario, fixed, grid, item.row, width, error_col, serving);
+                           return item;
+                         }) & tbb::make_filter<Item, void>(tbb::filter_mode::serial_in_order, [&](Item item) {
+                           output.append(item.row);
+                           ++written;
+                           if (item.simulated)
+                             ++sum.simulated;
+                           else
+                             ++sum.resumed;
+                           if (!item.row[error_col].empty()) ++sum.invalid;
+                           if (++done % 16 == 0 || done == todo)
+                             progress << "\r" << done << "/" << todo << " points" << std::flush;
+                         }));
   if (done > 0) progress << "\n";
   const bool complete = written == points;
   output.finish(complete);
@@ -266,8 +264,10 @@ SweepSummary run_sweep(const std::string& sweep_path, const std::string& csv_pat
     uint64_t groups = 1;
     bool any_scale_out = false;
     for (size_t k = 0; k < nk; ++k) {
-      if (scales_out(grid.keys[k])) any_scale_out = true;
-      else groups *= grid.values[k].size();  // <= points, no overflow
+      if (scales_out(grid.keys[k]))
+        any_scale_out = true;
+      else
+        groups *= grid.values[k].size();  // <= points, no overflow
     }
     if (any_scale_out && groups <= kMaxScalingGroups)
       fill_scaling_efficiency(csv_path, grid.keys, width, num_gpus_col, per_gpu_col, efficiency_col);

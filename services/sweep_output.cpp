@@ -40,8 +40,9 @@ SweepOutput::SweepOutput(const std::string& path, const std::string& header, con
   if (st.type() == fs::file_type::character || st.type() == fs::file_type::fifo) {
     in_place_ = true;
     fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd_ < 0) throw config::InputError(path, 0, "", "cannot open the output for writing (a FIFO needs a reader)",
-                                          "write the sweep to a regular file");
+    if (fd_ < 0)
+      throw config::InputError(path, 0, "", "cannot open the output for writing (a FIFO needs a reader)",
+                               "write the sweep to a regular file");
     ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
     write_all(fd_, header + "\n", path_);
     return;
@@ -58,8 +59,10 @@ SweepOutput::SweepOutput(const std::string& path, const std::string& header, con
     if (!in) throw config::InputError(path, 0, "", "cannot read the existing output", "check its permissions");
     if (std::getline(in, line)) {
       if (line != header)
-        throw config::InputError(path, 1, "", "holds something other than this sweep's rows (its first line is not "
-                                 "this sweep's header '" + header.substr(0, 120) + "')",
+        throw config::InputError(path, 1, "",
+                                 "holds something other than this sweep's rows (its first line is not "
+                                 "this sweep's header '" +
+                                     header.substr(0, 120) + "')",
                                  "choose another -o file, or delete this one to start the sweep over");
       prefix_end = static_cast<off_t>(line.size() + 1);
       while (std::getline(in, line)) {
@@ -85,8 +88,9 @@ SweepOutput::SweepOutput(const std::string& path, const std::string& header, con
   rebuild = rebuild || !kept_.empty();
   if (!exists) {
     fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd_ < 0) throw config::InputError(path, 0, "", std::string("cannot create the output: ") + std::strerror(errno),
-                                          "check that its folder exists and is writable");
+    if (fd_ < 0)
+      throw config::InputError(path, 0, "", std::string("cannot create the output: ") + std::strerror(errno),
+                               "check that its folder exists and is writable");
     write_all(fd_, header + "\n", path_);
   } else if (!rebuild) {
     fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
@@ -96,11 +100,12 @@ SweepOutput::SweepOutput(const std::string& path, const std::string& header, con
   } else {
     // Rebuilt beside the old file: its first `prefix_end` bytes, then the rows from here on.
     const fs::path p(path);
-    tmp_ = ((p.has_parent_path() ? p.parent_path() : fs::path(".")) / ("." + p.filename().string() + ".XXXXXX"))
-               .string();
+    tmp_ =
+        ((p.has_parent_path() ? p.parent_path() : fs::path(".")) / ("." + p.filename().string() + ".XXXXXX")).string();
     fd_ = ::mkstemp(tmp_.data());
-    if (fd_ < 0) throw config::InputError(path, 0, "", "cannot create a temporary file beside it",
-                                          "check that its folder is writable");
+    if (fd_ < 0)
+      throw config::InputError(path, 0, "", "cannot create a temporary file beside it",
+                               "check that its folder is writable");
     ::fchmod(fd_, 0644);
     std::ifstream in(path, std::ios::binary);
     std::string head(static_cast<size_t>(prefix_end), '\0');

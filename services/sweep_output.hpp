@@ -25,7 +25,7 @@ class SweepOutput {
   SweepOutput(const SweepOutput&) = delete;
   SweepOutput& operator=(const SweepOutput&) = delete;
 
-  uint64_t prefix_rows() const { return prefix_rows_; }      // points [0, prefix) are in the file
+  uint64_t prefix_rows() const { return prefix_rows_; }        // points [0, prefix) are in the file
   uint64_t prefix_invalid() const { return prefix_invalid_; }  // of those, rows with an error
   // The row already written for a point beyond the prefix (an edited grid), or nullptr.
   const std::vector<std::string>* kept_row(const std::string& grid_values);

@@ -5,7 +5,6 @@
 #include <cstdio>
 
 #include "config/error.hpp"
-#include "services/result_checks.hpp"
 #include "models/collectives/collective.hpp"
 #include "models/compute/gpu_model.hpp"
 #include "models/hardware/gpu_spec.hpp"
@@ -13,6 +12,7 @@
 #include "models/workload/ops.hpp"
 #include "models/workload/program_builder.hpp"
 #include "models/workload/replay.hpp"
+#include "services/result_checks.hpp"
 #include "sim/units.hpp"
 
 namespace stacksim::analysis {
@@ -64,7 +64,9 @@ workload::ParallelPlan plan_as_run(const TrainingSetup& setup, double gpu_memory
   // recompute: auto = the least recomputation that fits in memory: none, selective, then full
   // recomputation of the first 1, 2, ... layers of each model chunk (Megatron's block method),
   // then of every layer.
-  const auto fits = [&] { return !workload::out_of_memory(workload::memory_per_gpu(setup.model, plan), gpu_memory_bytes); };
+  const auto fits = [&] {
+    return !workload::out_of_memory(workload::memory_per_gpu(setup.model, plan), gpu_memory_bytes);
+  };
   for (auto rc : {workload::Recompute::None, workload::Recompute::Selective}) {
     plan.recompute = rc;
     if (fits()) return plan;
@@ -123,11 +125,10 @@ workload::StepProgram step_program(const TrainingSetup& setup, const workload::P
   program.host_step_s = setup.host.step_overhead_s / setup.scales.host_launch;
   if (plan.offload_optimizer) {
     if (cc.node.socket_memory_Bps <= 0)
-      throw config::InputError(setup.origin, 0, "parallelism.offload_optimizer",
-                               "runs Adam on the host, but node type " + cc.node.name +
-                                   " gives no CPU memory bandwidth",
-                               "add cpu.memory_bandwidth (per socket) to " +
-                                   (cc.node.file.empty() ? "its node file" : cc.node.file));
+      throw config::InputError(
+          setup.origin, 0, "parallelism.offload_optimizer",
+          "runs Adam on the host, but node type " + cc.node.name + " gives no CPU memory bandwidth",
+          "add cpu.memory_bandwidth (per socket) to " + (cc.node.file.empty() ? "its node file" : cc.node.file));
     program.offload_optimizer = true;
     program.offload_params = plan.offload_params;
     program.offload_d2h_per_grad_byte = 4.0 / plan.grad_bytes_per_param();  // fp32 copies
@@ -143,7 +144,8 @@ workload::StepProgram step_program(const TrainingSetup& setup, const workload::P
     // a pinned one under the step, for the next batch (loaded ahead: prefetch >= 1); a pageable
     // one, or any once loading is synchronous, before the step's first kernel.
     program.batch_copy_bytes = samples_per_gpu * setup.host.sample_bytes;
-    program.batch_copy_Bps = cc.node.pcie_bandwidth_Bps * (setup.host.pinned ? kPinnedCopyEfficiency : kPageableCopyEfficiency);
+    program.batch_copy_Bps =
+        cc.node.pcie_bandwidth_Bps * (setup.host.pinned ? kPinnedCopyEfficiency : kPageableCopyEfficiency);
     program.batch_copy_blocking = !setup.host.pinned || setup.host.prefetch == 0;
   }
   return program;
@@ -163,13 +165,15 @@ StepAroundGpu step_around_gpu(const TrainingSetup& setup, const workload::Parall
   CheckpointConfig checkpoint = setup.checkpoint;
   checkpoint.write_Bps_per_node *= setup.scales.storage;
   checkpoint.aggregate_write_Bps *= setup.scales.storage;
-  const CheckpointTimes ck = checkpoint_times(checkpoint, host_cluster, checkpoint_bytes_per_gpu(setup, plan), hp.step_s);
+  const CheckpointTimes ck =
+      checkpoint_times(checkpoint, host_cluster, checkpoint_bytes_per_gpu(setup, plan), hp.step_s);
   StepAroundGpu out;
   out.data_wait_s = hp.data_wait_s;
   out.nodes_simulated = hp.nodes_simulated;
   out.checkpoint_s = ck.per_step_s;
   out.step_s = hp.step_s + ck.per_step_s;
-  out.failure_loss_fraction = failure_loss_fraction(setup.failures, setup.cluster, setup.checkpoint.every_steps * out.step_s);
+  out.failure_loss_fraction =
+      failure_loss_fraction(setup.failures, setup.cluster, setup.checkpoint.every_steps * out.step_s);
   return out;
 }
 
@@ -190,15 +194,15 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
   if (plan.recompute == workload::Recompute::Selective && plan.recompute_modules != workload::kRecomputeCoreAttn)
     r.recompute += " (" + workload::recompute_modules_name(plan.recompute_modules) + ")";
   if (plan.recompute == workload::Recompute::Full && plan.recompute_layers > 0)
-    r.recompute += " (" + std::to_string(plan.recompute_layers) +
-                   (plan.recompute_layers == 1 ? " layer" : " layers") + " per model chunk)";
+    r.recompute += " (" + std::to_string(plan.recompute_layers) + (plan.recompute_layers == 1 ? " layer" : " layers") +
+                   " per model chunk)";
   r.memory = workload::memory_per_gpu(setup.model, plan);
   r.memory_per_gpu_bytes = r.memory.total_bytes();
   r.gpu_memory_bytes = gpu.memory_bytes;
   r.oom = workload::out_of_memory(r.memory, gpu.memory_bytes);
   if (r.oom)
-    r.oom_detail = sim::format_bytes(r.memory_per_gpu_bytes) + " needed per GPU, " + sim::format_bytes(gpu.memory_bytes) +
-                   " available";
+    r.oom_detail = sim::format_bytes(r.memory_per_gpu_bytes) + " needed per GPU, " +
+                   sim::format_bytes(gpu.memory_bytes) + " available";
 
   const topo::ClusterConfig cc = stack_scaled_cluster(setup);
   const topo::Cluster cluster = topo::build_cluster(cc);
@@ -291,32 +295,39 @@ nlohmann::json training_json(const Scenario& s, const TrainingResult& r) {
       {"tflops_per_gpu", r.model_tflops_per_gpu},
       {"hardware_tflops_per_gpu", r.hardware_tflops_per_gpu},
       {"sc21_tflops_per_gpu", r.sc21_tflops_per_gpu},
-      {"flops_convention", "model FLOPs: 6 x GEMM params x tokens + 12 x layers x seq (a sliding window: its keys) x q_width x tokens (no recompute)"},
+      {"flops_convention",
+       "model FLOPs: 6 x GEMM params x tokens + 12 x layers x seq (a sliding window: its keys) x q_width x tokens (no "
+       "recompute)"},
       {"peak_tflops", r.peak_tflops},
       {"mfu", r.mfu},
       {"hfu", r.hfu},
       {"recompute", r.recompute},
       {"cuda_graphs", workload::cuda_graphs_name(s.training.plan.cuda_graphs)},
       {"memory_per_gpu_bytes", r.memory_per_gpu_bytes},
-      {"memory", {{"weights_bytes", m.weights_bytes}, {"gradients_bytes", m.gradients_bytes},
-                  {"optimizer_bytes", m.optimizer_bytes}, {"activations_bytes", m.activations_bytes},
-                  {"buffers_bytes", m.buffers_bytes}, {"reserve_bytes", m.reserve_bytes},
-                  {"gpu_capacity_bytes", r.gpu_memory_bytes}}},
+      {"memory",
+       {{"weights_bytes", m.weights_bytes},
+        {"gradients_bytes", m.gradients_bytes},
+        {"optimizer_bytes", m.optimizer_bytes},
+        {"activations_bytes", m.activations_bytes},
+        {"buffers_bytes", m.buffers_bytes},
+        {"reserve_bytes", m.reserve_bytes},
+        {"gpu_capacity_bytes", r.gpu_memory_bytes}}},
       {"oom", r.oom},
       {"breakdown", breakdown},
-      {"layer_timing", r.has_layer_timing ? nlohmann::json{{"layer", r.layer.layer}, {"forward_s", r.layer.forward_s},
+      {"layer_timing", r.has_layer_timing ? nlohmann::json{{"layer", r.layer.layer},
+                                                           {"forward_s", r.layer.forward_s},
                                                            {"backward_s", r.layer.backward_s}}
                                           : nlohmann::json()},
       {"bottleneck", r.bottleneck},
       {"critical_stage", r.critical_stage},
       {"host_launches_per_step", r.host_launches_per_step},
       {"notes", r.notes},
-      {"engine", {{"tasks", r.tasks}, {"events", r.engine.events}, {"solves", r.engine.solves},
-                  {"wall_s", r.wall_s}}}};
+      {"engine", {{"tasks", r.tasks}, {"events", r.engine.events}, {"solves", r.engine.solves}, {"wall_s", r.wall_s}}}};
   j["software"] = software_json(s.training.software);
   if (r.step_time_interval_s.second > 0) {
     j["step_time_interval_s"] = {r.step_time_interval_s.first, r.step_time_interval_s.second};
-    j["tokens_per_s_per_gpu_interval"] = {r.tokens_per_s_per_gpu_interval.first, r.tokens_per_s_per_gpu_interval.second};
+    j["tokens_per_s_per_gpu_interval"] = {r.tokens_per_s_per_gpu_interval.first,
+                                          r.tokens_per_s_per_gpu_interval.second};
     j["interval_widened"] = r.interval_widened;
   }
   if (r.usd_per_hour > 0) {
@@ -328,47 +339,56 @@ nlohmann::json training_json(const Scenario& s, const TrainingResult& r) {
 
 void print_training(const Scenario& s, const TrainingResult& r, bool verbose, std::ostream& out) {
   char line[512];
-  out << "scenario " << s.name << ": " << r.num_gpus << " GPUs (" << s.training.gpu << ", " << s.training.cluster.node.name
-      << " x " << s.training.cluster.nodes << ")\n";
+  out << "scenario " << s.name << ": " << r.num_gpus << " GPUs (" << s.training.gpu << ", "
+      << s.training.cluster.node.name << " x " << s.training.cluster.nodes << ")\n";
   const auto& p = s.training.plan;
   std::string etp, schedule;
   if (p.experts_folded()) etp.append(" etp ").append(std::to_string(p.expert_tp()));
-  if (p.pp > 1 && p.schedule != workload::Schedule::OneFOneB)
-    schedule = p.dualpipe() ? " (dualpipe)" : " (gpipe)";
+  if (p.pp > 1 && p.schedule != workload::Schedule::OneFOneB) schedule = p.dualpipe() ? " (dualpipe)" : " (gpipe)";
   std::string extras = p.cuda_graphs ? ", cuda graphs " + workload::cuda_graphs_name(p.cuda_graphs) : "";
-  if (p.offload_optimizer) extras += p.offload_params ? ", optimizer and parameters on the host" : ", optimizer on the host";
+  if (p.offload_optimizer)
+    extras += p.offload_params ? ", optimizer and parameters on the host" : ", optimizer on the host";
   if (p.offload_activations) extras += ", activations offloaded";
-  std::snprintf(line, sizeof line, "plan: tp %d pp %d%s dp %d cp %d ep %d%s vp %d, micro-batch %d, global batch %d, %s, recompute %s, zero %d%s\n",
-                p.tp, p.pp, schedule.c_str(), p.dp, p.cp, p.ep, etp.c_str(), p.vp, p.micro_batch, p.global_batch,
-                workload::precision_name(p.precision), r.recompute.c_str(), p.zero, extras.c_str());
+  std::snprintf(
+      line, sizeof line,
+      "plan: tp %d pp %d%s dp %d cp %d ep %d%s vp %d, micro-batch %d, global batch %d, %s, recompute %s, zero %d%s\n",
+      p.tp, p.pp, schedule.c_str(), p.dp, p.cp, p.ep, etp.c_str(), p.vp, p.micro_batch, p.global_batch,
+      workload::precision_name(p.precision), r.recompute.c_str(), p.zero, extras.c_str());
   out << line;
   const SoftwareStack& sw = s.training.software;
   out << "software: " << sw.framework << (sw.version.empty() ? "" : " " + sw.version)
       << (sw.year ? " (" + std::to_string(sw.year) + ")" : "") << ", profile " << sw.profile << "\n";
-  std::snprintf(line, sizeof line, "step time        %s\n", sim::format_seconds(r.step_time_s).c_str()); out << line;
+  std::snprintf(line, sizeof line, "step time        %s\n", sim::format_seconds(r.step_time_s).c_str());
+  out << line;
   if (r.step_time_interval_s.second > 0) {
     std::snprintf(line, sizeof line, "  80%% interval   %s to %s (%.4g to %.4g tokens/s per GPU; %s%s)\n",
                   sim::format_seconds(r.step_time_interval_s.first).c_str(),
                   sim::format_seconds(r.step_time_interval_s.second).c_str(), r.tokens_per_s_per_gpu_interval.first,
-                  r.tokens_per_s_per_gpu_interval.second, sw.fitted == "global" ? "all stacks' residuals" : (sw.fitted + " residuals").c_str(),
+                  r.tokens_per_s_per_gpu_interval.second,
+                  sw.fitted == "global" ? "all stacks' residuals" : (sw.fitted + " residuals").c_str(),
                   r.interval_widened ? ", widened: outside what was fitted" : "");
     out << line;
   }
-  std::snprintf(line, sizeof line, "tokens/s         %.4g (%.4g per GPU)\n", r.tokens_per_s, r.tokens_per_s_per_gpu); out << line;
+  std::snprintf(line, sizeof line, "tokens/s         %.4g (%.4g per GPU)\n", r.tokens_per_s, r.tokens_per_s_per_gpu);
+  out << line;
   if (s.training.checkpoint.enabled || s.training.failures.enabled) {
     std::snprintf(line, sizeof line, "goodput tokens/s %.4g (checkpoints %s per step, %.2f%% lost to failures)\n",
                   r.goodput_tokens_per_s, sim::format_seconds(r.checkpoint_s).c_str(), 100 * r.failure_loss_fraction);
     out << line;
   }
-  std::snprintf(line, sizeof line, "TFLOP/s per GPU  %.1f model, %.1f with recompute (peak %.0f)\n", r.model_tflops_per_gpu,
-                r.hardware_tflops_per_gpu, r.peak_tflops); out << line;
-  std::snprintf(line, sizeof line, "MFU              %.1f%%\n", 100 * r.mfu); out << line;
+  std::snprintf(line, sizeof line, "TFLOP/s per GPU  %.1f model, %.1f with recompute (peak %.0f)\n",
+                r.model_tflops_per_gpu, r.hardware_tflops_per_gpu, r.peak_tflops);
+  out << line;
+  std::snprintf(line, sizeof line, "MFU              %.1f%%\n", 100 * r.mfu);
+  out << line;
   std::snprintf(line, sizeof line, "memory per GPU   %s of %s%s\n", sim::format_bytes(r.memory_per_gpu_bytes).c_str(),
-                sim::format_bytes(r.gpu_memory_bytes).c_str(), r.oom ? "  -> OUT OF MEMORY" : ""); out << line;
+                sim::format_bytes(r.gpu_memory_bytes).c_str(), r.oom ? "  -> OUT OF MEMORY" : "");
+  out << line;
   out << "where the time goes (critical stage " << r.critical_stage << "):\n";
   for (const auto& [k, v] : r.breakdown) {
     if (v <= 0) continue;
-    std::snprintf(line, sizeof line, "  %-16s %10s  %5.1f%%\n", k.c_str(), sim::format_seconds(v).c_str(), 100 * v / r.step_time_s);
+    std::snprintf(line, sizeof line, "  %-16s %10s  %5.1f%%\n", k.c_str(), sim::format_seconds(v).c_str(),
+                  100 * v / r.step_time_s);
     out << line;
   }
   out << "bottleneck: " << r.bottleneck << "\n";
@@ -385,8 +405,9 @@ void print_training(const Scenario& s, const TrainingResult& r, bool verbose, st
   }
   for (const auto& n : r.notes) out << "note: " << n << "\n";
   if (verbose) {
-    std::snprintf(line, sizeof line, "engine: %zu tasks, %llu events, %llu solves, %.3f s wall (%.3g simulated s per wall s)\n",
-                  r.tasks, static_cast<unsigned long long>(r.engine.events), static_cast<unsigned long long>(r.engine.solves),
+    std::snprintf(line, sizeof line,
+                  "engine: %zu tasks, %llu events, %llu solves, %.3f s wall (%.3g simulated s per wall s)\n", r.tasks,
+                  static_cast<unsigned long long>(r.engine.events), static_cast<unsigned long long>(r.engine.solves),
                   r.wall_s, r.step_time_s / std::max(1e-9, r.wall_s));
     out << line;
   }
@@ -413,20 +434,25 @@ std::vector<CollectiveRow> run_collective_benchmark(const CollectiveBenchSetup& 
 nlohmann::json collective_table_json(const Scenario& s, const std::vector<CollectiveRow>& rows) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& r : rows)
-    j.push_back({{"bytes", r.bytes}, {"time_s", r.seconds}, {"algbw_GBps", r.algbw_GBps}, {"busbw_GBps", r.busbw_GBps},
+    j.push_back({{"bytes", r.bytes},
+                 {"time_s", r.seconds},
+                 {"algbw_GBps", r.algbw_GBps},
+                 {"busbw_GBps", r.busbw_GBps},
                  {"algorithm", r.algorithm}});
-  return nlohmann::json{{"scenario", s.name}, {"op", coll::op_name(s.bench.op)}, {"gpus", s.bench.ranks.size()}, {"rows", j}};
+  return nlohmann::json{
+      {"scenario", s.name}, {"op", coll::op_name(s.bench.op)}, {"gpus", s.bench.ranks.size()}, {"rows", j}};
 }
 
 void print_collective_table(const Scenario& s, const std::vector<CollectiveRow>& rows, std::ostream& out) {
   char line[200];
   out << "# " << s.name << ": " << coll::op_name(s.bench.op) << " on " << s.bench.ranks.size() << " GPUs ("
       << s.bench.cluster.node.name << " x " << s.bench.cluster.nodes << ")\n";
-  std::snprintf(line, sizeof line, "%14s %12s %12s %12s  %s\n", "size (B)", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "algorithm");
+  std::snprintf(line, sizeof line, "%14s %12s %12s %12s  %s\n", "size (B)", "time (us)", "algbw (GB/s)", "busbw (GB/s)",
+                "algorithm");
   out << line;
   for (const auto& r : rows) {
-    std::snprintf(line, sizeof line, "%14.0f %12.2f %12.2f %12.2f  %s\n", r.bytes, r.seconds * 1e6, r.algbw_GBps, r.busbw_GBps,
-                  r.algorithm.c_str());
+    std::snprintf(line, sizeof line, "%14.0f %12.2f %12.2f %12.2f  %s\n", r.bytes, r.seconds * 1e6, r.algbw_GBps,
+                  r.busbw_GBps, r.algorithm.c_str());
     out << line;
   }
 }

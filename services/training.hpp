@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "models/compute/gpu_model.hpp"
-#include "services/scenario.hpp"
 #include "models/workload/layer_timing.hpp"
-#include "models/workload/replay.hpp"
 #include "models/workload/memory.hpp"
+#include "models/workload/replay.hpp"
+#include "services/scenario.hpp"
 #include "sim/engine.hpp"
 
 namespace stacksim::analysis {
@@ -48,32 +48,32 @@ struct TrainingResult {
   double sc21_tflops_per_gpu = 0;
   double mfu = 0;
   double hfu = 0;
-  double peak_tflops = 0;              // the dense 16-bit peak used for MFU
+  double peak_tflops = 0;  // the dense 16-bit peak used for MFU
   workload::MemoryFootprint memory;
   double memory_per_gpu_bytes = 0;
   double gpu_memory_bytes = 0;
   bool oom = false;
   std::string oom_detail;
-  std::string recompute;               // the recomputation simulated
-  double usd_per_hour = 0;             // the whole cluster at the scenario's prices; 0 without prices
+  std::string recompute;    // the recomputation simulated
+  double usd_per_hour = 0;  // the whole cluster at the scenario's prices; 0 without prices
   double usd_per_million_tokens = 0;
   std::vector<std::pair<std::string, double>> breakdown;  // seconds, sums to step_time_s
-  workload::LayerTiming layer;         // one middle layer, one micro-batch, alone on its ranks
-  bool has_layer_timing = false;       // RunOptions::layer_timing
-  double checkpoint_s = 0;             // amortised checkpoint stall per step (in step_time_s)
-  double copy_wait_s = 0;              // the part of data_wait spent on the batch's H2D copy
-  double failure_loss_fraction = 0;    // wall time lost to restarts and recomputed work
-  double goodput_tokens_per_s = 0;     // tokens_per_s after failures (data waits and checkpoints
-                                       // are already in the step)
+  workload::LayerTiming layer;                            // one middle layer, one micro-batch, alone on its ranks
+  bool has_layer_timing = false;                          // RunOptions::layer_timing
+  double checkpoint_s = 0;                                // amortised checkpoint stall per step (in step_time_s)
+  double copy_wait_s = 0;                                 // the part of data_wait spent on the batch's H2D copy
+  double failure_loss_fraction = 0;                       // wall time lost to restarts and recomputed work
+  double goodput_tokens_per_s = 0;                        // tokens_per_s after failures (data waits and checkpoints
+                                                          // are already in the step)
   // 80 % interval from the stack family's cross-validated residuals (stack_profile.hpp); empty
   // ({0, 0}) when no fit is installed.
   std::pair<double, double> step_time_interval_s{0, 0}, tokens_per_s_per_gpu_interval{0, 0};
-  bool interval_widened = false;       // the stack, GPU or scale lies outside what was fitted
-  StackBand band;                      // the band behind them (as widened), for a speedup's interval
-  std::string stack_fitted;            // the fitted entry it came from (a family, or "global")
+  bool interval_widened = false;  // the stack, GPU or scale lies outside what was fitted
+  StackBand band;                 // the band behind them (as widened), for a speedup's interval
+  std::string stack_fitted;       // the fitted entry it came from (a family, or "global")
   std::string bottleneck;
   int critical_stage = 0;
-  double host_launches_per_step = 0;   // kernels one rank's host launches per step (pipeline mean)
+  double host_launches_per_step = 0;  // kernels one rank's host launches per step (pipeline mean)
   size_t tasks = 0;
   sim::EngineStats engine;
   double wall_s = 0;
@@ -91,7 +91,7 @@ TrainingResult simulate_training(const TrainingSetup& setup, const RunOptions& o
 // checkpoint stall and the failures' share of wall time (resilience.hpp); shared by the replay
 // (simulate_training) and the fast tier of plan search.
 struct StepAroundGpu {
-  double step_s = 0;                 // the GPU step + data wait + checkpoint stall
+  double step_s = 0;  // the GPU step + data wait + checkpoint stall
   double data_wait_s = 0, checkpoint_s = 0, failure_loss_fraction = 0;
   int nodes_simulated = 1;
 };

@@ -49,17 +49,17 @@ struct Usage {
 };
 
 struct ActivitySpec {
-  double work = 0.0;           // units to complete; 0 = a pure delay of `latency`
+  double work = 0.0;             // units to complete; 0 = a pure delay of `latency`
   SmallVector<Usage, 1> usages;  // resources held while the work flows
-  double bound = kUnbounded;   // cap on the rate (NIC/protocol limits, roofline rate)
-  Time latency = Time::zero(); // fixed delay before the work starts to flow
+  double bound = kUnbounded;     // cap on the rate (NIC/protocol limits, roofline rate)
+  Time latency = Time::zero();   // fixed delay before the work starts to flow
 };
 
 struct EngineStats {
-  uint64_t events = 0;              // activity completions + timers processed
-  uint64_t batches = 0;             // distinct timestamps processed
-  uint64_t solves = 0;              // component re-solves
-  uint64_t solved_activities = 0;   // activities whose rate was recomputed, summed over solves
+  uint64_t events = 0;             // activity completions + timers processed
+  uint64_t batches = 0;            // distinct timestamps processed
+  uint64_t solves = 0;             // component re-solves
+  uint64_t solved_activities = 0;  // activities whose rate was recomputed, summed over solves
   uint64_t activities_started = 0;
 };
 

@@ -19,7 +19,7 @@ class EventQueue {
  public:
   struct Entry {
     Time time;
-    uint64_t order;    // sequence << 2 | kind
+    uint64_t order;  // sequence << 2 | kind
     uint64_t payload;
     uint8_t kind() const { return static_cast<uint8_t>(order & 3); }
   };
@@ -42,9 +42,7 @@ class EventQueue {
   }
 
  private:
-  static bool before(const Entry& a, const Entry& b) {
-    return a.time != b.time ? a.time < b.time : a.order < b.order;
-  }
+  static bool before(const Entry& a, const Entry& b) { return a.time != b.time ? a.time < b.time : a.order < b.order; }
   void sift_up(size_t pos) {
     const Entry e = heap_[pos];
     while (pos > 0) {

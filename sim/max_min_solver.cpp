@@ -66,9 +66,8 @@ void MaxMinSolver::heap_remove(uint32_t c) {
 // Fixes variable i at `rate` and takes its consumption off its shared constraints. Their heap
 // positions are refreshed once per fixing step by update_changed(), not once per variable: a
 // saturation can fix hundreds of variables that cross the same constraint.
-void MaxMinSolver::fix(const std::vector<SolverConstraint>& constraints,
-                       const std::vector<SolverVariable>& variables, const std::vector<uint32_t>& vars,
-                       uint32_t i, double rate, std::vector<double>& rates) {
+void MaxMinSolver::fix(const std::vector<SolverConstraint>& constraints, const std::vector<SolverVariable>& variables,
+                       const std::vector<uint32_t>& vars, uint32_t i, double rate, std::vector<double>& rates) {
   fixed_[i] = 1;
   rates[vars[i]] = rate;
   const SolverVariable& sv = variables[vars[i]];
@@ -104,9 +103,8 @@ void MaxMinSolver::update_changed() {
   ++step_;
 }
 
-void MaxMinSolver::solve(const std::vector<SolverConstraint>& constraints,
-                         const std::vector<SolverVariable>& variables, const std::vector<uint32_t>& vars,
-                         std::vector<double>& rates) {
+void MaxMinSolver::solve(const std::vector<SolverConstraint>& constraints, const std::vector<SolverVariable>& variables,
+                         const std::vector<uint32_t>& vars, std::vector<double>& rates) {
   const size_t num_constraints = constraints.size();
   if (remaining_.size() < num_constraints) {
     remaining_.resize(num_constraints);

@@ -33,9 +33,8 @@ struct SolverConstraint {
 // number of constraints are kept between calls.
 class MaxMinSolver {
  public:
-  void solve(const std::vector<SolverConstraint>& constraints,
-             const std::vector<SolverVariable>& variables, const std::vector<uint32_t>& vars,
-             std::vector<double>& rates);
+  void solve(const std::vector<SolverConstraint>& constraints, const std::vector<SolverVariable>& variables,
+             const std::vector<uint32_t>& vars, std::vector<double>& rates);
 
  private:
   void fix(const std::vector<SolverConstraint>& constraints, const std::vector<SolverVariable>& variables,
@@ -48,22 +47,22 @@ class MaxMinSolver {
   void sift_down(uint32_t pos);
   void heap_remove(uint32_t c);
 
-  std::vector<uint32_t> heap_;        // constraint ids
-  std::vector<uint32_t> heap_pos_;    // per constraint: its index in heap_, or kNotInHeap
-  std::vector<double> level_;         // per constraint: remaining / weight_sum
+  std::vector<uint32_t> heap_;      // constraint ids
+  std::vector<uint32_t> heap_pos_;  // per constraint: its index in heap_, or kNotInHeap
+  std::vector<double> level_;       // per constraint: remaining / weight_sum
   // Per constraint (indexed by constraint id, valid where epoch_ == current_epoch_).
-  std::vector<double> remaining_;     // capacity not yet taken by fixed variables
-  std::vector<double> weight_sum_;    // summed weights of unfixed member variables
-  std::vector<uint32_t> unfixed_;     // number of unfixed member variables (exact emptiness test)
+  std::vector<double> remaining_;   // capacity not yet taken by fixed variables
+  std::vector<double> weight_sum_;  // summed weights of unfixed member variables
+  std::vector<uint32_t> unfixed_;   // number of unfixed member variables (exact emptiness test)
   std::vector<uint32_t> epoch_;
-  std::vector<uint32_t> begin_;       // members of c: member_list_[begin_[c], fill_[c])
+  std::vector<uint32_t> begin_;  // members of c: member_list_[begin_[c], fill_[c])
   std::vector<uint32_t> fill_;
   std::vector<uint32_t> member_list_;
-  std::vector<uint32_t> touched_;     // constraints of this solve, in first-touch order
-  std::vector<uint32_t> changed_;     // constraints changed by the current fixing step
+  std::vector<uint32_t> touched_;  // constraints of this solve, in first-touch order
+  std::vector<uint32_t> changed_;  // constraints changed by the current fixing step
   std::vector<uint32_t> changed_mark_;
   // Per solved variable (indexed by position in `vars`).
-  std::vector<double> bound_;         // own bound and fat-pipe limits
+  std::vector<double> bound_;  // own bound and fat-pipe limits
   std::vector<uint8_t> fixed_;
   std::vector<uint32_t> by_bound_;
   uint32_t current_epoch_ = 0;

@@ -51,8 +51,7 @@ TaskId TaskGraph::add_on_stream(StreamId s, TaskSpec spec) {
 }
 
 void TaskGraph::add_dependency(TaskId before, TaskId after) {
-  if (before >= tasks_.size() || after >= tasks_.size())
-    throw std::out_of_range("add_dependency: unknown task");
+  if (before >= tasks_.size() || after >= tasks_.size()) throw std::out_of_range("add_dependency: unknown task");
   if (before == after) throw std::invalid_argument("a task cannot depend on itself");
   successors_[before].push_back(after);
   ++num_preds_[after];

@@ -68,7 +68,7 @@ struct ExecutionResult {
   std::vector<Time> end;    // per task
   // Tasks on the critical path, first to last: each one's latest-finishing predecessor precedes it.
   std::vector<TaskId> critical_path;
-  bool completed = false;   // false if a dependency cycle left tasks unstarted
+  bool completed = false;  // false if a dependency cycle left tasks unstarted
   size_t tasks_run = 0;
 };
 

@@ -29,8 +29,14 @@ class Time {
 
   constexpr Time operator+(Time o) const { return Time(ps_ + o.ps_); }
   constexpr Time operator-(Time o) const { return Time(ps_ - o.ps_); }
-  constexpr Time& operator+=(Time o) { ps_ += o.ps_; return *this; }
-  constexpr Time& operator-=(Time o) { ps_ -= o.ps_; return *this; }
+  constexpr Time& operator+=(Time o) {
+    ps_ += o.ps_;
+    return *this;
+  }
+  constexpr Time& operator-=(Time o) {
+    ps_ -= o.ps_;
+    return *this;
+  }
   constexpr Time operator*(int64_t k) const { return Time(ps_ * k); }
   constexpr auto operator<=>(const Time&) const = default;
 

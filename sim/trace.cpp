@@ -10,10 +10,18 @@ void write_escaped(std::ostream& out, const std::string& s) {
   out << '"';
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out << "\\\""; break;
-      case '\\': out << "\\\\"; break;
-      case '\n': out << "\\n"; break;
-      case '\t': out << "\\t"; break;
+      case '"':
+        out << "\\\"";
+        break;
+      case '\\':
+        out << "\\\\";
+        break;
+      case '\n':
+        out << "\\n";
+        break;
+      case '\t':
+        out << "\\t";
+        break;
       default:
         if (c < 0x20) {
           char b[8];
@@ -30,8 +38,7 @@ void write_escaped(std::ostream& out, const std::string& s) {
 // Microseconds with picosecond resolution, printed exactly (integer arithmetic).
 void write_us(std::ostream& out, int64_t ps) {
   char b[40];
-  std::snprintf(b, sizeof b, "%lld.%06lld", static_cast<long long>(ps / 1000000),
-                static_cast<long long>(ps % 1000000));
+  std::snprintf(b, sizeof b, "%lld.%06lld", static_cast<long long>(ps / 1000000), static_cast<long long>(ps % 1000000));
   out << b;
 }
 
@@ -43,7 +50,10 @@ void write_chrome_trace(const TaskGraph& graph, const ExecutionResult& result,
   std::vector<int> track_pid(graph.num_tracks());
   out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   bool first = true;
-  auto sep = [&]() { out << (first ? "" : ",\n"); first = false; };
+  auto sep = [&]() {
+    out << (first ? "" : ",\n");
+    first = false;
+  };
   for (TrackId t = 0; t < graph.num_tracks(); ++t) {
     auto [it, inserted] = pids.emplace(graph.track_process(t), static_cast<int>(pids.size()) + 1);
     track_pid[t] = it->second;

@@ -1,7 +1,7 @@
 // Cluster builders: the `cluster:` section's parser and the node / fabric layouts described in
 // builders.hpp. Sizing checks live in one place (check) so that the parser and the builder agree.
-#include "config/schema.hpp"
 #include "topologies/builders.hpp"
+#include "config/schema.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -36,13 +36,14 @@ struct Problem {
 
 std::optional<Problem> check(const ClusterConfig& c) {
   const hw::NodeSpec& s = c.node;
-  if (c.nodes < 1) return Problem{"nodes", "must be at least 1, got " + std::to_string(c.nodes), "use nodes: 1 or more"};
+  if (c.nodes < 1)
+    return Problem{"nodes", "must be at least 1, got " + std::to_string(c.nodes), "use nodes: 1 or more"};
   if (s.gpus_per_node < 1) return Problem{"gpus_per_node", "must be at least 1", "use the GPUs per server, e.g. 8"};
   if (s.direct_links() && (s.nvlink_group_size < 2 || s.gpus_per_node % s.nvlink_group_size != 0))
     return Problem{"gpus_per_node",
                    "node type " + s.name + " joins GPUs in " + (s.intra_type == "xgmi" ? "Infinity Fabric" : "NVLink") +
-                       " groups of " + std::to_string(s.nvlink_group_size) +
-                       ", which must divide gpus_per_node (" + std::to_string(s.gpus_per_node) + ")",
+                       " groups of " + std::to_string(s.nvlink_group_size) + ", which must divide gpus_per_node (" +
+                       std::to_string(s.gpus_per_node) + ")",
                    "use a multiple of " + std::to_string(s.nvlink_group_size)};
   if (s.nics < 0) return Problem{"nics_per_node", "must not be negative", "use e.g. 8 (one per GPU)"};
   if (c.nodes > 1 && s.nics == 0)
@@ -50,7 +51,8 @@ std::optional<Problem> check(const ClusterConfig& c) {
   if (!(c.nic.bandwidth_Bps > 0)) return Problem{"nic", "NIC bandwidth must be positive", "fix the NIC's file"};
   const FabricConfig& f = c.fabric;
   if (std::find(kTopologies.begin(), kTopologies.end(), f.topology) == kTopologies.end())
-    return Problem{"fabric.topology", "unknown fabric topology '" + f.topology + "'", "use one of: " + joined(kTopologies)};
+    return Problem{"fabric.topology", "unknown fabric topology '" + f.topology + "'",
+                   "use one of: " + joined(kTopologies)};
   if (f.tiers != 0 && f.tiers != 2 && f.tiers != 3)
     return Problem{"fabric.tiers", "must be 2 or 3, got " + std::to_string(f.tiers), "use tiers: 2 or tiers: 3"};
   if (!(f.oversubscription >= 1.0))
@@ -58,7 +60,8 @@ std::optional<Problem> check(const ClusterConfig& c) {
   if (f.oversubscription > 1024)
     return Problem{"fabric.oversubscription", "is beyond 1024:1, far past any built fabric", "use e.g. 1, 2 or 4"};
   if (f.radix < 4 || f.radix % 2)
-    return Problem{"fabric.radix", "must be an even number of ports >= 4, got " + std::to_string(f.radix), "use e.g. 64"};
+    return Problem{"fabric.radix", "must be an even number of ports >= 4, got " + std::to_string(f.radix),
+                   "use e.g. 64"};
   if (!(f.switch_latency_s >= 0)) return Problem{"fabric.switch_latency", "must not be negative", "use e.g. 0.6 us"};
   if (f.topology == "dragonfly") {
     for (const auto& [key, value] : {std::pair<const char*, int>{"group_switches", f.group_switches},
@@ -76,7 +79,8 @@ std::optional<Problem> check(const ClusterConfig& c) {
                      "use a larger radix or fewer switches per group, NICs or global links per switch"};
     if (d.groups > kMaxDragonflyGroups)
       return Problem{"fabric.nics_per_switch",
-                     "this cluster would need " + std::to_string(d.groups) + " dragonfly groups; the largest built have a few hundred (" +
+                     "this cluster would need " + std::to_string(d.groups) +
+                         " dragonfly groups; the largest built have a few hundred (" +
                          std::to_string(kMaxDragonflyGroups) + " at most here)",
                      "raise nics_per_switch or group_switches"};
     if (d.groups - 1 > static_cast<long long>(d.a) * d.h)
@@ -179,12 +183,15 @@ ClusterConfig parse_cluster_config(const config::Node& n, const hw::NodeCatalog&
   if (f.has("tiers") && c.fabric.tiers != 2 && c.fabric.tiers != 3)
     f.fail("tiers", "must be 2 or 3", "use tiers: 2 or tiers: 3, or leave it out to choose automatically");
   c.fabric.oversubscription = f.optional_number("oversubscription").value_or(c.fabric.oversubscription);
-  c.fabric.radix = static_cast<int>(std::clamp<long long>(f.optional_int("radix").value_or(c.fabric.radix), -1, 1 << 16));
-  c.fabric.switch_latency_s = f.non_negative(
-      "switch_latency", f.optional_quantity("switch_latency", sim::Dimension::Time).value_or(c.fabric.switch_latency_s));
+  c.fabric.radix =
+      static_cast<int>(std::clamp<long long>(f.optional_int("radix").value_or(c.fabric.radix), -1, 1 << 16));
+  c.fabric.switch_latency_s =
+      f.non_negative("switch_latency",
+                     f.optional_quantity("switch_latency", sim::Dimension::Time).value_or(c.fabric.switch_latency_s));
   const bool dragonfly = c.fabric.topology == "dragonfly";
   for (const char* key : {"group_switches", "nics_per_switch", "global_links_per_switch"})
-    if (f.has(key) && !dragonfly) f.fail(key, "applies to topology: dragonfly only", "remove it or set topology: dragonfly");
+    if (f.has(key) && !dragonfly)
+      f.fail(key, "applies to topology: dragonfly only", "remove it or set topology: dragonfly");
   // A dragonfly's taper is its global links; a stated oversubscription of 1 (non-blocking) agrees.
   if (dragonfly && (f.has("tiers") || (f.has("oversubscription") && c.fabric.oversubscription != 1.0)))
     f.fail(f.has("tiers") ? "tiers" : "oversubscription", "applies to fat trees only",
@@ -244,8 +251,8 @@ NodeDevices build_node(Cluster& c, const ClusterConfig& cfg, int node) {
   std::vector<int> socket_of_switch;
   for (int k = 0; k < switches; ++k) {
     const DeviceId sw = dev(DeviceKind::PcieSwitch, "pcie" + std::to_string(k), k);
-    const int socket = fits ? k / s.pcie_switches_per_socket
-                            : static_cast<int>(static_cast<long long>(k) * s.cpu_sockets / switches);
+    const int socket =
+        fits ? k / s.pcie_switches_per_socket : static_cast<int>(static_cast<long long>(k) * s.cpu_sockets / switches);
     c.add_duplex(sw, cpus[socket], pcie);  // the switch's x16 uplink
     pcie_switches.push_back(sw);
     socket_of_switch.push_back(socket);
@@ -277,9 +284,12 @@ NodeDevices build_node(Cluster& c, const ClusterConfig& cfg, int node) {
   if (!out.nics.empty()) {
     for (int i = 0; i < gpus; ++i) {
       // GPU i's rail NIC, or all of its own NICs when the node has several per GPU.
-      const long long first = static_cast<long long>(i) * s.nics / gpus, last = static_cast<long long>(i + 1) * s.nics / gpus;
-      if (last - first > 1) c.set_gateways(out.gpus[i], {out.nics.begin() + first, out.nics.begin() + last});
-      else c.set_gateway(out.gpus[i], out.nics[first]);
+      const long long first = static_cast<long long>(i) * s.nics / gpus,
+                      last = static_cast<long long>(i + 1) * s.nics / gpus;
+      if (last - first > 1)
+        c.set_gateways(out.gpus[i], {out.nics.begin() + first, out.nics.begin() + last});
+      else
+        c.set_gateway(out.gpus[i], out.nics[first]);
       if (!cfg.gpudirect_rdma) c.set_staging(out.gpus[i], cpus[socket_of_switch[i / per_switch]]);
     }
     // A CPU leaves the node through the first NIC under its own socket, else NIC 0.
@@ -296,7 +306,8 @@ NodeDevices build_node(Cluster& c, const ClusterConfig& cfg, int node) {
 
 // The dragonfly of builders.hpp: one switch stands for each group, the group's global links to
 // another group merged into one link.
-void build_dragonfly(Cluster& c, const ClusterConfig& cfg, const std::vector<NodeDevices>& nodes, const Link& nic_link) {
+void build_dragonfly(Cluster& c, const ClusterConfig& cfg, const std::vector<NodeDevices>& nodes,
+                     const Link& nic_link) {
   const DragonflyShape d = dragonfly_shape(cfg);
   std::vector<DeviceId> group(static_cast<size_t>(d.groups));
   for (size_t g = 0; g < group.size(); ++g)
@@ -345,9 +356,8 @@ void build_fabric(Cluster& c, const ClusterConfig& cfg, const std::vector<NodeDe
     for (int r = 0; r < rails; ++r) {
       // rail_optimized: leaf (group, rail) with group = n / down, groups laid out one after the
       // other so that a pod holds whole groups (every rail of radix/2 nodes per group).
-      const long long index = f.topology == "rail_optimized"
-                                  ? static_cast<long long>(n / down) * rails + r
-                                  : (static_cast<long long>(n) * rails + r) / down;
+      const long long index = f.topology == "rail_optimized" ? static_cast<long long>(n / down) * rails + r
+                                                             : (static_cast<long long>(n) * rails + r) / down;
       c.add_duplex(nodes[n].nics[r], leaf[index], nic_link);
     }
   if (leaves == 1) return;
@@ -379,15 +389,16 @@ void build_fabric(Cluster& c, const ClusterConfig& cfg, const std::vector<NodeDe
 }  // namespace
 
 Cluster build_cluster(const ClusterConfig& cfg) {
-  if (const auto p = check(cfg)) throw std::invalid_argument("cluster." + p->key + ": " + p->reason + " (" + p->fix + ")");
+  if (const auto p = check(cfg))
+    throw std::invalid_argument("cluster." + p->key + ": " + p->reason + " (" + p->fix + ")");
   Cluster c;
   std::vector<NodeDevices> nodes;
   nodes.reserve(cfg.nodes);
   for (int n = 0; n < cfg.nodes; ++n) nodes.push_back(build_node(c, cfg, n));
   if (cfg.nodes > 1) build_fabric(c, cfg, nodes);
   c.set_shape(cfg.nodes, cfg.node.gpus_per_node);
-  const std::string routing = cfg.fabric.routing.empty() ? (cfg.nic.fabric == "infiniband" ? "dmodk" : "ecmp")
-                                                         : cfg.fabric.routing;
+  const std::string routing =
+      cfg.fabric.routing.empty() ? (cfg.nic.fabric == "infiniband" ? "dmodk" : "ecmp") : cfg.fabric.routing;
   c.set_destination_routing(routing == "dmodk");
   return c;
 }

@@ -75,11 +75,10 @@ struct FabricConfig {
   int global_links_per_switch = 0;
 };
 
-
 struct ClusterConfig {
-  hw::NodeSpec node;   // with overrides applied (gpus_per_node, nics, nic name)
-  hw::NicSpec nic;     // the resolved NIC
-  std::string gpu;     // GPU catalogue name
+  hw::NodeSpec node;  // with overrides applied (gpus_per_node, nics, nic name)
+  hw::NicSpec nic;    // the resolved NIC
+  std::string gpu;    // GPU catalogue name
   int nodes = 1;
   FabricConfig fabric;
   bool gpudirect_rdma = true;  // false: inter-node traffic is staged through host memory

@@ -35,24 +35,36 @@ namespace stacksim::topo {
 
 const char* device_kind_name(DeviceKind k) {
   switch (k) {
-    case DeviceKind::Gpu: return "gpu";
-    case DeviceKind::Cpu: return "cpu";
-    case DeviceKind::PcieSwitch: return "pcie_switch";
-    case DeviceKind::NvSwitch: return "nvswitch";
-    case DeviceKind::Nic: return "nic";
-    case DeviceKind::NetworkSwitch: return "switch";
-    case DeviceKind::Storage: return "storage";
+    case DeviceKind::Gpu:
+      return "gpu";
+    case DeviceKind::Cpu:
+      return "cpu";
+    case DeviceKind::PcieSwitch:
+      return "pcie_switch";
+    case DeviceKind::NvSwitch:
+      return "nvswitch";
+    case DeviceKind::Nic:
+      return "nic";
+    case DeviceKind::NetworkSwitch:
+      return "switch";
+    case DeviceKind::Storage:
+      return "storage";
   }
   return "device";
 }
 
 const char* link_kind_name(LinkKind k) {
   switch (k) {
-    case LinkKind::NvLink: return "nvlink";
-    case LinkKind::Pcie: return "pcie";
-    case LinkKind::Network: return "network";
-    case LinkKind::CpuInterconnect: return "cpu_interconnect";
-    case LinkKind::StorageLink: return "storage";
+    case LinkKind::NvLink:
+      return "nvlink";
+    case LinkKind::Pcie:
+      return "pcie";
+    case LinkKind::Network:
+      return "network";
+    case LinkKind::CpuInterconnect:
+      return "cpu_interconnect";
+    case LinkKind::StorageLink:
+      return "storage";
   }
   return "link";
 }
@@ -204,7 +216,10 @@ Cluster::RouteCache& Cluster::index() const {
     c.used = true;
     const size_t n = num_devices();
     std::vector<DeviceId> src(edges_.size()), dst(edges_.size());
-    for (LinkId l = 0; l < edges_.size(); ++l) { src[l] = link_source(l); dst[l] = link_target(l); }
+    for (LinkId l = 0; l < edges_.size(); ++l) {
+      src[l] = link_source(l);
+      dst[l] = link_target(l);
+    }
     fill_csr(n, src, c.out_begin, c.out_list);
     fill_csr(n, dst, c.in_begin, c.in_list);
     c.local_pos.assign(n, 0);
@@ -237,7 +252,10 @@ Cluster::RouteCache& Cluster::index() const {
       switches.push_back(d);
       c.max_tier = std::max(c.max_tier, device(d).tier);
       for (uint32_t i = c.in_begin[d]; i < c.in_begin[d + 1]; ++i)
-        if (device(link_source(c.in_list[i])).kind == DeviceKind::Nic) { c.leaf[d] = leaves++; break; }
+        if (device(link_source(c.in_list[i])).kind == DeviceKind::Nic) {
+          c.leaf[d] = leaves++;
+          break;
+        }
     }
     int64_t ports = 0;
     for (DeviceId s : switches) {
@@ -305,7 +323,10 @@ bool Cluster::walk(DeviceId src, DeviceId dst, uint64_t key, DistOf dist_of, std
       const LinkId l = c.out_list[i];
       if (dist_of(link_target(l)) != here - 1) continue;
       const double bw = link(l).bandwidth_Bps;
-      if (bw > widest) { widest = bw; next.clear(); }
+      if (bw > widest) {
+        widest = bw;
+        next.clear();
+      }
       if (bw == widest) next.push_back(l);
     }
     const LinkId l = next[ecmp_pick(key, out.size(), next.size())];
@@ -331,7 +352,8 @@ bool Cluster::route_in_node(DeviceId src, DeviceId dst, uint64_t key, std::vecto
       queue.push_back(u);
     }
   }
-  return walk(src, dst, key, [&](DeviceId d) { return device(d).node == node ? dist[c.local_pos[d]] : -1; }, out);
+  return walk(
+      src, dst, key, [&](DeviceId d) { return device(d).node == node ? dist[c.local_pos[d]] : -1; }, out);
 }
 
 bool Cluster::route_by_bfs(DeviceId src, DeviceId dst, uint64_t key, std::vector<LinkId>& out) const {
@@ -351,14 +373,18 @@ bool Cluster::route_by_bfs(DeviceId src, DeviceId dst, uint64_t key, std::vector
       q.pop_front();
       for (uint32_t i = c.in_begin[v]; i < c.in_begin[v + 1]; ++i) {
         const DeviceId u = link_source(c.in_list[i]);
-        if (dist[u] < 0) { dist[u] = dist[v] + 1; q.push_back(u); }
+        if (dist[u] < 0) {
+          dist[u] = dist[v] + 1;
+          q.push_back(u);
+        }
       }
     }
     std::lock_guard<std::mutex> lock(c.mutex);
     if (c.dist_to.size() >= kMaxCachedBfs) c.dist_to.clear();
     c.dist_to.emplace(dst, dist);
   }
-  return walk(src, dst, key, [&](DeviceId d) { return dist[d]; }, out);
+  return walk(
+      src, dst, key, [&](DeviceId d) { return dist[d]; }, out);
 }
 
 // Dragonfly (builders.hpp): the source NIC's group switch, the merged global link to the
@@ -367,7 +393,10 @@ bool Cluster::route_in_dragonfly(DeviceId from, DeviceId to, std::vector<LinkId>
   const RouteCache& c = *cache_;
   auto hop = [&](DeviceId a, DeviceId b) {
     for (uint32_t i = c.out_begin[a]; i < c.out_begin[a + 1]; ++i)
-      if (link_target(c.out_list[i]) == b) { out.push_back(c.out_list[i]); return true; }
+      if (link_target(c.out_list[i]) == b) {
+        out.push_back(c.out_list[i]);
+        return true;
+      }
     return false;
   };
   const DeviceId gs = c.group_switch_of[from], gd = c.group_switch_of[to];

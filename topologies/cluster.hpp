@@ -20,12 +20,12 @@ const char* device_kind_name(DeviceKind k);
 
 struct Device {
   DeviceKind kind = DeviceKind::Gpu;
-  std::string name;          // unique, e.g. "node3.gpu5", "leaf12", "spine0"
-  int32_t node = -1;         // server index, -1 for fabric switches and shared storage
-  int32_t local_index = -1;  // index within its node among devices of its kind
-  int32_t tier = 0;          // network switches: 1 = leaf, 2 = spine, 3 = core
+  std::string name;                  // unique, e.g. "node3.gpu5", "leaf12", "spine0"
+  int32_t node = -1;                 // server index, -1 for fabric switches and shared storage
+  int32_t local_index = -1;          // index within its node among devices of its kind
+  int32_t tier = 0;                  // network switches: 1 = leaf, 2 = spine, 3 = core
   bool in_switch_reduction = false;  // NVSwitch generations with NVLS / SHARP switches
-  int32_t group = -1;        // dragonfly group switches: their group (-1 elsewhere)
+  int32_t group = -1;                // dragonfly group switches: their group (-1 elsewhere)
 };
 
 enum class LinkKind { NvLink, Pcie, Network, CpuInterconnect, StorageLink };
@@ -57,8 +57,8 @@ class Cluster {
   Cluster& operator=(const Cluster& other);
 
   DeviceId add_device(Device d);
-  LinkId add_link(DeviceId from, DeviceId to, Link l);     // one direction
-  void add_duplex(DeviceId a, DeviceId b, Link l);         // a->b and b->a
+  LinkId add_link(DeviceId from, DeviceId to, Link l);  // one direction
+  void add_duplex(DeviceId a, DeviceId b, Link l);      // a->b and b->a
 
   const Graph& graph() const { return g_; }
   size_t num_devices() const;
@@ -97,7 +97,10 @@ class Cluster {
   std::vector<sim::ResourceId> bind(sim::Engine& engine) const;
 
   // Set by builders.
-  void set_shape(int num_nodes, int gpus_per_node) { num_nodes_ = num_nodes; gpus_per_node_ = gpus_per_node; }
+  void set_shape(int num_nodes, int gpus_per_node) {
+    num_nodes_ = num_nodes;
+    gpus_per_node_ = gpus_per_node;
+  }
   // The NIC through which a device of a node reaches other nodes (GPU i -> rail NIC); a GPU with
   // more than one NIC of its own gets them all (NCCL stripes its channels over them).
   void set_gateway(DeviceId device, DeviceId nic) { gateway_[device] = {nic}; }
@@ -107,7 +110,10 @@ class Cluster {
   void set_staging(DeviceId gpu, DeviceId cpu) { staging_[gpu] = cpu; }
   // Fabric switches pick among equal up-links by the destination's port (D-mod-K, InfiniBand's
   // static fat-tree routing) instead of hashing the flow's ECMP key.
-  void set_destination_routing(bool on) { destination_routing_ = on; invalidate(); }
+  void set_destination_routing(bool on) {
+    destination_routing_ = on;
+    invalidate();
+  }
   bool destination_routing() const { return destination_routing_; }
 
  private:

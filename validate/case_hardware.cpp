@@ -39,8 +39,9 @@ void read_gpus(CaseContext& x) {
   x.gpu = catalogue_gpu(c, profile, defaults);
   // The era proxy reads the GPU's generation as its software's (Megatron-LM of 2020-22 on V100/A100/
   // MI250X) unless the notes name today's stack: Megatron-Core, Transformer Engine.
-  static const std::regex modern_stack(R"(megatron[- ]core|\bmcore\b|transformer[ _]engine|transformer_impl\W{0,4}transformer_engine)",
-                                       std::regex::icase);
+  static const std::regex modern_stack(
+      R"(megatron[- ]core|\bmcore\b|transformer[ _]engine|transformer_impl\W{0,4}transformer_engine)",
+      std::regex::icase);
   x.old_gen = volta_ampere_era(gpu) && !said_of_this_run(case_notes, modern_stack);
   // GPUs not stated but every parallel degree is: their product.
   if (has(hw, "num_gpus")) {
@@ -48,7 +49,8 @@ void read_gpus(CaseContext& x) {
   } else {
     gpus = 1;
     for (const char* k : {"tp", "pp", "dp"}) {
-      if (!p || !has(p, k)) throw std::runtime_error("hardware.num_gpus is null (and parallelism.tp/pp/dp do not all say it)");
+      if (!p || !has(p, k))
+        throw std::runtime_error("hardware.num_gpus is null (and parallelism.tp/pp/dp do not all say it)");
       gpus *= positive<int>(p, k);
     }
     if (has(p, "cp")) gpus *= positive<int>(p, "cp");
@@ -70,8 +72,9 @@ void cluster_nodes(CaseContext& x, YAML::Node& cl) {
   // A named cloud instance is its own node type (its NICs differ from the DGX's): AWS p4d / p4de.
   if (has(hw, "system")) {
     const std::string system = lowercase(get<std::string>(hw, "system"));
-    const std::string instance = system.find("p4de") != std::string::npos ? "aws-p4de"
-                                 : system.find("p4d") != std::string::npos ? "aws-p4d" : "";
+    const std::string instance = system.find("p4de") != std::string::npos  ? "aws-p4de"
+                                 : system.find("p4d") != std::string::npos ? "aws-p4d"
+                                                                           : "";
     if (!instance.empty() && hw::bundled_nodes().node(instance).gpu == gpu) {
       cl["node"] = instance;
       defaults.push_back("cluster.node: " + instance + " (the system names the AWS instance)");
@@ -88,7 +91,7 @@ void cluster_nodes(CaseContext& x, YAML::Node& cl) {
   cl["gpu"] = gpu;
   per_node = hw::bundled_nodes().node(cl["node"].as<std::string>()).gpus_per_node;
   rack_scale = per_node > 16;  // an NVL72 rack modelled as one NVLink node
-  tray_gpus = 0;                     // the stated GPUs per node, where they are a tray's
+  tray_gpus = 0;               // the stated GPUs per node, where they are a tray's
   if (has(hw, "gpus_per_node") && rack_scale && positive<int>(hw, "gpus_per_node") < per_node) {
     tray_gpus = positive<int>(hw, "gpus_per_node");
     defaults.push_back("hardware.gpus_per_node: " + std::to_string(positive<int>(hw, "gpus_per_node")) +
@@ -133,12 +136,14 @@ void cluster_network(CaseContext& x, YAML::Node& cl) {
   const YAML::Node inter = hw["inter_node"];
   if (has(inter, "nic_gbps")) {
     const int gbps = positive<int>(inter, "nic_gbps");
-    const hw::NicSpec& nic = hw::bundled_nodes().nic_for(has(inter, "fabric") ? get<std::string>(inter, "fabric") : "",
-                                                               gbps);
+    const hw::NicSpec& nic =
+        hw::bundled_nodes().nic_for(has(inter, "fabric") ? get<std::string>(inter, "fabric") : "", gbps);
     if (const std::string note = validate::nic_rate_note(nic, gbps); !note.empty()) defaults.push_back(note);
     cl["nic"] = nic.name;
-  } else if (const hw::NicSpec& own = hw::bundled_nodes().nic(hw::bundled_nodes().node(cl["node"].as<std::string>()).nic);
-             has(inter, "fabric") && (get<std::string>(inter, "fabric") == "infiniband") != (own.fabric == "infiniband")) {
+  } else if (const hw::NicSpec& own =
+                 hw::bundled_nodes().nic(hw::bundled_nodes().node(cl["node"].as<std::string>()).nic);
+             has(inter, "fabric") &&
+             (get<std::string>(inter, "fabric") == "infiniband") != (own.fabric == "infiniband")) {
     // A stated fabric family other than the node type's (RoCE instead of a DGX's InfiniBand): the
     // catalogue NIC of that family at the node type's rate.
     const double gbps = own.bandwidth_Bps * 8 / 1e9;
@@ -152,7 +157,7 @@ void cluster_network(CaseContext& x, YAML::Node& cl) {
   if (has(inter, "nics_per_node") && tray_gpus > 0) {
     // Stated beside a tray's GPU count, the NIC count is the tray's too.
     const auto rack = validate::rack_nics_from_tray(positive<int>(inter, "nics_per_node"), tray_gpus,
-                                                           cl["gpus_per_node"] ? cl["gpus_per_node"].as<int>() : per_node);
+                                                    cl["gpus_per_node"] ? cl["gpus_per_node"].as<int>() : per_node);
     cl["nics_per_node"] = rack.nics;
     defaults.push_back(rack.note);
   } else if (has(inter, "nics_per_node")) {
@@ -162,7 +167,8 @@ void cluster_network(CaseContext& x, YAML::Node& cl) {
     // GPU, not all of its NICs for fewer GPUs.
     const int nics = std::max(1, node_type.nics * positive<int>(hw, "gpus_per_node") / node_type.gpus_per_node);
     cl["nics_per_node"] = nics;
-    defaults.push_back("hardware.inter_node.nics_per_node: " + std::to_string(nics) + " (the node type's NICs per GPU)");
+    defaults.push_back("hardware.inter_node.nics_per_node: " + std::to_string(nics) +
+                       " (the node type's NICs per GPU)");
   } else {
     defaults.push_back("hardware.inter_node.nics_per_node: the node type's NIC count");
   }

@@ -90,7 +90,8 @@ void model_shape(CaseContext& x) {
   long long& ffn = x.ffn;
   if (!m) throw std::runtime_error("the case has no model");
   for (const char* k : {"layers", "hidden"})
-    if (!has(m, k)) throw std::runtime_error(std::string("model.") + k + " is null (and the model name is not in the catalogue)");
+    if (!has(m, k))
+      throw std::runtime_error(std::string("model.") + k + " is null (and the model name is not in the catalogue)");
   // The entry the name names (its stated shape fields were filled from it already): the
   // architecture details the case format has no field for.
   named = named_catalogue_model(m);
@@ -114,14 +115,19 @@ void model_shape(CaseContext& x) {
   } else {
     // GPT-3's 2048 was the common pretraining length of the Volta/Ampere era; Llama 2's 4096 later.
     mo["seq_len"] = old_gen ? 2048 : 4096;
-    defaults.push_back(std::string("model.seq_len: ") + (old_gen ? "2048 (Volta/Ampere era)" : "4096 (Hopper and later)"));
+    defaults.push_back(std::string("model.seq_len: ") +
+                       (old_gen ? "2048 (Volta/Ampere era)" : "4096 (Hopper and later)"));
   }
-  if (has(m, "kv_heads")) mo["kv_heads"] = positive<long long>(m, "kv_heads");
-  else if (!(named && named->config.is_mla()) && att.find("MLA") == std::string::npos && att.find("latent") == std::string::npos)
+  if (has(m, "kv_heads"))
+    mo["kv_heads"] = positive<long long>(m, "kv_heads");
+  else if (!(named && named->config.is_mla()) && att.find("MLA") == std::string::npos &&
+           att.find("latent") == std::string::npos)
     defaults.push_back("model.kv_heads: = heads (multi-head attention)");  // MLA gives every head its own K and V
   ffn = 4 * hidden;
-  if (has(m, "ffn_hidden")) ffn = positive<long long>(m, "ffn_hidden");
-  else defaults.push_back("model.ffn_hidden: 4 * hidden");
+  if (has(m, "ffn_hidden"))
+    ffn = positive<long long>(m, "ffn_hidden");
+  else
+    defaults.push_back("model.ffn_hidden: 4 * hidden");
   mo["ffn_hidden"] = ffn;
   if (has(m, "vocab")) {
     mo["vocab"] = positive<long long>(m, "vocab");
@@ -140,7 +146,8 @@ void model_shape(CaseContext& x) {
     // 14336/4096, 28672/8192); GPT-style (and squared-ReLU Nemotron) MLPs use 4 h. Split between.
     const bool gated = static_cast<double>(ffn) / hidden < 3.75;
     mo["mlp"] = gated ? "swiglu" : "gelu";
-    defaults.push_back(std::string("model.mlp: ") + (gated ? "swiglu (ffn_hidden < 3.75 h)" : "gelu (ffn_hidden >= 3.75 h)"));
+    defaults.push_back(std::string("model.mlp: ") +
+                       (gated ? "swiglu (ffn_hidden < 3.75 h)" : "gelu (ffn_hidden >= 3.75 h)"));
   }
 }
 
@@ -168,7 +175,8 @@ void model_architecture(CaseContext& x) {
     if (k.norm == workload::Norm::RmsNorm) mo["norm"] = "rmsnorm";
     defaults.push_back(std::string("model.norm: ") + (k.norm == workload::Norm::RmsNorm ? "rmsnorm" : "layernorm") +
                        from_catalogue);
-    for (const auto& [key, on] : {std::pair<const char*, bool>{"tied_embeddings", k.tied_embeddings}, {"qkv_bias", k.qkv_bias}})
+    for (const auto& [key, on] :
+         {std::pair<const char*, bool>{"tied_embeddings", k.tied_embeddings}, {"qkv_bias", k.qkv_bias}})
       if (on && !(std::string(key) == "tied_embeddings" && tied_stated)) {
         mo[key] = true;
         defaults.push_back(std::string("model.") + key + ": true" + from_catalogue);
@@ -201,7 +209,8 @@ void model_architecture(CaseContext& x) {
     mla["qk_nope_head_dim"] = 128;
     mla["v_head_dim"] = 128;
     mo["mla"] = mla;
-    defaults.push_back("model.mla: ranks from the attention text; qk_nope_head_dim = v_head_dim = 128 (DeepSeek-V2/V3)");
+    defaults.push_back(
+        "model.mla: ranks from the attention text; qk_nope_head_dim = v_head_dim = 128 (DeepSeek-V2/V3)");
   } else if (named && named->config.is_mla()) {
     mo["mla"] = YAML::Clone(named->model.yaml()["mla"]);
     defaults.push_back("model.mla: latent ranks and head dimensions" + from_catalogue);
@@ -232,8 +241,10 @@ void model_architecture(CaseContext& x) {
     static const std::regex every_nth_full("every ([0-9]+)(st|nd|rd|th) layer (uses )?full");
     std::smatch hit;
     const std::string low = lowercase(att);
-    if (std::regex_search(low, hit, every_nth_full)) mo["full_attention_every"] = std::stoi(hit[1].str());
-    else if (low.find("alternate layers") != std::string::npos) mo["full_attention_every"] = 2;
+    if (std::regex_search(low, hit, every_nth_full))
+      mo["full_attention_every"] = std::stoi(hit[1].str());
+    else if (low.find("alternate layers") != std::string::npos)
+      mo["full_attention_every"] = 2;
   }
 }
 

@@ -58,7 +58,10 @@ class LayerPatternParser {
     while (true) {
       if (!peek('0') && !peek('1')) return false;
       out.push_back(t_[i_++] - '0');
-      if (peek(']')) { ++i_; return true; }
+      if (peek(']')) {
+        ++i_;
+        return true;
+      }
       if (!peek(',')) return false;
       ++i_;
     }
@@ -124,7 +127,8 @@ void moe_layers_from_text(const std::string& text, int layers, YAML::Node& moe, 
   }
   throw std::runtime_error("model.moe.moe_layer_freq '" + text +
                            "' is not a number, 'first N layers dense', 'every N layers' or a Megatron 0/1 list of the "
-                           "model's " + std::to_string(layers) + " layers with leading dense layers or one MoE layer per period");
+                           "model's " +
+                           std::to_string(layers) + " layers with leading dense layers or one MoE layer per period");
 }
 
 // The attention kernels the run used.
@@ -153,17 +157,21 @@ void attention_choice(CaseContext& x) {
     // The original FlashAttention has kernels for Turing/Ampere (and ran on Hopper) only: on a GPU
     // without them an unversioned "FlashAttention" is that generation's fused attention.
     mo["attention"] = "flash";
-    defaults.push_back("model.attention: flash (an unversioned FlashAttention on a GPU the original kernels do not "
-                       "run on: the generation's fused kernels)");
+    defaults.push_back(
+        "model.attention: flash (an unversioned FlashAttention on a GPU the original kernels do not "
+        "run on: the generation's fused kernels)");
   } else if (!old_gen && std::regex_search(low_notes, te_fused_off)) {
     // Transformer Engine with its cuDNN fused attention switched off runs the flash-attn package.
     mo["attention"] = "flash2";
-    defaults.push_back("model.attention: flash2 (the notes set NVTE_FUSED_ATTN=0: Transformer Engine's FlashAttention backend)");
-  } else if (const std::string stack_kernel = old_gen ? "" : stack_behaviour(c, gpu, "attention_kernel"); !stack_kernel.empty()) {
+    defaults.push_back(
+        "model.attention: flash2 (the notes set NVTE_FUSED_ATTN=0: Transformer Engine's FlashAttention backend)");
+  } else if (const std::string stack_kernel = old_gen ? "" : stack_behaviour(c, gpu, "attention_kernel");
+             !stack_kernel.empty()) {
     // The stack's own attention kernels where its catalogue entry states them (e.g. NeMo before
     // 24.05: Transformer Engine's FlashAttention-2).
     mo["attention"] = stack_kernel;
-    defaults.push_back("model.attention: " + stack_kernel + " (the stack's kernels, its catalogue entry's attention_kernel)");
+    defaults.push_back("model.attention: " + stack_kernel +
+                       " (the stack's kernels, its catalogue entry's attention_kernel)");
   } else if (gpu.rfind("V100", 0) != 0 && notes_name(case_notes, "nanotron")) {
     // nanotron's attention calls the flash-attn package (flash_attn_varlen_func), FlashAttention-2.
     mo["attention"] = "flash2";
@@ -194,7 +202,8 @@ void attention_choice(CaseContext& x) {
   } else {
     mo["attention"] = old_gen ? "unfused" : "flash";
     defaults.push_back(std::string("model.attention: ") +
-                       (old_gen ? "unfused (Volta/Ampere-era Megatron)" : "flash (the generation's fused kernels: Hopper, Blackwell, CDNA 3/4)"));
+                       (old_gen ? "unfused (Volta/Ampere-era Megatron)"
+                                : "flash (the generation's fused kernels: Hopper, Blackwell, CDNA 3/4)"));
   }
 }
 
@@ -218,8 +227,9 @@ void moe_section(CaseContext& x) {
       std::smatch hit;
       const std::string name = has(m, "name") ? get<std::string>(m, "name") : "";
       if (!std::regex_search(name, hit, n_by_size) || std::stoi(hit[1].str()) < 2)
-        throw std::runtime_error("model.moe.experts is null (and the model name neither is in the catalogue nor says "
-                                 "N x size)");
+        throw std::runtime_error(
+            "model.moe.experts is null (and the model name neither is in the catalogue nor says "
+            "N x size)");
       mm["experts"] = std::stoi(hit[1].str());
       defaults.push_back("model.moe.experts: " + hit[1].str() + " (the model name's " + hit[0].str() + ")");
     }
@@ -238,18 +248,26 @@ void moe_section(CaseContext& x) {
       defaults.push_back("model.moe.moe_layer_freq: the first " + std::to_string(named->config.moe.first_dense_layers) +
                          " layers dense, then every " + std::to_string(named->config.moe.layer_freq) + from_catalogue);
     }
-    if (has(moe, "expert_ffn_hidden")) mm["expert_ffn_hidden"] = positive<long long>(moe, "expert_ffn_hidden");
-    else { mm["expert_ffn_hidden"] = ffn; defaults.push_back("model.moe.expert_ffn_hidden: = ffn_hidden"); }
+    if (has(moe, "expert_ffn_hidden"))
+      mm["expert_ffn_hidden"] = positive<long long>(moe, "expert_ffn_hidden");
+    else {
+      mm["expert_ffn_hidden"] = ffn;
+      defaults.push_back("model.moe.expert_ffn_hidden: = ffn_hidden");
+    }
     // Token dropping at a stated capacity factor ("a capacity factor equal to 1",
     // "moe_expert_capacity_factor 1.0"): every expert takes at most that many times its mean share.
     // Not Megatron's moe_expert_rank_capacity_factor (a per-rank receive buffer for static
     // shapes under forced balancing: no token is dropped).
-    static const std::regex capacity(R"((rank[ _])?capacity[ _-]factor(?:\s+(?:equal to|of|is))?\s*[=:]?\s*([0-9]+(?:\.[0-9]+)?))");
+    static const std::regex capacity(
+        R"((rank[ _])?capacity[ _-]factor(?:\s+(?:equal to|of|is))?\s*[=:]?\s*([0-9]+(?:\.[0-9]+)?))");
     std::smatch cf;
     std::string rest = low_notes;
     bool dropping = false;
     while (std::regex_search(rest, cf, capacity)) {
-      if (!cf[1].matched && std::stod(cf[2].str()) > 0) { dropping = true; break; }
+      if (!cf[1].matched && std::stod(cf[2].str()) > 0) {
+        dropping = true;
+        break;
+      }
       rest = cf.suffix().str();
     }
     if (dropping) {

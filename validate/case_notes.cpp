@@ -19,8 +19,10 @@ std::string flash_kernel(const std::string& text) {
       if (t.find(k) != std::string::npos) return true;
     return false;
   };
-  static const std::regex negated("(\\bno|\\bnot|\\bwithout|\\bdisabled?)[ -](using |use of |the )?(flash[ -_]?attn|flash[ -]?attention)");
-  static const std::regex switched_off("(flash[ -_]?attn|flash[ -]?attention)[^.;,]{0,24}(disabled|switched off|turned off|not used|: ?false)");
+  static const std::regex negated(
+      "(\\bno|\\bnot|\\bwithout|\\bdisabled?)[ -](using |use of |the )?(flash[ -_]?attn|flash[ -]?attention)");
+  static const std::regex switched_off(
+      "(flash[ -_]?attn|flash[ -]?attention)[^.;,]{0,24}(disabled|switched off|turned off|not used|: ?false)");
   if (std::regex_search(t, negated) || std::regex_search(t, switched_off)) return "unfused";
   // A package version names the major one: "Flash Attention 2.6.3", "flash-attn==2.5.8", "flash_attn v3.0".
   // FlashAttention-3 (Hopper) and -4 (Blackwell) are their generation's best fused kernels.
@@ -39,7 +41,8 @@ std::string flash_kernel(const std::string& text) {
     return "flash2";
   // cuDNN's fused attention (Transformer Engine's, XLA's cudnn fmha) is the generation's best
   // fused kernel, whatever else the text calls it.
-  if (names({"cudnn fused attention", "cudnn flash attention", "cudnn fmha", "cudnn_fmha", "cudnn attention"})) return "flash";
+  if (names({"cudnn fused attention", "cudnn flash attention", "cudnn fmha", "cudnn_fmha", "cudnn attention"}))
+    return "flash";
   // The flash-attn package, or Megatron's --use-flash-attn (which calls it), without a version: its
   // 2.x kernels (the package's major version since July 2023).
   // Except its Triton kernel (Megatron-DeepSpeed's --use-flash-attn-triton, flash_attn_triton.py),
@@ -57,8 +60,8 @@ std::string flash_kernel(const std::string& text) {
 // ones FSDP will be a necessity") says what a reader should choose, and not as one side of an
 // alternative ("full or hybrid shard"), which says the source left it open.
 bool stated_for_this_run(const std::string& notes, const std::regex& pattern) {
-  static const std::regex advice(R"(\bprefer(red|s)?\b|\brecommend|\bshould\b|\bsuggest|\bneeds? to be\b|\bnecessity\b)",
-                                 std::regex::icase);
+  static const std::regex advice(
+      R"(\bprefer(red|s)?\b|\brecommend|\bshould\b|\bsuggest|\bneeds? to be\b|\bnecessity\b)", std::regex::icase);
   for (auto it = std::sregex_iterator(notes.begin(), notes.end(), pattern); it != std::sregex_iterator(); ++it) {
     const size_t at = static_cast<size_t>(it->position()), end = at + static_cast<size_t>(it->length());
     static const std::regex or_before(R"(\bor $)", std::regex::icase), or_after(R"(^ or\b)", std::regex::icase);
@@ -77,7 +80,8 @@ bool stated_for_this_run(const std::string& notes, const std::regex& pattern) {
 // TP_COMM_OVERLAP=True" quoted from a config did not run).
 bool set_not_commented_out(const std::string& low_notes, const std::regex& pattern) {
   static const std::regex commented_out(R"(#\s*(export\s+)?[a-z_.]*$)");
-  for (auto it = std::sregex_iterator(low_notes.begin(), low_notes.end(), pattern); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(low_notes.begin(), low_notes.end(), pattern); it != std::sregex_iterator();
+       ++it) {
     const size_t at = static_cast<size_t>(it->position());
     if (!std::regex_search(low_notes.substr(at >= 16 ? at - 16 : 0, at >= 16 ? 16 : at), commented_out)) return true;
   }
@@ -93,9 +97,12 @@ bool notes_name(const std::string& notes, const std::string& term) {
   bool used = false;
   for (size_t at = t.find(w); at != std::string::npos; at = t.find(w, at + 1)) {
     const size_t end = at + w.size();
-    const auto part_of_name = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '/'; };
+    const auto part_of_name = [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '/';
+    };
     if (at > 0 && (part_of_name(t[at - 1]) || t[at - 1] == '-' || t[at - 1] == '.')) continue;
-    if (end < t.size() && (part_of_name(t[end]) || (t[end] == '.' && end + 1 < t.size() && std::isalpha(static_cast<unsigned char>(t[end + 1])))))
+    if (end < t.size() && (part_of_name(t[end]) || (t[end] == '.' && end + 1 < t.size() &&
+                                                    std::isalpha(static_cast<unsigned char>(t[end + 1])))))
       continue;
     const std::string before = t.substr(at >= 24 ? at - 24 : 0, at >= 24 ? 24 : at);
     // Negated, or left open ("whether DeepEP ...", "DeepEP or not").
@@ -119,8 +126,10 @@ bool notes_name(const std::string& notes, const std::string& term) {
 // nothing when they say neither or both.
 std::optional<bool> notes_tied_embeddings(const std::string& notes) {
   const std::string t = lowercase(notes);
-  static const std::regex untied(R"(\buntied\b|\buntie[_-]embeddings|tie_word_embeddings\s*[=:]\s*false|share_embeddings_and_output_weights\s*[=:]\s*false)");
-  static const std::regex tied(R"((^|[^a-z])tied (input[ /-]output |word |input and output )?embeddings?\b|tie_word_embeddings\s*[=:]\s*true|share_embeddings_and_output_weights\s*[=:]\s*true)");
+  static const std::regex untied(
+      R"(\buntied\b|\buntie[_-]embeddings|tie_word_embeddings\s*[=:]\s*false|share_embeddings_and_output_weights\s*[=:]\s*false)");
+  static const std::regex tied(
+      R"((^|[^a-z])tied (input[ /-]output |word |input and output )?embeddings?\b|tie_word_embeddings\s*[=:]\s*true|share_embeddings_and_output_weights\s*[=:]\s*true)");
   const bool says_untied = std::regex_search(t, untied), says_tied = std::regex_search(t, tied);
   if (says_untied == says_tied) return std::nullopt;
   return says_tied;
@@ -157,7 +166,8 @@ bool said_of_this_run(const std::string& notes, const std::regex& pattern, std::
       std::regex::icase);
   // Clauses end at ';' and at a full stop before a space: not inside "dataset.packed" or "2.5".
   const auto boundary = [&](size_t i) {
-    return notes[i] == ';' || (notes[i] == '.' && (i + 1 == notes.size() || std::isspace(static_cast<unsigned char>(notes[i + 1]))));
+    return notes[i] == ';' ||
+           (notes[i] == '.' && (i + 1 == notes.size() || std::isspace(static_cast<unsigned char>(notes[i + 1]))));
   };
   for (auto it = std::sregex_iterator(notes.begin(), notes.end(), pattern); it != std::sregex_iterator(); ++it) {
     const size_t at = static_cast<size_t>(it->position()), end = at + static_cast<size_t>(it->length());
@@ -165,7 +175,8 @@ bool said_of_this_run(const std::string& notes, const std::regex& pattern, std::
     while (from > 0 && !boundary(from - 1)) --from;
     while (close < notes.size() && !boundary(close)) ++close;
     if (std::regex_search(notes.substr(from, close - from), hedged)) continue;
-    static const std::regex negated(R"((\bno|\bnot|\bwithout|instead of|rather than)( the| a| an)?\s*$)", std::regex::icase);
+    static const std::regex negated(R"((\bno|\bnot|\bwithout|instead of|rather than)( the| a| an)?\s*$)",
+                                    std::regex::icase);
     if (std::regex_search(notes.substr(at >= 24 ? at - 24 : 0, at >= 24 ? 24 : at), negated)) continue;
     if (first) *first = *it;
     return true;
@@ -176,8 +187,9 @@ bool said_of_this_run(const std::string& notes, const std::regex& pattern, std::
 // The ZeRO stage the notes state for this run ("ZeRO-2", "ZeRO stage 3", "zero_stage: 2",
 // DeepSpeed's "deepspeed_zero3" config names), or -1.
 int zero_stage_said(const std::string& notes) {
-  static const std::regex stage(R"(\bzero[-_ ]?(stage[-_ :=]*)?([0-3])\b|deepspeed_zero([0-3])\b|zero_optimization\W+stage\W{0,3}([0-3])\b)",
-                                std::regex::icase);
+  static const std::regex stage(
+      R"(\bzero[-_ ]?(stage[-_ :=]*)?([0-3])\b|deepspeed_zero([0-3])\b|zero_optimization\W+stage\W{0,3}([0-3])\b)",
+      std::regex::icase);
   std::smatch hit;
   if (!said_of_this_run(notes, stage, &hit)) return -1;
   for (int g : {2, 3, 4})

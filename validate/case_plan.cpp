@@ -61,14 +61,20 @@ YAML::Node smallest_fitting_plan(const YAML::Node& c, std::vector<std::string>& 
   const int layers = positive<int>(c["model"], "layers");
   if (gpus % cp != 0) throw std::runtime_error("hardware.num_gpus is not a multiple of parallelism.cp");
   const int node_gpus = has(hw, "gpus_per_node") ? positive<int>(hw, "gpus_per_node")
-                        : has(hw, "gpu") ? hw::bundled_nodes().node(node_type_for_gpu(get<std::string>(hw, "gpu"))).gpus_per_node
-                                         : 8;  // the trial plans then say the GPU is null
-  struct Split { int tp, pp; };
+                        : has(hw, "gpu")
+                            ? hw::bundled_nodes().node(node_type_for_gpu(get<std::string>(hw, "gpu"))).gpus_per_node
+                            : 8;  // the trial plans then say the GPU is null
+  struct Split {
+    int tp, pp;
+  };
   std::vector<Split> splits;
-  const int stated_tp = has(p, "tp") ? positive<int>(p, "tp") : 0, stated_pp = has(p, "pp") ? positive<int>(p, "pp") : 0;
+  const int stated_tp = has(p, "tp") ? positive<int>(p, "tp") : 0,
+            stated_pp = has(p, "pp") ? positive<int>(p, "pp") : 0;
   std::vector<int> tps;
-  if (stated_tp) tps.push_back(stated_tp);
-  else for (int tp = 1; tp <= std::min(8, node_gpus); tp *= 2) tps.push_back(tp);
+  if (stated_tp)
+    tps.push_back(stated_tp);
+  else
+    for (int tp = 1; tp <= std::min(8, node_gpus); tp *= 2) tps.push_back(tp);
   for (const int tp : tps) {
     if ((gpus / cp) % tp != 0) continue;
     const int model_ranks = gpus / (cp * tp);
@@ -107,10 +113,11 @@ YAML::Node smallest_fitting_plan(const YAML::Node& c, std::vector<std::string>& 
   if (!fits) chosen.reset(largest), chosen_defaults = largest_defaults;
   if (!chosen.IsDefined() || chosen.IsNull()) throw std::runtime_error("parallelism.dp is null and " + why_none);
   const YAML::Node pl = chosen["parallelism"];
-  defaults.push_back("parallelism.tp/pp/dp: " + pl["tp"].as<std::string>() + "/" + pl["pp"].as<std::string>() + "/" +
-                     pl["dp"].as<std::string>() +
-                     (fits ? " (the smallest model-parallel size that fits in memory, tensor parallel inside a node first)"
-                           : " (no split fits in memory: the largest model-parallel size)"));
+  defaults.push_back(
+      "parallelism.tp/pp/dp: " + pl["tp"].as<std::string>() + "/" + pl["pp"].as<std::string>() + "/" +
+      pl["dp"].as<std::string>() +
+      (fits ? " (the smallest model-parallel size that fits in memory, tensor parallel inside a node first)"
+            : " (no split fits in memory: the largest model-parallel size)"));
   defaults.insert(defaults.end(), chosen_defaults.begin(), chosen_defaults.end());
   return chosen;
 }
@@ -155,13 +162,18 @@ void plan_degrees(CaseContext& x) {
     }
   }
   if (tp < 1 || pp < 1)
-    throw std::runtime_error("the stated parallel degrees leave no whole tp and pp for " + std::to_string(gpus) + " GPUs");
+    throw std::runtime_error("the stated parallel degrees leave no whole tp and pp for " + std::to_string(gpus) +
+                             " GPUs");
   if (!dp) {
     whole_split(static_cast<long long>(tp) * pp * cp, "tp * pp * cp");
     dp = gpus / (tp * pp * cp);
     defaults.push_back("parallelism.dp: GPUs / (tp * pp * cp)");
   }
-  pl["tp"] = tp; pl["pp"] = pp; pl["dp"] = dp; pl["cp"] = cp; pl["ep"] = ep;
+  pl["tp"] = tp;
+  pl["pp"] = pp;
+  pl["dp"] = dp;
+  pl["cp"] = cp;
+  pl["ep"] = ep;
   if (!has(p, "cp")) defaults.push_back("parallelism.cp: 1");
   // An ep larger than dp*cp allows only MoE parallel folding with whole experts; notes that state
   // Megatron-Core's expert tensor parallel size 1 ("expert-tensor-parallel 1", "ETP1") ask for it.
@@ -199,7 +211,8 @@ void plan_tensor_parallel(CaseContext& x) {
     pl["sequence_parallel"] = sp;
     defaults.push_back(std::string("parallelism.sequence_parallel: ") +
                        (sp ? "true (Megatron-Core/NeMo and torchtitan default with TP on Hopper-and-later stacks)"
-                           : megatron_deepspeed && tp > 1 ? "false (Megatron-DeepSpeed's default)" : "false"));
+                        : megatron_deepspeed && tp > 1 ? "false (Megatron-DeepSpeed's default)"
+                                                       : "false"));
   }
   // Megatron-LM before v3.0 (2022, which brought sequence parallelism and selective recompute)
   // ran the backward TP collectives in sequence; later Megatron and Transformer Engine overlap
@@ -209,8 +222,9 @@ void plan_tensor_parallel(CaseContext& x) {
   const bool sequence_parallel = pl["sequence_parallel"].as<bool>();
   if (old_gen && tp > 1 && !sequence_parallel && !recompute_selective) {
     pl["async_tp_backward"] = false;
-    defaults.push_back("parallelism.async_tp_backward: false (Volta/Ampere-era Megatron-LM using neither sequence "
-                       "parallelism nor selective recompute: pre-2022, TP backward collectives in sequence)");
+    defaults.push_back(
+        "parallelism.async_tp_backward: false (Volta/Ampere-era Megatron-LM using neither sequence "
+        "parallelism nor selective recompute: pre-2022, TP backward collectives in sequence)");
   }
   // Transformer Engine's userbuffer overlap of the sequence-parallel collectives with their GEMMs,
   // where the notes say it ran ("--tp-comm-overlap", "TP_COMM_OVERLAP True", "ub_tp_comm_overlap=true").
@@ -225,8 +239,9 @@ void plan_tensor_parallel(CaseContext& x) {
   // DeepSpeed's pipeline engine (partitioned activations and gradients).
   if (old_gen && tp > 1 && !sequence_parallel && pp > 1) {
     pl["p2p_scatter_gather"] = true;
-    defaults.push_back("parallelism.p2p_scatter_gather: true (Volta/Ampere-era Megatron-LM and DeepSpeed pipelines send "
-                       "1/tp of the hidden states per rank and all-gather them over NVLink)");
+    defaults.push_back(
+        "parallelism.p2p_scatter_gather: true (Volta/Ampere-era Megatron-LM and DeepSpeed pipelines send "
+        "1/tp of the hidden states per rank and all-gather them over NVLink)");
   }
 }
 
@@ -278,10 +293,11 @@ void plan_batch(CaseContext& x) {
     if (dp > 0 && gb % dp == 0 && gb % (mb * dp) != 0) {
       const int per_rank = gb / dp, micro_batches = (per_rank + mb - 1) / mb;
       pl["global_batch"] = micro_batches * mb * dp;
-      defaults.push_back("parallelism.global_batch: " + std::to_string(gb) + " sequences are " + std::to_string(per_rank) +
-                         " per data-parallel rank, not a multiple of micro_batch " + std::to_string(mb) + ": " +
-                         std::to_string(micro_batches) + " micro-batches replayed, the step scaled by " +
-                         std::to_string(per_rank) + "/" + std::to_string(micro_batches * mb) +
+      defaults.push_back("parallelism.global_batch: " + std::to_string(gb) + " sequences are " +
+                         std::to_string(per_rank) + " per data-parallel rank, not a multiple of micro_batch " +
+                         std::to_string(mb) + ": " + std::to_string(micro_batches) +
+                         " micro-batches replayed, the step scaled by " + std::to_string(per_rank) + "/" +
+                         std::to_string(micro_batches * mb) +
                          " (the last micro-batch's cost taken as proportional to its sequences)");
     }
   } else if (torchtitan && pp == 1) {
@@ -299,8 +315,9 @@ void plan_batch(CaseContext& x) {
     // defaults to micro_batch_size x data_parallel_size; DeepSpeed's and Hugging Face's gradient
     // accumulation to 1). A pretraining run's ~4M tokens (below) would multiply the iteration.
     pl["global_batch"] = pl["micro_batch"].as<int>() * dp;
-    defaults.push_back("parallelism.global_batch: micro_batch x dp (a published iteration time without its batch: the "
-                       "frameworks' default, no gradient accumulation)");
+    defaults.push_back(
+        "parallelism.global_batch: micro_batch x dp (a published iteration time without its batch: the "
+        "frameworks' default, no gradient accumulation)");
   } else {
     // A 4M-token batch (2^22 tokens: LLaMA's and Llama 2's; BLOOM 4.2M, MT-NLG 3.9M, GPT-3 175B
     // 3.2M) as whole micro-batches per data-parallel replica, at least one per pipeline stage and
@@ -335,8 +352,11 @@ void plan_pipeline(CaseContext& x) {
     pl["schedule"] = "dualpipe";
     defaults.push_back("parallelism.schedule: dualpipe (the notes name DualPipe)");
   }
-  pipeline_split(positive<int>(m, "layers"), pp, dualpipe || (megatron_deepspeed && !has(p, "vp")) ? 1 : has(p, "vp") ? positive<int>(p, "vp") : torchtitan_vp, !old_gen,
-                 pl["global_batch"].as<int>() / (pl["micro_batch"].as<int>() * dp), pl, defaults);
+  pipeline_split(positive<int>(m, "layers"), pp,
+                 dualpipe || (megatron_deepspeed && !has(p, "vp")) ? 1
+                 : has(p, "vp")                                    ? positive<int>(p, "vp")
+                                                                   : torchtitan_vp,
+                 !old_gen, pl["global_batch"].as<int>() / (pl["micro_batch"].as<int>() * dp), pl, defaults);
   // Interleaved pipelines send asynchronously with today's launchers (the plan default); the
   // Megatron-LM of Volta/Ampere-era runs (2020-22) sent blocking: overlap_p2p_comm came in 2023.
   if (old_gen && pl["vp"].as<int>() > 1) {

@@ -18,10 +18,12 @@ void plan_fp8_mtp(CaseContext& x) {
   if (pl["precision"].as<std::string>() == "fp8") {
     // "Precision FP8-MX", 'Precision "MXFP8"', "uses the parenthesised FP8-MX figures" (a table
     // row printing FP8-CS with its FP8-MX figures in parentheses).
-    static const std::regex mx(R"(precision\W{0,3}(fp8-mx|mxfp8)|uses the (parenthesi[sz]ed )?(fp8-mx|mxfp8) figures)", std::regex::icase),
+    static const std::regex mx(R"(precision\W{0,3}(fp8-mx|mxfp8)|uses the (parenthesi[sz]ed )?(fp8-mx|mxfp8) figures)",
+                               std::regex::icase),
         cs_precision(R"(precision\W{0,3}fp8-cs)", std::regex::icase),
         mx_named(R"(\bfp8_mx\b|mxfp8 ?block ?scaling)", std::regex::icase),
-        cs(R"(precision\W{0,3}fp8-cs|current scaling|\btorchao\b|tensorwise|rowwise|dynamic scaling)", std::regex::icase);
+        cs(R"(precision\W{0,3}fp8-cs|current scaling|\btorchao\b|tensorwise|rowwise|dynamic scaling)",
+           std::regex::icase);
     // A precision statement first; then the recipe by its other names (fp8_mx, "MXFP8 block
     // scaling", MXFP8BlockScaling), which a stated FP8-CS precision outranks.
     if (std::regex_search(case_notes, mx) ||
@@ -30,8 +32,9 @@ void plan_fp8_mtp(CaseContext& x) {
       defaults.push_back("parallelism.fp8_recipe: mxfp8 (the notes' precision is MXFP8)");
     } else if (std::regex_search(case_notes, cs)) {
       pl["fp8_recipe"] = "current";
-      defaults.push_back("parallelism.fp8_recipe: current (the notes: FP8 scaled by each tensor's current amax, "
-                         "Transformer Engine's current scaling or torchao's dynamic float8)");
+      defaults.push_back(
+          "parallelism.fp8_recipe: current (the notes: FP8 scaled by each tensor's current amax, "
+          "Transformer Engine's current scaling or torchao's dynamic float8)");
     } else {
       defaults.push_back("parallelism.fp8_recipe: delayed (Transformer Engine's and Megatron's default)");
     }
@@ -88,10 +91,11 @@ void plan_context_expert(CaseContext& x) {
   const bool deepep = notes_name(case_notes, "DeepEP") || notes_name(case_notes, "HybridEP");
   if (ep > 1 && (deepep || dualpipe || std::regex_search(case_notes, node_limited))) {
     pl["ep_dispatch"] = "deepep";
-    defaults.push_back(deepep     ? "parallelism.ep_dispatch: deepep (the notes name DeepEP or HybridEP)"
-                       : dualpipe ? "parallelism.ep_dispatch: deepep (DualPipe named: DeepSeek's stack, whose dispatch "
-                                    "DeepEP is)"
-                                  : "parallelism.ep_dispatch: deepep (the notes: node-limited routing, one crossing per node)");
+    defaults.push_back(
+        deepep     ? "parallelism.ep_dispatch: deepep (the notes name DeepEP or HybridEP)"
+        : dualpipe ? "parallelism.ep_dispatch: deepep (DualPipe named: DeepSeek's stack, whose dispatch "
+                     "DeepEP is)"
+                   : "parallelism.ep_dispatch: deepep (the notes: node-limited routing, one crossing per node)");
   }
   // Megatron-Core's EP all-to-all overlap stated as on (--overlap-moe-expert-parallel-comm,
   // overlap_moe_expert_parallel_comm = True, "EP A2A overlap", "1F1B A2A overlap"), in a clause that
@@ -114,8 +118,9 @@ void plan_context_expert(CaseContext& x) {
       pl["ep_overlap"] = true;
       defaults.push_back("parallelism.ep_overlap: true (the notes: Megatron-Core's EP all-to-all overlap)");
     } else {
-      defaults.push_back("parallelism.ep_overlap: false (the notes name the EP all-to-all overlap, which Megatron runs "
-                         "only with interleaving or without a pipeline; vp is 1)");
+      defaults.push_back(
+          "parallelism.ep_overlap: false (the notes name the EP all-to-all overlap, which Megatron runs "
+          "only with interleaving or without a pipeline; vp is 1)");
     }
   }
 }
@@ -135,9 +140,12 @@ void plan_kernels(CaseContext& x) {
   // torch.compile named as used ("torch.compile on", "use torch.compile", "torch.compile, FSDP2",
   // "--training.compile", "compile = true"), not as off ("torch.compile off", "torch.compile: off",
   // "is off by default", "without torch.compile", "compile = false").
-  static const std::regex compile_on(R"(torch\.compile|--training\.compile\b|\bcompile\s*[=:]\s*true|compiles each|\bcompile (is )?(enabled|on)\b)");
-  static const std::regex compile_off(R"(torch\.compile\s*[:=]?\s*(is )?(off|disabled|not used|false)\b|(without|no|not) (using )?torch\.compile|\bcompile\s*[=:]\s*false)");
-  static const std::regex transformers_code(R"(hugging ?face transformers|\bhf transformers|(llama|mistral|qwen2?|gpt2)forcausallm|modeling_llama)");
+  static const std::regex compile_on(
+      R"(torch\.compile|--training\.compile\b|\bcompile\s*[=:]\s*true|compiles each|\bcompile (is )?(enabled|on)\b)");
+  static const std::regex compile_off(
+      R"(torch\.compile\s*[:=]?\s*(is )?(off|disabled|not used|false)\b|(without|no|not) (using )?torch\.compile|\bcompile\s*[=:]\s*false)");
+  static const std::regex transformers_code(
+      R"(hugging ?face transformers|\bhf transformers|(llama|mistral|qwen2?|gpt2)forcausallm|modeling_llama)");
   const bool compiled = std::regex_search(low_notes, compile_on) && !std::regex_search(low_notes, compile_off) &&
                         low_notes.find("eager pytorch") == std::string::npos;
   if (case_notes.find("eager PyTorch") != std::string::npos) {
@@ -154,9 +162,11 @@ void plan_kernels(CaseContext& x) {
   // needs static shapes (not a dropless MoE); enable_cuda_graph alone captures each layer
   // (Transformer Engine's per-layer graphs: the attention and MLP blocks). A flag set false, or
   // commented out, captures nothing.
-  static const std::regex full_graph(R"(full_cuda_graph\s*[=:]\s*(true|1)\b|cuda_graph_scope\s*[=:]?\s*full_iteration)");
+  static const std::regex full_graph(
+      R"(full_cuda_graph\s*[=:]\s*(true|1)\b|cuda_graph_scope\s*[=:]?\s*full_iteration)");
   static const std::regex layer_graph(R"(enable_cuda_graph\s*[=:]?\s*(true|1)\b)");
-  static const std::regex scope_list(R"(cuda_graph_scope\W{0,4}((?:[\s,'"]*(?:attn|mlp|moe_router|moe_preprocess)\b)+))");
+  static const std::regex scope_list(
+      R"(cuda_graph_scope\W{0,4}((?:[\s,'"]*(?:attn|mlp|moe_router|moe_preprocess)\b)+))");
   const bool moe_model = s["model"]["moe"] && s["model"]["moe"].IsMap() && s["model"]["moe"]["experts"];
   const bool dropless = !(moe_model && s["model"]["moe"]["capacity_factor"]);
   if (!has(p, "cuda_graphs")) {
@@ -183,7 +193,8 @@ void plan_kernels(CaseContext& x) {
       }
     } else if (set_not_commented_out(low_notes, layer_graph) && !moe_model) {
       pl["cuda_graphs"] = YAML::Load("[attn, mlp]");
-      defaults.push_back("parallelism.cuda_graphs: [attn, mlp] (the notes: Transformer Engine's per-layer CUDA graphs)");
+      defaults.push_back(
+          "parallelism.cuda_graphs: [attn, mlp] (the notes: Transformer Engine's per-layer CUDA graphs)");
     }
   }
 }

@@ -44,10 +44,11 @@ void plan_zero_precision(CaseContext& x) {
   }
   if (has(p, "precision")) {
     pl["precision"] = lowercase(get<std::string>(p, "precision"));
-  } else if (static const std::regex fp16_said(
-                 R"(\b(dtype|torch_dtype|precision|mixed[-_ ]precision)\W{0,4}(torch\.)?(float16|fp16|half)\b|\bfp16\s*[=:]\s*true\b)",
-                 std::regex::icase);
-             said_of_this_run(case_notes, fp16_said)) {
+  } else if (
+      static const std::regex fp16_said(
+          R"(\b(dtype|torch_dtype|precision|mixed[-_ ]precision)\W{0,4}(torch\.)?(float16|fp16|half)\b|\bfp16\s*[=:]\s*true\b)",
+          std::regex::icase);
+      said_of_this_run(case_notes, fp16_said)) {
     // The notes state a 16-bit float precision setting: a config's dtype='float16', "fp16: true".
     pl["precision"] = "fp16";
     defaults.push_back("parallelism.precision: fp16 (the notes' configured dtype)");
@@ -59,7 +60,8 @@ void plan_zero_precision(CaseContext& x) {
   // bitsandbytes' 8-bit Adam where the notes give Megatron-DeepSpeed's flag for it as this run's.
   if (static const std::regex bnb_flag(R"(--use-bnb-optimizer\b)"); said_of_this_run(case_notes, bnb_flag)) {
     pl["optimizer_moments"] = "int8";
-    defaults.push_back("parallelism.optimizer_moments: int8 (the notes: --use-bnb-optimizer, bitsandbytes' 8-bit Adam)");
+    defaults.push_back(
+        "parallelism.optimizer_moments: int8 (the notes: --use-bnb-optimizer, bitsandbytes' 8-bit Adam)");
   }
   // Activation offloading stated as this run's setting: Megatron's --cpu-offloading, torchtune's
   // enable_activation_offloading, Hugging Face's gradient checkpointing with offload.
@@ -85,8 +87,9 @@ void plan_grad_reduce(CaseContext& x) {
     if (case_notes.find(std::string("mixed-precision mode: ") + mode) != std::string::npos) {
       reduce_stated = true;
       pl["grad_reduce_fp32"] = std::string(mode) != "PURE";
-      defaults.push_back(std::string("parallelism.grad_reduce_fp32: ") + (std::string(mode) != "PURE" ? "true" : "false") +
-                         " (the notes' FSDP mixed-precision mode " + mode + ")");
+      defaults.push_back(std::string("parallelism.grad_reduce_fp32: ") +
+                         (std::string(mode) != "PURE" ? "true" : "false") + " (the notes' FSDP mixed-precision mode " +
+                         mode + ")");
     }
   // Or in plain words / PyTorch's own names: "fp32 gradient reduction", "gradients reduced in
   // bf16", "reduce_dtype=torch.float32", torchtitan's "mixed_precision_reduce = float32".
@@ -130,7 +133,7 @@ void plan_sharding(CaseContext& x) {
       std::regex::icase);
   if (pl["zero"].as<int>() >= 1 && stated_for_this_run(case_notes, hybrid)) {
     // The source's node (a GB200 compute tray of 4, not the NVL72 rack the cluster is built as).
-    const int node_gpus = has(hw, "gpus_per_node")            ? positive<int>(hw, "gpus_per_node")
+    const int node_gpus = has(hw, "gpus_per_node")        ? positive<int>(hw, "gpus_per_node")
                           : s["cluster"]["gpus_per_node"] ? s["cluster"]["gpus_per_node"].as<int>()
                                                           : per_node;
     const int span = dp * cp, in_node = std::max(1, std::min(span, node_gpus / tp));
@@ -144,7 +147,8 @@ void plan_sharding(CaseContext& x) {
   // HSDP with its shard group named; a JAX mesh's lower-case "fsdp=128" axis beside its data
   // axis, not the tables' "FSDP = 1" on/off flag): ZeRO state shards over that many ranks,
   // replicas across.
-  static const std::regex shard_group(R"([Ss]harded (?:across|over groups of) ([0-9]+)(?: GPUs)?|\bfsdp=([0-9]+)|shard_degree\s*[=:]\s*([0-9]+))");
+  static const std::regex shard_group(
+      R"([Ss]harded (?:across|over groups of) ([0-9]+)(?: GPUs)?|\bfsdp=([0-9]+)|shard_degree\s*[=:]\s*([0-9]+))");
   if (std::smatch hit; pl["zero"].as<int>() >= 1 && std::regex_search(case_notes, hit, shard_group)) {
     const int group = std::stoi(hit[hit[1].matched ? 1 : hit[2].matched ? 2 : 3].str()), span = dp * cp;
     if (group > 1 && group < span && span % group == 0) {
@@ -198,18 +202,22 @@ void plan_offload(CaseContext& x) {
   // with ZeRO-3 the parameter shards too (DeepSpeed's offload_param, ZeRO-Infinity's CPU tier;
   // FSDP's CPUOffload, which keeps parameters, gradients and optimizer on the host and steps there).
   // Not a config quoted with the device none ("offload_optimizer device none").
-  static const std::regex offload(R"(offload_optimizer|zero-offload|optimizer (state )?offload|offload(ing|ed)? (of )?(the )?optimizer|cpu[ -]?adam)");
-  static const std::regex offload_off(R"(offload_optimizer\W{0,12}(device\W{0,6})?(none|null|false)\b|(no|without) (cpu )?(optimizer )?offload)");
+  static const std::regex offload(
+      R"(offload_optimizer|zero-offload|optimizer (state )?offload|offload(ing|ed)? (of )?(the )?optimizer|cpu[ -]?adam)");
+  static const std::regex offload_off(
+      R"(offload_optimizer\W{0,12}(device\W{0,6})?(none|null|false)\b|(no|without) (cpu )?(optimizer )?offload)");
   static const std::regex params_offload(
       R"(offload_param\W{0,12}(device\W{0,6})?(cpu|nvme)\b|offload_params\s*=\s*true|fsdp_cpu_offload\W{0,4}(:|=)\s*true|parameters? (and activation )?cpu offloading (was|were) used)");
   const int zero_stage = pl["zero"].as<int>();
-  const bool params_offloaded = !has(p, "offload_params") && zero_stage == 3 && said_of_this_run(low_notes, params_offload);
+  const bool params_offloaded =
+      !has(p, "offload_params") && zero_stage == 3 && said_of_this_run(low_notes, params_offload);
   if (!has(p, "offload_optimizer") &&
       (params_offloaded || (std::regex_search(low_notes, offload) && !std::regex_search(low_notes, offload_off)))) {
     if (zero_stage >= 1) {
       pl["offload_optimizer"] = true;
-      defaults.push_back(std::string("parallelism.offload_optimizer: true (the notes: ") +
-                         (params_offloaded ? "parameters offloaded, stepped on the CPU)" : "the optimizer offloaded to the CPU)"));
+      defaults.push_back(
+          std::string("parallelism.offload_optimizer: true (the notes: ") +
+          (params_offloaded ? "parameters offloaded, stepped on the CPU)" : "the optimizer offloaded to the CPU)"));
     } else {
       defaults.push_back("note: the notes offload the optimizer, not modelled with zero 0");
     }
@@ -242,12 +250,14 @@ void plan_recompute(CaseContext& x) {
     const bool torchtitan_selective = torchtitan && pl["recompute"].as<std::string>() == "selective";
     if ((pl["recompute"].as<std::string>() == "full" || torchtitan_selective) &&
         std::regex_search(case_notes, hit, every_nth)) {
-      const int n = std::stoi(hit[1].str()), chunk = positive<int>(m, "layers") / (pl["pp"].as<int>() * pl["vp"].as<int>());
+      const int n = std::stoi(hit[1].str()),
+                chunk = positive<int>(m, "layers") / (pl["pp"].as<int>() * pl["vp"].as<int>());
       if (n >= 1 && chunk / n >= 1) {
         pl["recompute"] = "full";
         pl["recompute_layers"] = chunk / n;
         defaults.push_back("parallelism.recompute_layers: " + std::to_string(chunk / n) +
-                           " per model chunk (the notes: checkpointing of every " + hit[1].str() + hit[2].str() + " layer)");
+                           " per model chunk (the notes: checkpointing of every " + hit[1].str() + hit[2].str() +
+                           " layer)");
       }
     }
     // Selective recomputation of named modules ("recompute: RMSNorm and MLA up-projection

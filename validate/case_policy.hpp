@@ -57,8 +57,13 @@ bool publishes_step_time(const YAML::Node& c);
 // What the sections share: the case, its notes, and what earlier sections decided.
 struct CaseContext {
   CaseContext(const YAML::Node& case_node, std::vector<std::string>& defaults_out)
-      : c(case_node), hw(c["hardware"]), m(c["model"]), p(c["parallelism"]), case_notes(notes_of(c)),
-        low_notes(lowercase(case_notes)), defaults(defaults_out) {}
+      : c(case_node),
+        hw(c["hardware"]),
+        m(c["model"]),
+        p(c["parallelism"]),
+        case_notes(notes_of(c)),
+        low_notes(lowercase(case_notes)),
+        defaults(defaults_out) {}
   const YAML::Node& c;
   const YAML::Node hw, m, p;
   const std::string case_notes, low_notes;
@@ -68,13 +73,13 @@ struct CaseContext {
   std::string gpu;
   bool old_gen = false;  // Volta/Ampere-era software
   int gpus = 0;
-  int per_node = 0;       // GPUs per node as the cluster is built
+  int per_node = 0;         // GPUs per node as the cluster is built
   bool rack_scale = false;  // an NVL72-class rack modelled as one NVLink node
-  int tray_gpus = 0;      // the stated GPUs per node, where they are a tray's
+  int tray_gpus = 0;        // the stated GPUs per node, where they are a tray's
   // model (model_shape ...)
   YAML::Node mo;
   const workload::CatalogModel* named = nullptr;  // the catalogue entry the model's name names
-  std::string from_catalogue, att;                 // " (the catalogue's X)"; the attention text
+  std::string from_catalogue, att;                // " (the catalogue's X)"; the attention text
   long long ffn = 0;
   // plan (plan_degrees ...)
   YAML::Node pl;

@@ -75,9 +75,11 @@ YAML::Node case_software(const YAML::Node& c, const std::string& gpu, std::vecto
     if (year) out["year"] = year;
     if (has(sw, "version")) {
       const std::string version = get<std::string>(sw, "version");
-      if (stacks.entry(*family, version, year)) out["version"] = version;
-      else defaults.push_back("software.version: '" + version + "' is not in the " + framework + " catalogue; the " +
-                              (year ? "year" : "newest entry") + " chooses the profile");
+      if (stacks.entry(*family, version, year))
+        out["version"] = version;
+      else
+        defaults.push_back("software.version: '" + version + "' is not in the " + framework + " catalogue; the " +
+                           (year ? "year" : "newest entry") + " chooses the profile");
     }
     return out;
   }
@@ -85,8 +87,10 @@ YAML::Node case_software(const YAML::Node& c, const std::string& gpu, std::vecto
   const std::string arch = gpus.has(gpu) ? gpus.get(gpu).architecture : "";
   const auto [framework, year] = stacks.era_default(arch);
   out["framework"] = framework;
-  if (has(sw, "year")) out["year"] = get<int>(sw, "year");
-  else if (year) out["year"] = year;
+  if (has(sw, "year"))
+    out["year"] = get<int>(sw, "year");
+  else if (year)
+    out["year"] = year;
   defaults.push_back("software: " + framework + (out["year"] ? " " + out["year"].as<std::string>() : std::string()) +
                      " (the source does not say: the stack of the GPU's era, stacks/eras.yaml)");
   return out;

@@ -33,13 +33,18 @@ namespace {
 
 // nccl-tests' operation names (all_reduce_perf, ...), underscored or run together; nullptr if none.
 const CollectiveOp* collective_op_of(const std::string& name) {
-  static const std::map<std::string, CollectiveOp> kOps = {
-      {"all_reduce", CollectiveOp::AllReduce},         {"allreduce", CollectiveOp::AllReduce},
-      {"all_gather", CollectiveOp::AllGather},         {"allgather", CollectiveOp::AllGather},
-      {"reduce_scatter", CollectiveOp::ReduceScatter}, {"reducescatter", CollectiveOp::ReduceScatter},
-      {"all_to_all", CollectiveOp::AllToAll},          {"alltoall", CollectiveOp::AllToAll},
-      {"broadcast", CollectiveOp::Broadcast},          {"reduce", CollectiveOp::Broadcast},
-      {"sendrecv", CollectiveOp::SendRecv},            {"send_recv", CollectiveOp::SendRecv}};
+  static const std::map<std::string, CollectiveOp> kOps = {{"all_reduce", CollectiveOp::AllReduce},
+                                                           {"allreduce", CollectiveOp::AllReduce},
+                                                           {"all_gather", CollectiveOp::AllGather},
+                                                           {"allgather", CollectiveOp::AllGather},
+                                                           {"reduce_scatter", CollectiveOp::ReduceScatter},
+                                                           {"reducescatter", CollectiveOp::ReduceScatter},
+                                                           {"all_to_all", CollectiveOp::AllToAll},
+                                                           {"alltoall", CollectiveOp::AllToAll},
+                                                           {"broadcast", CollectiveOp::Broadcast},
+                                                           {"reduce", CollectiveOp::Broadcast},
+                                                           {"sendrecv", CollectiveOp::SendRecv},
+                                                           {"send_recv", CollectiveOp::SendRecv}};
   const auto known = kOps.find(name);
   return known == kOps.end() ? nullptr : &known->second;
 }
@@ -110,8 +115,9 @@ bool read_measured(const YAML::Node& m, CollectiveOp kind, CollectiveCaseResult&
     r.measured = 0.5 * (m["other"]["expected_per_nic_GBps_ndr400_low"].as<double>() +
                         m["other"]["expected_per_nic_GBps_ndr400_high"].as<double>());
     per_nic = true;
-    r.defaults.push_back("per-NIC statement: network bytes per GPU S(n-g)/n over the all-to-all time; "
-                         "measured = middle of the stated range");
+    r.defaults.push_back(
+        "per-NIC statement: network bytes per GPU S(n-g)/n over the all-to-all time; "
+        "measured = middle of the stated range");
     return true;
   }
   r.error = "the case publishes no bus bandwidth";
@@ -128,7 +134,8 @@ YAML::Node case_cluster(const YAML::Node& hw, const std::string& gpu, const Case
   const YAML::Node inter = hw["inter_node"];
   if (has(inter, "nic_gbps")) {
     const int gbps = inter["nic_gbps"].as<int>();
-    const hw::NicSpec& nic = hw::bundled_nodes().nic_for(has(inter, "fabric") ? inter["fabric"].as<std::string>() : "", gbps);
+    const hw::NicSpec& nic =
+        hw::bundled_nodes().nic_for(has(inter, "fabric") ? inter["fabric"].as<std::string>() : "", gbps);
     if (const std::string note = validate::nic_rate_note(nic, gbps); !note.empty()) r.defaults.push_back(note);
     cl["nic"] = nic.name;
   } else {
@@ -136,7 +143,8 @@ YAML::Node case_cluster(const YAML::Node& hw, const std::string& gpu, const Case
   }
   if (has(inter, "nics_per_node") && l.tray_gpus > 0) {
     // A tray's NIC count beside a tray's GPU count (as for training cases).
-    const auto rack = validate::rack_nics_from_tray(inter["nics_per_node"].as<int>(), l.tray_gpus, std::min(l.per_node, l.gpus));
+    const auto rack =
+        validate::rack_nics_from_tray(inter["nics_per_node"].as<int>(), l.tray_gpus, std::min(l.per_node, l.gpus));
     cl["nics_per_node"] = rack.nics;
     r.defaults.push_back(rack.note);
   } else if (has(inter, "nics_per_node")) {
@@ -151,7 +159,8 @@ YAML::Node case_cluster(const YAML::Node& hw, const std::string& gpu, const Case
 
 // The algorithm a multi-node all-reduce runs (with the default's note), or what a named one means.
 void choose_algorithm(const YAML::Node& c, const CaseLayout& l, const topo::ClusterConfig& cfg,
-                      const topo::Cluster& cluster, const CommTuning& tuning, Collective& col, CollectiveCaseResult& r) {
+                      const topo::Cluster& cluster, const CommTuning& tuning, Collective& col,
+                      CollectiveCaseResult& r) {
   const YAML::Node hw = c["hardware"], op = c["op"];
   if (col.op == CollectiveOp::AllReduce && cfg.nodes > 1) {
     // NCCL's large-message choice across nodes: NVLSTree across 8-GPU NVSwitch boxes that reduce
@@ -170,11 +179,11 @@ void choose_algorithm(const YAML::Node& c, const CaseLayout& l, const topo::Clus
     const bool counted = has(op, "gpus") || has(hw, "num_gpus");
     const bool tuner = !nvls_tree && counted && !has(op, "algorithm") && !rack_domains;
     col.algorithm = nvls_tree ? Algorithm::InSwitchTree : tuner ? Algorithm::Auto : Algorithm::Ring;
-    r.defaults.push_back(nvls_tree                    ? "op.algorithm: NVLSTree (multi-node, in-switch reduction in every node)"
-                         : tuner                      ? "op.algorithm: NCCL's choice (Auto; no in-switch reduction, none named)"
+    r.defaults.push_back(nvls_tree ? "op.algorithm: NVLSTree (multi-node, in-switch reduction in every node)"
+                         : tuner   ? "op.algorithm: NCCL's choice (Auto; no in-switch reduction, none named)"
                          : nvls_off && nvls_tree_possible ? "op.algorithm: Ring (multi-node; the notes: NVLS disabled)"
-                         : rack_domains               ? "op.algorithm: Ring (across NVLink racks)"
-                                                      : "op.algorithm: Ring (multi-node network measurement)");
+                         : rack_domains                   ? "op.algorithm: Ring (across NVLink racks)"
+                                                          : "op.algorithm: Ring (multi-node network measurement)");
   } else if (has(op, "algorithm")) {
     r.defaults.push_back("op.algorithm '" + op["algorithm"].as<std::string>() + "': NCCL's default (Auto)");
   }
@@ -214,9 +223,10 @@ CollectiveCaseResult predict_collective_case(const YAML::Node& c) {
   const std::string name = has(op, "name") ? config::lowercase(op["name"].as<std::string>()) : "";
   const CollectiveOp* known = collective_op_of(name);
   if (!known) {
-    r.error = name.empty() ? std::string("op.name is null")
-                           : "unsupported collective '" + name +
-                                 "' (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or sendrecv)";
+    r.error = name.empty()
+                  ? std::string("op.name is null")
+                  : "unsupported collective '" + name +
+                        "' (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or sendrecv)";
     return r;
   }
   const CollectiveOp kind = *known;
@@ -262,7 +272,11 @@ CollectiveValidation validate_collective_cases(const std::string& cases_path) {
   struct Acc {
     size_t n = 0;
     double sum = 0, max = 0;
-    void add(double e) { ++n; sum += std::fabs(e); max = std::max(max, std::fabs(e)); }
+    void add(double e) {
+      ++n;
+      sum += std::fabs(e);
+      max = std::max(max, std::fabs(e));
+    }
     ErrorSummary summary() const { return {n, n ? sum / n : 0.0, max}; }
   };
   Acc all;

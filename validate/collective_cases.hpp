@@ -13,8 +13,8 @@
 //  - algorithm: multi-node all-reduce cases run NVLSTree across 8-GPU NVSwitch boxes that reduce
 //    in-switch (unless the notes say NCCL_NVLS_ENABLE=0); else NCCL's choice (Auto) for a stated
 //    GPU count with no algorithm named, Ring otherwise (a statement without a count is a network
-//    peak: the maintainers benchmark it with Ring, specs.yaml NCCLT_196/NCCL_812); every other label (Azure's "NVLS" on A100,
-//    which has no NVLS) means NCCL's default, i.e. Auto;
+//    peak: the maintainers benchmark it with Ring, specs.yaml NCCLT_196/NCCL_812); every other label (Azure's "NVLS" on
+//    A100, which has no NVLS) means NCCL's default, i.e. Auto;
 //  - rack-scale nodes (NVL72): a smaller gpus_per_node is a tray of one NVLink rack, unless the
 //    system or notes describe NVL(ink) partitions: then each partition is an NVLink domain with its
 //    GPUs' own NICs, joined over the fabric;
@@ -32,7 +32,7 @@ namespace stacksim::coll {
 struct CollectiveCaseResult {
   std::string metric;  // busbw_GBps or per_nic_GBps
   double predicted = 0, measured = 0;
-  std::string error;   // non-empty: the case could not be predicted, and why
+  std::string error;  // non-empty: the case could not be predicted, and why
   std::vector<std::string> defaults;
 };
 

@@ -2,11 +2,11 @@
 
 #include <stdexcept>
 
-#include "models/host/host.hpp"
-#include "validate/training_cases.hpp"
 #include "models/collectives/collective.hpp"
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
+#include "models/host/host.hpp"
+#include "validate/training_cases.hpp"
 
 namespace stacksim::analysis {
 
@@ -14,11 +14,12 @@ namespace {
 
 // The PyTorch DataLoader run's CPU usage (percent of the node's logical CPUs) and step time of
 // another case of the same job and source: the loader's CPU-seconds per sample.
-double sibling_cpu_seconds_per_sample(const YAML::Node& c, const std::vector<YAML::Node>& all,
-                                      int logical_cpus, std::string& sibling_id) {
+double sibling_cpu_seconds_per_sample(const YAML::Node& c, const std::vector<YAML::Node>& all, int logical_cpus,
+                                      std::string& sibling_id) {
   const std::string id = get<std::string>(c, "id");
   for (const YAML::Node& s : all) {
-    if (!has(s, "id") || get<std::string>(s, "id") == id || !has(s, "kind") || get<std::string>(s, "kind") != "dataloader")
+    if (!has(s, "id") || get<std::string>(s, "id") == id || !has(s, "kind") ||
+        get<std::string>(s, "kind") != "dataloader")
       continue;
     if (!has(s, "source") || s["source"]["key"].as<std::string>() != c["source"]["key"].as<std::string>()) continue;
     if (s["op"]["workload"].as<std::string>() != c["op"]["workload"].as<std::string>()) continue;
@@ -49,11 +50,13 @@ int peer_copy_directions(const YAML::Node& c, const std::string& op, double one_
   const std::string notes = lowercase(notes_of(c));
   if (notes.find("unidirectional") != std::string::npos || notes.find("one way") != std::string::npos) return 1;
   if (notes.find("bidirectional") != std::string::npos) return 2;
-  if (has(c["measured"], "bandwidth_GBps") && get<double>(c["measured"], "bandwidth_GBps") * 1e9 > one_direction_line_Bps) {
+  if (has(c["measured"], "bandwidth_GBps") &&
+      get<double>(c["measured"], "bandwidth_GBps") * 1e9 > one_direction_line_Bps) {
     out.defaults.push_back("directions: both (unstated; the figure is above one direction's line rate)");
     return 2;
   }
-  throw std::runtime_error("peer copy (" + op + "): the published figure's direction count (one way or both) is not "
+  throw std::runtime_error("peer copy (" + op +
+                           "): the published figure's direction count (one way or both) is not "
                            "stated, the figure is within one direction's line rate, and the two differ by 2x");
 }
 
@@ -142,4 +145,3 @@ void predict_host_copy_case(const YAML::Node& c, CaseOutcome& out) {
 }
 
 }  // namespace stacksim::analysis
-

@@ -24,9 +24,12 @@ double attention_tflops(const GpuModel& model, const YAML::Node& op, std::string
     }
   const std::string name = text(op["kernel"]);
   AttentionKernel kernel;
-  if (name == "flash2") kernel = AttentionKernel::Flash2;
-  else if (name == "flash1") kernel = AttentionKernel::Flash1;
-  else if (name == "fused") kernel = AttentionKernel::Fused;
+  if (name == "flash2")
+    kernel = AttentionKernel::Flash2;
+  else if (name == "flash1")
+    kernel = AttentionKernel::Flash1;
+  else if (name == "fused")
+    kernel = AttentionKernel::Fused;
   else {
     error = "op.kernel '" + name + "' is not flash1, flash2 or fused";
     return 0;
@@ -123,13 +126,12 @@ std::vector<KernelCaseResult> validate_kernel_cases(const std::string& cases_pat
   return out;
 }
 
-KernelValidationSummary summarize_kernel_cases(const std::vector<KernelCaseResult>& results,
-                                               const std::string& group) {
+KernelValidationSummary summarize_kernel_cases(const std::vector<KernelCaseResult>& results, const std::string& group) {
   KernelValidationSummary s;
   double sum = 0;
   for (const auto& r : results) {
-    const bool in = group.empty() || (group == "gemm" && r.kind == "gemm") ||
-                    (group == "stream" && r.op.rfind("stream_", 0) == 0);
+    const bool in =
+        group.empty() || (group == "gemm" && r.kind == "gemm") || (group == "stream" && r.op.rfind("stream_", 0) == 0);
     if (!in) continue;
     if (!r.ok()) {
       ++s.not_modelled;

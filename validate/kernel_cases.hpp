@@ -41,12 +41,11 @@ KernelCaseResult predict_kernel_case(const YAML::Node& c, const hw::GpuCatalog& 
 std::vector<KernelCaseResult> validate_kernel_cases(const std::string& cases_path, const hw::GpuCatalog& gpus);
 
 struct KernelValidationSummary {
-  size_t cases = 0;          // predicted cases in the group
-  size_t not_modelled = 0;   // cases of the group that returned an error
+  size_t cases = 0;         // predicted cases in the group
+  size_t not_modelled = 0;  // cases of the group that returned an error
   double mape_pct = 0, max_abs_error_pct = 0;
 };
 // Summary of one group of results: "gemm" (kind gemm), "stream" (op stream_*) or "" (all).
-KernelValidationSummary summarize_kernel_cases(const std::vector<KernelCaseResult>& results,
-                                               const std::string& group);
+KernelValidationSummary summarize_kernel_cases(const std::vector<KernelCaseResult>& results, const std::string& group);
 
 }  // namespace stacksim::compute

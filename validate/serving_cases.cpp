@@ -9,13 +9,13 @@
 #include <stdexcept>
 
 #include "config/cases_file.hpp"
+#include "models/hardware/gpu_spec.hpp"
+#include "models/hardware/node_spec.hpp"
+#include "models/workload/model_catalog.hpp"
 #include "services/scenario.hpp"
 #include "services/serving_datasets.hpp"
 #include "services/serving_run.hpp"
 #include "validate/serving_engine_flags.hpp"
-#include "models/hardware/gpu_spec.hpp"
-#include "models/hardware/node_spec.hpp"
-#include "models/workload/model_catalog.hpp"
 
 namespace stacksim::analysis {
 namespace {
@@ -68,11 +68,15 @@ const workload::CatalogModel* catalogue_model(const YAML::Node& m) {
     const workload::CatalogModel* e = workload::bundled_models().find(name);
     if (!e) continue;
     const workload::ModelConfig& k = e->config;
-    const auto agrees = [&](const YAML::Node& n, const char* key, long long v) { return !has(n, key) || field<long long>(n, key) == v; };
+    const auto agrees = [&](const YAML::Node& n, const char* key, long long v) {
+      return !has(n, key) || field<long long>(n, key) == v;
+    };
     bool ok = agrees(m, "layers", k.layers) && agrees(m, "hidden", k.hidden) && agrees(m, "heads", k.heads) &&
               agrees(m, "vocab", k.vocab) && (k.is_mla() || agrees(m, "kv_heads", k.kv_heads));
-    if (has(m, "moe")) ok = ok && k.is_moe() && agrees(m["moe"], "experts", k.moe.experts) && agrees(m["moe"], "top_k", k.moe.top_k);
-    else ok = ok && !k.is_moe();
+    if (has(m, "moe"))
+      ok = ok && k.is_moe() && agrees(m["moe"], "experts", k.moe.experts) && agrees(m["moe"], "top_k", k.moe.top_k);
+    else
+      ok = ok && !k.is_moe();
     if (ok) return e;
   }
   return nullptr;
@@ -88,7 +92,8 @@ YAML::Node model_section(const YAML::Node& c, std::vector<std::string>& defaults
     return out;
   }
   for (const char* k : {"layers", "hidden", "heads", "vocab"})
-    if (!has(m, k)) throw std::runtime_error(std::string("model.") + k + " is null and the model is not in the catalogue");
+    if (!has(m, k))
+      throw std::runtime_error(std::string("model.") + k + " is null and the model is not in the catalogue");
   if (has(m, "name")) out["name"] = field<std::string>(m, "name");
   for (const char* k : {"layers", "hidden", "heads"}) out[k] = count_field(m, k);
   out["vocab"] = count_field(m, "vocab");
@@ -121,9 +126,10 @@ std::optional<double> scaled_other(const YAML::Node& c, const std::string& metri
   const YAML::Node hw = c["hardware"];
   const double gpus = has(hw, "num_gpus") ? field<double>(hw, "num_gpus") : 0;
   const double per_node = has(hw, "gpus_per_node") ? field<double>(hw, "gpus_per_node") : 0;
-  for (const auto& [key, scale] : std::vector<std::pair<std::string, double>>{
-           {metric + "_per_gpu", gpus}, {"per_gpu_" + metric, gpus},
-           {metric + "_per_node", per_node > 0 ? gpus / per_node : 0}}) {
+  for (const auto& [key, scale] :
+       std::vector<std::pair<std::string, double>>{{metric + "_per_gpu", gpus},
+                                                   {"per_gpu_" + metric, gpus},
+                                                   {metric + "_per_node", per_node > 0 ? gpus / per_node : 0}}) {
     if (other[key] && other[key].IsScalar() && scale > 0) return other[key].as<double>() * scale;
   }
   return std::nullopt;
@@ -138,8 +144,10 @@ std::vector<std::pair<std::string, double>> serving_case_measured(const YAML::No
   const YAML::Node ms = c["measured"];
   if (!ms) return out;
   for (const char* k : {"output_tokens_per_s", "total_tokens_per_s", "requests_per_s"}) {
-    if (has(ms, k)) out.push_back({k, field<double>(ms, k)});
-    else if (const auto v = scaled_other(c, k)) out.push_back({k, *v});
+    if (has(ms, k))
+      out.push_back({k, field<double>(ms, k)});
+    else if (const auto v = scaled_other(c, k))
+      out.push_back({k, *v});
   }
   for (const char* metric : {"ttft_ms", "tpot_ms", "e2e_latency_s"}) {
     const YAML::Node m = ms[metric];
@@ -152,7 +160,8 @@ std::vector<std::pair<std::string, double>> serving_case_measured(const YAML::No
 
 // Engine limits the notes quote as flags become the scenario's serving keys (a per-rank batch
 // limit times the attention data-parallel ranks).
-void apply_engine_flags(const std::string& notes, long long dp_ranks, YAML::Node& srv, std::vector<std::string>& defaults) {
+void apply_engine_flags(const std::string& notes, long long dp_ranks, YAML::Node& srv,
+                        std::vector<std::string>& defaults) {
   for (const EngineFlag& f : engine_flags_in(notes)) {
     if (f.key == "chunked_prefill") {
       srv[f.key] = f.value != 0;
@@ -177,7 +186,8 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
   if (!has(hw, "gpu")) throw std::runtime_error("hardware.gpu is null");
   const std::string gpu = hw::canonical_gpu_name(field<std::string>(hw, "gpu"));
   if (!hw::bundled_gpus().has(gpu))
-    throw std::runtime_error("GPU '" + field<std::string>(hw, "gpu") + "' is not in the hardware catalogue (stacksim catalog gpus)");
+    throw std::runtime_error("GPU '" + field<std::string>(hw, "gpu") +
+                             "' is not in the hardware catalogue (stacksim catalog gpus)");
   YAML::Node s;
   s["name"] = has(c, "id") ? field<std::string>(c, "id") : "case";
   s["hardware"]["gpu"] = gpu;
@@ -188,7 +198,10 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
   const auto size = [&](const char* k) { return has(sv, k) ? count_field(sv, k) : 0LL; };
   long long tp = size("tp"), pp = size("pp"), ep = size("ep"), dp = size("dp");
   const long long gpus = has(hw, "num_gpus") ? count_field(hw, "num_gpus") : 0;
-  if (pp == 0) { pp = 1; defaults.push_back("serving.pp: 1 (not stated)"); }
+  if (pp == 0) {
+    pp = 1;
+    defaults.push_back("serving.pp: 1 (not stated)");
+  }
   if (dp == 0) dp = 1;
   const std::string notes = has(c, "notes") ? field<std::string>(c, "notes") : "";
   bool dp_attention = ep > std::max(tp, 1LL);
@@ -258,8 +271,9 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
       draft = count_field(sp, "draft_tokens");
       if (has(sp, "acceptance_rate")) acceptance = field<double>(sp, "acceptance_rate"), acceptance_stated = true;
     } else {
-      static const std::regex words(R"((num_nextn_predict_layers|draft[ _-]?(len|length|tokens)?|speculative[ _-]?(num[ _-]?)?steps)\D{0,3}(\d+))",
-                                    std::regex::icase);
+      static const std::regex words(
+          R"((num_nextn_predict_layers|draft[ _-]?(len|length|tokens)?|speculative[ _-]?(num[ _-]?)?steps)\D{0,3}(\d+))",
+          std::regex::icase);
       std::smatch mm;
       const std::string text = field<std::string>(sv, "speculative");
       if (!std::regex_search(text, mm, words))
@@ -269,7 +283,9 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
     srv["speculative"]["draft_tokens"] = draft;
     srv["speculative"]["acceptance_rate"] = acceptance;
     if (!acceptance_stated)
-      defaults.push_back("serving.speculative.acceptance_rate: 0.85 (DeepSeek-V3 report's MTP second-token acceptance, low end; not stated)");
+      defaults.push_back(
+          "serving.speculative.acceptance_rate: 0.85 (DeepSeek-V3 report's MTP second-token acceptance, low end; not "
+          "stated)");
   }
   if (has(sv, "disaggregated") && sv["disaggregated"].IsMap()) srv["disaggregated"] = sv["disaggregated"];
   apply_engine_flags(notes, dp_attention ? dp : 1, srv, defaults);
@@ -281,16 +297,20 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
 
   // The request stream.
   const std::vector<std::pair<std::string, double>> measured = serving_case_measured(c);
-  const bool ttft_only = !measured.empty() && std::all_of(measured.begin(), measured.end(),
-                                                          [](const auto& m) { return m.first.rfind("ttft_ms", 0) == 0; });
+  const bool ttft_only = !measured.empty() && std::all_of(measured.begin(), measured.end(), [](const auto& m) {
+    return m.first.rfind("ttft_ms", 0) == 0;
+  });
   // A prefill pool measured alone: a disaggregated case whose only figure is the total (prompt)
   // token rate, nothing generated.
-  const bool prefill_only = has(sv, "disaggregated") && measured.size() == 1 && measured[0].first == "total_tokens_per_s";
+  const bool prefill_only =
+      has(sv, "disaggregated") && measured.size() == 1 && measured[0].first == "total_tokens_per_s";
   YAML::Node w;
   const std::string mode = has(sv, "mode") ? field<std::string>(sv, "mode") : "";
   const YAML::Node other = c["measured"]["other"];
   const long long published_requests =
-      other && other.IsMap() && other["num_requests"] && other["num_requests"].IsScalar() ? other["num_requests"].as<long long>() : 0;
+      other && other.IsMap() && other["num_requests"] && other["num_requests"].IsScalar()
+          ? other["num_requests"].as<long long>()
+          : 0;
   long long requests = published_requests;
   if (requests == 0 && has(sv, "dataset")) {  // "sharegpt (200 prompts, fixed seed)": the count the source ran
     static const std::regex count_words(R"((\d+)\s+(prompts|requests|samples)\b)");
@@ -311,18 +331,21 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
       w["concurrency"] = count_field(sv, "max_concurrency");
       if (requests == 0) {
         requests = std::max(10 * count_field(sv, "max_concurrency"), 64LL);
-        defaults.push_back("workload.requests: " + std::to_string(requests) + " (10 x the concurrency, at least 64; not stated)");
+        defaults.push_back("workload.requests: " + std::to_string(requests) +
+                           " (10 x the concurrency, at least 64; not stated)");
       }
     } else {
       w["mode"] = "offline";
       defaults.push_back("workload.mode: offline (concurrency not stated: the engine's own limit)");
     }
   } else if (mode == "request_rate") {
-    if (!has(sv, "request_rate_per_s")) throw std::runtime_error("serving.request_rate_per_s is null in mode request_rate");
+    if (!has(sv, "request_rate_per_s"))
+      throw std::runtime_error("serving.request_rate_per_s is null in mode request_rate");
     w["mode"] = "poisson";
     w["rate_per_s"] = field<double>(sv, "request_rate_per_s");
   } else {
-    throw std::runtime_error("serving.mode '" + mode + "' is not one of offline, server, fixed_batch, concurrency, request_rate");
+    throw std::runtime_error("serving.mode '" + mode +
+                             "' is not one of offline, server, fixed_batch, concurrency, request_rate");
   }
   if (requests == 0) {
     requests = 1000;
@@ -345,15 +368,17 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
       w[key] = 1;
       defaults.push_back("workload.output: 1 token (a disaggregated prefill pool measured alone: only tokens/s in)");
     } else {
-      throw std::runtime_error("serving." + std::string(k) + " is null" +
-                               (dataset.empty() ? std::string() : " and the dataset '" + dataset + "' has no published " + key + " length"));
+      throw std::runtime_error(
+          "serving." + std::string(k) + " is null" +
+          (dataset.empty() ? std::string() : " and the dataset '" + dataset + "' has no published " + key + " length"));
     }
   }
   s["workload"] = w;
   if (mode == "server") {
     const YAML::Node lc = sv["latency_constraints"];
     if (!has(sv, "latency_constraints")) throw std::runtime_error("mode server without latency_constraints");
-    if (!lc.IsMap()) throw std::runtime_error("serving.latency_constraints is not a map of limits (e.g. {ttft_ms.p99: 2000})");
+    if (!lc.IsMap())
+      throw std::runtime_error("serving.latency_constraints is not a map of limits (e.g. {ttft_ms.p99: 2000})");
     s["slo"] = lc;
   }
   return s;

@@ -45,10 +45,11 @@ std::vector<EngineFlag> engine_flags_in(const std::string& text) {
     if (std::any_of(out.begin(), out.end(), [&](const EngineFlag& f) { return f.key == s.key; })) continue;
     const bool boolean = std::string(s.key) == "chunked_prefill";
     // "--flag 12", "--flag=12", "flag: 12", "flag 12"; a boolean flag alone means true.
-    const std::regex re("(^|[^A-Za-z0-9_-])(--)?(no[-_])?" + flag_pattern(s.flag) +
-                            (boolean ? R"((\s*[=:]?\s*(true|false|True|False))?)" : R"(\s*[=:]?\s*(-?[0-9]+(\.[0-9]+)?))") +
-                            R"((\s*\(?per[ _-]rank\)?)?)",
-                        std::regex::icase);
+    const std::regex re(
+        "(^|[^A-Za-z0-9_-])(--)?(no[-_])?" + flag_pattern(s.flag) +
+            (boolean ? R"((\s*[=:]?\s*(true|false|True|False))?)" : R"(\s*[=:]?\s*(-?[0-9]+(\.[0-9]+)?))") +
+            R"((\s*\(?per[ _-]rank\)?)?)",
+        std::regex::icase);
     std::smatch m;
     if (!std::regex_search(text, m, re)) continue;
     EngineFlag f;

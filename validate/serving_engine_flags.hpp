@@ -10,8 +10,8 @@
 namespace stacksim::analysis {
 
 struct EngineFlag {
-  std::string key;    // the scenario's serving key: max_num_seqs, max_num_batched_tokens, ...
-  double value = 0;   // numbers as written; booleans 1/0
+  std::string key;        // the scenario's serving key: max_num_seqs, max_num_batched_tokens, ...
+  double value = 0;       // numbers as written; booleans 1/0
   bool per_rank = false;  // "(per rank)" follows: a data-parallel rank's limit, not the instance's
   std::string spelling;   // the flag as the text wrote it (for the defaults list)
 };

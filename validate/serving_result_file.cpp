@@ -4,17 +4,17 @@
 
 #include <cmath>
 #include <filesystem>
-#include <tuple>
-#include <vector>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <tuple>
+#include <vector>
 
 #include "config/error.hpp"
 #include "services/scenario.hpp"
+#include "services/serving_run.hpp"
 #include "validate/serving_cases.hpp"
 #include "validate/serving_result_genai_perf.hpp"
-#include "services/serving_run.hpp"
 
 namespace stacksim::analysis {
 namespace {
@@ -22,7 +22,8 @@ namespace {
 // Python's json module writes an infinite request rate as the bare word Infinity (SGLang), which
 // JSON does not have: read it as the string "inf" (vLLM's own spelling), NaN as null.
 std::string python_json_to_json(std::string text) {
-  const std::vector<std::pair<std::string, std::string>> words = {{"-Infinity", "\"-inf\""}, {"Infinity", "\"inf\""}, {"NaN", "null"}};
+  const std::vector<std::pair<std::string, std::string>> words = {
+      {"-Infinity", "\"-inf\""}, {"Infinity", "\"inf\""}, {"NaN", "null"}};
   for (const auto& [from, to] : words)
     for (size_t at = text.find(": " + from); at != std::string::npos; at = text.find(": " + from, at + 2))
       text.replace(at + 2, from.size(), to);
@@ -39,9 +40,9 @@ nlohmann::json recognised(const nlohmann::json& j, const std::string& path, int 
                           std::vector<std::string>& notes) {
   if (is_genai_perf_export(j)) return genai_perf_to_benchmark_serving(j, path, tool, notes);
   if (!j.is_object() || !j.contains("completed"))
-    throw config::InputError(path, line, "",
-                             "not a serving benchmark result this reader knows (no 'completed', no GenAI-Perf metric objects)",
-                             kExpected);
+    throw config::InputError(
+        path, line, "",
+        "not a serving benchmark result this reader knows (no 'completed', no GenAI-Perf metric objects)", kExpected);
   return j;
 }
 
@@ -54,8 +55,11 @@ nlohmann::json read_result(const std::string& path, std::string& tool, std::vect
   const std::string text = python_json_to_json(ss.str());
   try {
     const nlohmann::json j = nlohmann::json::parse(text);
-    if (!j.is_object()) throw config::InputError(path, 1, "", "expected one JSON object (a benchmark result)", "give the --save-result file");
-    tool = j.contains("e2e_latency_ms") || j.contains("mean_e2e_latency_ms") ? "sglang-bench_serving" : "vllm-benchmark_serving";
+    if (!j.is_object())
+      throw config::InputError(path, 1, "", "expected one JSON object (a benchmark result)",
+                               "give the --save-result file");
+    tool = j.contains("e2e_latency_ms") || j.contains("mean_e2e_latency_ms") ? "sglang-bench_serving"
+                                                                             : "vllm-benchmark_serving";
     return recognised(j, path, 1, tool, notes);
   } catch (const nlohmann::json::parse_error&) {
   }
@@ -73,7 +77,8 @@ nlohmann::json read_result(const std::string& path, std::string& tool, std::vect
     }
   }
   if (!last.is_object())
-    throw config::InputError(path, last_line, "", "no benchmark result object in the file", "give the file the benchmark wrote");
+    throw config::InputError(path, last_line, "", "no benchmark result object in the file",
+                             "give the file the benchmark wrote");
   tool = "sglang-bench_serving";
   return recognised(last, path, last_line, tool, notes);
 }
@@ -102,10 +107,12 @@ std::vector<CaseOutcome> validate_serving_result(const std::string& result_path,
   serving::Workload& w = s.serving.workload;
   const double completed = number(r, "completed");
   if (!(completed >= 1))
-    throw config::InputError(result_path, 0, "completed", "the run completed no request", "give a finished benchmark run");
+    throw config::InputError(result_path, 0, "completed", "the run completed no request",
+                             "give a finished benchmark run");
   w.num_requests = static_cast<long long>(completed);
-  const double rate = r.contains("request_rate") && r["request_rate"].is_number() ? r["request_rate"].get<double>()
-                                                                                  : std::numeric_limits<double>::infinity();
+  const double rate = r.contains("request_rate") && r["request_rate"].is_number()
+                          ? r["request_rate"].get<double>()
+                          : std::numeric_limits<double>::infinity();
   const double concurrency = number(r, "max_concurrency");
   if (concurrency >= 1 && !std::isfinite(rate)) {
     w.mode = serving::ArrivalMode::Concurrency;
@@ -127,9 +134,10 @@ std::vector<CaseOutcome> validate_serving_result(const std::string& result_path,
   w.input.mean_tokens = std::round(in_tokens / completed);
   w.output = serving::LengthDist{};
   w.output.mean_tokens = std::max(1.0, std::round(out_tokens / completed));
-  o.defaults.push_back("workload: " + std::string(serving::arrival_mode_name(w.mode)) + ", " + std::to_string(w.num_requests) +
-                       " requests of the run's mean lengths (input " + std::to_string(static_cast<long long>(w.input.mean_tokens)) +
-                       ", output " + std::to_string(static_cast<long long>(w.output.mean_tokens)) + " tokens)");
+  o.defaults.push_back("workload: " + std::string(serving::arrival_mode_name(w.mode)) + ", " +
+                       std::to_string(w.num_requests) + " requests of the run's mean lengths (input " +
+                       std::to_string(static_cast<long long>(w.input.mean_tokens)) + ", output " +
+                       std::to_string(static_cast<long long>(w.output.mean_tokens)) + " tokens)");
   try {
     serving::check_workload(w);
   } catch (const config::InputError& e) {
@@ -144,12 +152,16 @@ std::vector<CaseOutcome> validate_serving_result(const std::string& result_path,
       {"output_tokens_per_s", number(r, "output_throughput"), p.output_tokens_per_s},
       {"total_tokens_per_s", number(r, "total_token_throughput"), p.total_tokens_per_s},
       {"requests_per_s", number(r, "request_throughput"), p.requests_per_s}};
-  const std::vector<std::pair<std::string, std::string>> stats = {{"mean", "mean"}, {"median", "p50"}, {"p90", "p90"},
-                                                                   {"p95", "p95"}, {"p99", "p99"}};
-  for (const auto& [metric, file_name, scale] : std::vector<std::tuple<std::string, std::string, double>>{
-           {"ttft_ms", "ttft_ms", 1.0}, {"tpot_ms", "tpot_ms", 1.0}, {"e2e_latency_s", "e2el_ms", 1e-3},
-           {"e2e_latency_s", "e2e_latency_ms", 1e-3}}) {
-    const serving::Percentiles& pp = metric == "ttft_ms" ? p.ttft_ms : metric == "tpot_ms" ? p.tpot_ms : p.e2e_latency_s;
+  const std::vector<std::pair<std::string, std::string>> stats = {
+      {"mean", "mean"}, {"median", "p50"}, {"p90", "p90"}, {"p95", "p95"}, {"p99", "p99"}};
+  for (const auto& [metric, file_name, scale] :
+       std::vector<std::tuple<std::string, std::string, double>>{{"ttft_ms", "ttft_ms", 1.0},
+                                                                 {"tpot_ms", "tpot_ms", 1.0},
+                                                                 {"e2e_latency_s", "e2el_ms", 1e-3},
+                                                                 {"e2e_latency_s", "e2e_latency_ms", 1e-3}}) {
+    const serving::Percentiles& pp = metric == "ttft_ms"   ? p.ttft_ms
+                                     : metric == "tpot_ms" ? p.tpot_ms
+                                                           : p.e2e_latency_s;
     for (const auto& [prefix, stat] : stats) {
       const std::string key = prefix + "_" + file_name;
       const double v = number(r, key.c_str());

@@ -61,7 +61,8 @@ void check_per_second(const nlohmann::json& j, const char* metric, const std::st
   if (!member(j, metric)) return;
   const std::string u = unit_of(j, metric);
   for (const char* tail : {"/sec", "/s", "per sec", "per second"})
-    if (u.size() >= std::string(tail).size() && u.compare(u.size() - std::string(tail).size(), std::string::npos, tail) == 0)
+    if (u.size() >= std::string(tail).size() &&
+        u.compare(u.size() - std::string(tail).size(), std::string::npos, tail) == 0)
       return;
   throw config::InputError(path, 0, std::string(metric) + ".unit", "unknown throughput unit '" + u + "'",
                            "expected a per-second unit such as tokens/sec or requests/sec");
@@ -119,15 +120,16 @@ nlohmann::json genai_perf_to_benchmark_serving(const nlohmann::json& j, const st
     isl = config_number(cfg, {{"synthetic_input_tokens_mean"}, {"input", "prompt", "input_tokens", "mean"}});
   if (!(osl > 0)) osl = config_number(cfg, {{"output_tokens_mean"}, {"input", "prompt", "output_tokens", "mean"}});
   if (!(isl > 0) || !(osl > 0))
-    throw config::InputError(path, 0, isl > 0 ? "output_sequence_length" : "input_sequence_length",
-                             "the export gives no mean " + std::string(isl > 0 ? "output" : "input") + " length",
-                             "give the export of a run with token counts (input_sequence_length / output_sequence_length)");
+    throw config::InputError(
+        path, 0, isl > 0 ? "output_sequence_length" : "input_sequence_length",
+        "the export gives no mean " + std::string(isl > 0 ? "output" : "input") + " length",
+        "give the export of a run with token counts (input_sequence_length / output_sequence_length)");
   r["total_input_tokens"] = isl * requests;
   r["total_output_tokens"] = osl * requests;
-  for (const auto& [from, to] : std::vector<std::pair<const char*, const char*>>{
-           {"request_throughput", "request_throughput"},
-           {"output_token_throughput", "output_throughput"},
-           {"total_token_throughput", "total_token_throughput"}}) {
+  for (const auto& [from, to] :
+       std::vector<std::pair<const char*, const char*>>{{"request_throughput", "request_throughput"},
+                                                        {"output_token_throughput", "output_throughput"},
+                                                        {"total_token_throughput", "total_token_throughput"}}) {
     check_per_second(j, from, path);
     const double v = stat(j, from, "avg");
     if (v > 0) r[to] = v;

@@ -65,12 +65,13 @@ void print_serving_summary(const std::vector<CaseOutcome>& outcomes, std::ostrea
   for (const auto& [cls, by_source] : collect(outcomes)) {
     size_t n = 0;
     for (const auto& [src, e] : by_source) {
-      std::snprintf(line, sizeof line, "  %-12s %-30s %5zu %9.1f %9.1f\n", cls.c_str(), src.c_str(), e.abs_pct.size(), e.mape(),
-                    e.max());
+      std::snprintf(line, sizeof line, "  %-12s %-30s %5zu %9.1f %9.1f\n", cls.c_str(), src.c_str(), e.abs_pct.size(),
+                    e.mape(), e.max());
       out << line;
       n += e.abs_pct.size();
     }
-    std::snprintf(line, sizeof line, "  %-12s %-30s %5zu   macro MAPE over sources %.1f%%\n", cls.c_str(), "ALL", n, macro(by_source));
+    std::snprintf(line, sizeof line, "  %-12s %-30s %5zu   macro MAPE over sources %.1f%%\n", cls.c_str(), "ALL", n,
+                  macro(by_source));
     out << line;
   }
 }

@@ -55,8 +55,17 @@ double objective(const std::vector<const FitRow*>& rows, const Theta& t, const T
   total /= std::max<size_t>(1, by_source.size());
   const Theta scale{0.2, 0.5, 10.0};
   double pull = 0;
-  for (int k = 0; k < 3; ++k) pull += std::pow((std::clamp(t[k], k == 0 ? kMinLogE : k == 1 ? kMinLogC : 0.0,
-                                                           k == 0 ? kMaxLogE : k == 1 ? kMaxLogC : kMaxGapUs) - home[k]) / scale[k], 2);
+  for (int k = 0; k < 3; ++k)
+    pull += std::pow((std::clamp(t[k],
+                                 k == 0   ? kMinLogE
+                                 : k == 1 ? kMinLogC
+                                          : 0.0,
+                                 k == 0   ? kMaxLogE
+                                 : k == 1 ? kMaxLogC
+                                          : kMaxGapUs) -
+                      home[k]) /
+                         scale[k],
+                     2);
   return total + shrink * pull;
 }
 
@@ -86,8 +95,10 @@ Theta minimise(const std::vector<const FitRow*>& rows, const Theta& home, double
     if (fr < f[best]) {
       const Theta expanded = along(-2);
       const double fe = objective(rows, expanded, home, shrink);
-      if (fe < fr) x[worst] = expanded, f[worst] = fe;
-      else x[worst] = reflected, f[worst] = fr;
+      if (fe < fr)
+        x[worst] = expanded, f[worst] = fe;
+      else
+        x[worst] = reflected, f[worst] = fr;
     } else if (fr < f[second]) {
       x[worst] = reflected, f[worst] = fr;
     } else {
@@ -198,7 +209,8 @@ FitRow fit_row(const CaseOutcome& o) {
   r.time_like = o.time_like;
   double compute = 0, comm = 0;
   for (const auto& [k, v] : o.breakdown) {
-    if (k == "gemm" || k == "attention" || k == "elementwise" || k == "optimizer" || k == "pipeline_bubble") compute += v;
+    if (k == "gemm" || k == "attention" || k == "elementwise" || k == "optimizer" || k == "pipeline_bubble")
+      compute += v;
     if (k == "tp_comm" || k == "cp_comm" || k == "ep_comm" || k == "pp_comm" || k == "dp_comm") comm += v;
   }
   const double t = o.step_time_s > 0 ? o.step_time_s : 1;
@@ -209,8 +221,8 @@ FitRow fit_row(const CaseOutcome& o) {
 }
 
 double first_order_log(const FitRow& r, const StackParameters& p) {
-  const double ratio = 1 + r.compute_share * (1 / p.compute_efficiency - 1) + r.comm_share * (1 / p.comm_efficiency - 1) +
-                       r.kernels_per_s * p.kernel_gap_s;
+  const double ratio = 1 + r.compute_share * (1 / p.compute_efficiency - 1) +
+                       r.comm_share * (1 / p.comm_efficiency - 1) + r.kernels_per_s * p.kernel_gap_s;
   return std::log(std::max(ratio, 0.05));
 }
 
@@ -269,8 +281,8 @@ FitReport fit_stacks(const std::vector<std::string>& case_files, std::ostream& p
     char buf[600];
     for (const auto& r : rows) {
       std::snprintf(buf, sizeof buf, "%s,%s,%s,%s,%d,%d,%.6g,%.6g,%.6g,%.6g,%.6g\n", r.id.c_str(), r.source.c_str(),
-                    r.family.c_str(), r.architecture.c_str(), r.num_gpus, r.time_like ? 1 : 0, r.base_log, r.compute_share,
-                    r.comm_share, r.kernels_per_s, cv_of.count(&r) ? cv_of[&r] : std::nan(""));
+                    r.family.c_str(), r.architecture.c_str(), r.num_gpus, r.time_like ? 1 : 0, r.base_log,
+                    r.compute_share, r.comm_share, r.kernels_per_s, cv_of.count(&r) ? cv_of[&r] : std::nan(""));
       csv << buf;
     }
   }
@@ -297,7 +309,8 @@ FitReport fit_stacks(const std::vector<std::string>& case_files, std::ostream& p
   std::map<std::string, std::vector<double>> all_by_source;
   for (const auto& [f, m] : resid_by_source)
     for (const auto& [s, v] : m) all_by_source[f + "/" + s] = v;
-  const auto make_band = [&](const std::vector<double>& v, const std::map<std::string, std::vector<double>>& by_source) {
+  const auto make_band = [&](const std::vector<double>& v,
+                             const std::map<std::string, std::vector<double>>& by_source) {
     StackBand b;
     b.lo_log = quantile(v, 0.1);
     b.hi_log = quantile(v, 0.9);
@@ -320,10 +333,11 @@ FitReport fit_stacks(const std::vector<std::string>& case_files, std::ostream& p
     fam_max[r.family] = std::max(fam_max[r.family], r.num_gpus);
   }
   char line[400];
-  rep.lines.push_back("per family: the parameters fitted on all rows; macro-MAPE over sources: base = reference stack, fit = "
-                      "in-sample (first order), CV = each source re-simulated with the parameters fitted without it");
-  std::snprintf(line, sizeof line, "%-19s %5s %4s %7s %8s %7s %8s %8s %8s %7s %7s", "family", "rows", "src", "e", "gap_us",
-                "c", "base%", "fit%", "CV%", "fast%", "cov80%");
+  rep.lines.push_back(
+      "per family: the parameters fitted on all rows; macro-MAPE over sources: base = reference stack, fit = "
+      "in-sample (first order), CV = each source re-simulated with the parameters fitted without it");
+  std::snprintf(line, sizeof line, "%-19s %5s %4s %7s %8s %7s %8s %8s %8s %7s %7s", "family", "rows", "src", "e",
+                "gap_us", "c", "base%", "fit%", "CV%", "fast%", "cov80%");
   rep.lines.push_back(line);
   const auto family_rows = [](const std::vector<std::pair<const FitRow*, double>>& v, const std::string& f) {
     std::vector<std::pair<const FitRow*, double>> out;
@@ -345,9 +359,9 @@ FitReport fit_stacks(const std::vector<std::string>& case_files, std::ostream& p
     const Summary cvs = summarise(family_rows(cv_real, family), &ff.band);
     ff.fit_mape_pct = in.macro_mape;
     ff.cv_mape_pct = cvs.macro_mape;
-    std::snprintf(line, sizeof line, "%-19s %5d %4d %7.3f %8.2f %7.3f %8.1f %8.1f %8.1f %7.0f %7.0f%s", family.c_str(), ff.rows,
-                  ff.sources, ff.params.compute_efficiency, ff.params.kernel_gap_s * 1e6, ff.params.comm_efficiency, b.macro_mape,
-                  in.macro_mape, cvs.macro_mape, cvs.too_fast, cvs.coverage,
+    std::snprintf(line, sizeof line, "%-19s %5d %4d %7.3f %8.2f %7.3f %8.1f %8.1f %8.1f %7.0f %7.0f%s", family.c_str(),
+                  ff.rows, ff.sources, ff.params.compute_efficiency, ff.params.kernel_gap_s * 1e6,
+                  ff.params.comm_efficiency, b.macro_mape, in.macro_mape, cvs.macro_mape, cvs.too_fast, cvs.coverage,
                   ff.shrunk ? "  (shrunk toward global)" : "");
     rep.lines.push_back(line);
     fit.families[family] = ff;

@@ -23,11 +23,11 @@ namespace stacksim::analysis {
 struct FitRow {
   std::string id, source, family, architecture;
   int num_gpus = 0;
-  double base_log = 0;          // log(predicted / measured step time) at the reference stack
-  double compute_share = 0;     // GEMM, attention, element-wise, optimizer and bubble over T
-  double comm_share = 0;        // exposed TP/CP/EP/PP/DP communication over T
-  double kernels_per_s = 0;     // K / T
-  bool time_like = true;        // the published metric is a time (else a rate)
+  double base_log = 0;       // log(predicted / measured step time) at the reference stack
+  double compute_share = 0;  // GEMM, attention, element-wise, optimizer and bubble over T
+  double comm_share = 0;     // exposed TP/CP/EP/PP/DP communication over T
+  double kernels_per_s = 0;  // K / T
+  bool time_like = true;     // the published metric is a time (else a rate)
 };
 
 FitRow fit_row(const CaseOutcome& o);

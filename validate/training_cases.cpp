@@ -3,11 +3,11 @@
 
 #include <cstdio>
 
+#include "models/hardware/gpu_spec.hpp"
+#include "models/workload/flops.hpp"
 #include "services/scenario.hpp"
 #include "services/stack_profile.hpp"
 #include "services/training.hpp"
-#include "models/hardware/gpu_spec.hpp"
-#include "models/workload/flops.hpp"
 
 namespace stacksim::analysis {
 
@@ -65,7 +65,8 @@ using namespace case_policy;
 
 YAML::Node training_case_scenario(const YAML::Node& c, std::vector<std::string>& defaults) {
   YAML::Node s = case_scenario(with_catalogue_shape(c, defaults), defaults);
-  s["software"] = case_software(c, s["cluster"]["gpu"] ? s["cluster"]["gpu"].as<std::string>() : std::string(), defaults);
+  s["software"] =
+      case_software(c, s["cluster"]["gpu"] ? s["cluster"]["gpu"].as<std::string>() : std::string(), defaults);
   // A published run fitted in its GPUs' memory: where the era's default (no sharding) does not
   // but the distributed optimizer / ZeRO-1 (the sharding of Megatron-LM's and Megatron-DeepSpeed's
   // large runs) does, the case ran with it, as recompute: auto takes the least recomputation.
@@ -113,13 +114,16 @@ void predict_training_case(const YAML::Node& c, CaseOutcome& out, const Validati
   // The sequences the run trains per step over those replayed (a partial last micro-batch).
   const YAML::Node cp = c["parallelism"];
   const double trained_fraction =
-      has(cp, "global_batch") ? get<double>(cp, "global_batch") / scenario_yaml["parallelism"]["global_batch"].as<double>() : 1.0;
+      has(cp, "global_batch")
+          ? get<double>(cp, "global_batch") / scenario_yaml["parallelism"]["global_batch"].as<double>()
+          : 1.0;
   // Model FLOPs the source's way, for a published FLOP rate: the ratio of its count to the
   // replay's (full attention core).
   const auto source_flop_count = [&]() {
     if (!counts_causal_attention_half(c, scenario.training.gpu)) return 1.0;
-    out.defaults.push_back("model FLOPs: the causal attention core counted at half (the source's Megatron-LM "
-                           "2025+ / Megatron-Bridge count)");
+    out.defaults.push_back(
+        "model FLOPs: the causal attention core counted at half (the source's Megatron-LM "
+        "2025+ / Megatron-Bridge count)");
     const workload::ModelConfig& m = scenario.training.model;
     const int64_t batch = scenario.training.plan.global_batch;
     return workload::model_flops_per_step(m, batch, workload::AttentionCount::CausalHalf) /

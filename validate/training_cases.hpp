@@ -10,15 +10,16 @@
 #include <vector>
 
 #include "config/cases_file.hpp"
-#include "validate/validation.hpp"
 #include "models/hardware/node_spec.hpp"
+#include "validate/validation.hpp"
 
 namespace stacksim::analysis {
 
 using config::has;
 using config::lowercase;
 
-// A case field that is present and not null (config/cases_file.hpp); its value as T; a value of another type (e.g. "eight" for an int) names the key.
+// A case field that is present and not null (config/cases_file.hpp); its value as T; a value of another type (e.g.
+// "eight" for an int) names the key.
 template <typename T>
 T get(const YAML::Node& n, const char* key) {
   try {

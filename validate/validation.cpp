@@ -8,15 +8,15 @@
 #include <map>
 #include <set>
 
-#include "config/error.hpp"
 #include "config/cases_file.hpp"
+#include "config/error.hpp"
 #include "config/yaml.hpp"
-#include "validate/host_cases.hpp"
-#include "validate/training_cases.hpp"
 #include "validate/collective_cases.hpp"
+#include "validate/host_cases.hpp"
 #include "validate/kernel_cases.hpp"
 #include "validate/serving_cases.hpp"
 #include "validate/serving_validation.hpp"
+#include "validate/training_cases.hpp"
 
 #include <tbb/parallel_for.h>
 
@@ -35,13 +35,16 @@ struct Stats {
   double sum_abs = 0, max_abs = 0;
   size_t with_interval = 0, inside = 0;  // cases with an 80 % interval, and those it holds
   double mape() const { return n ? sum_abs / n : 0.0; }
-  void add(double e) { ++n; sum_abs += std::fabs(e); max_abs = std::max(max_abs, std::fabs(e)); }
+  void add(double e) {
+    ++n;
+    sum_abs += std::fabs(e);
+    max_abs = std::max(max_abs, std::fabs(e));
+  }
   void add(const CaseOutcome& o) {
     add(o.error_pct);
     if (o.has_interval()) ++with_interval, inside += o.inside();
   }
 };
-
 
 // A case's field that is a plain value, else "" (a map as id: the case fails with a reason).
 std::string field_text(const YAML::Node& c, const char* key) {
@@ -68,8 +71,7 @@ std::vector<CaseOutcome> validate_file(const std::string& cases_path, const Vali
     const std::string kind = field_text(c, "kind");
     const std::string source = c.IsMap() && c["source"] ? field_text(c["source"], "key") : "";
     const std::string id = field_text(c, "id");
-    if (matches(filter.kinds, kind, false) && matches(filter.sources, source, false) &&
-        matches(filter.ids, id, true))
+    if (matches(filter.kinds, kind, false) && matches(filter.sources, source, false) && matches(filter.ids, id, true))
       selected.push_back(c);
   }
 
@@ -90,10 +92,16 @@ std::vector<CaseOutcome> validate_file(const std::string& cases_path, const Vali
         predict_host_copy_case(c, o);
       } else if (o.kind == "gemm" || o.kind == "memory" || o.kind == "attention") {
         const compute::KernelCaseResult r = compute::predict_kernel_case(c);
-        o.metric = r.metric; o.predicted = r.predicted; o.measured = r.measured; o.error = r.error;
+        o.metric = r.metric;
+        o.predicted = r.predicted;
+        o.measured = r.measured;
+        o.error = r.error;
       } else if (o.kind == "collective") {
         const coll::CollectiveCaseResult r = coll::predict_collective_case(c);
-        o.metric = r.metric; o.predicted = r.predicted; o.measured = r.measured; o.error = r.error;
+        o.metric = r.metric;
+        o.predicted = r.predicted;
+        o.measured = r.measured;
+        o.error = r.error;
         o.defaults = r.defaults;
       } else if (o.kind == "dataloader") {
         predict_dataloader_case(c, all, o);
@@ -105,7 +113,8 @@ std::vector<CaseOutcome> validate_file(const std::string& cases_path, const Vali
           o.error = "the case has no positive finite measured value for " + o.metric;
         else if (!std::isfinite(o.predicted))
           o.error = "the prediction for " + o.metric + " is not finite (an input out of range)";
-        else o.error_pct = 100.0 * (o.predicted - o.measured) / o.measured;
+        else
+          o.error_pct = 100.0 * (o.predicted - o.measured) / o.measured;
       }
     } catch (const std::exception& e) {
       o.error = e.what();
@@ -143,7 +152,8 @@ nlohmann::json validation_json(const std::vector<CaseOutcome>& outcomes) {
     if (o.ok() && !o.metrics.empty()) {
       nlohmann::json ms = nlohmann::json::array();
       for (const auto& m : o.metrics)
-        ms.push_back({{"metric", m.metric}, {"measured", m.measured}, {"predicted", m.predicted}, {"error_pct", m.error_pct}});
+        ms.push_back(
+            {{"metric", m.metric}, {"measured", m.measured}, {"predicted", m.predicted}, {"error_pct", m.error_pct}});
       j["metrics"] = ms;
     }
     cases.push_back(j);
@@ -176,20 +186,20 @@ nlohmann::json validation_json(const std::vector<CaseOutcome>& outcomes) {
 
 void print_validation(const std::vector<CaseOutcome>& outcomes, std::ostream& out) {
   char line[512];
-  std::snprintf(line, sizeof line, "%-58s %-10s %-22s %12s %12s %8s\n", "case", "kind", "metric",
-                "predicted", "measured", "error%");
+  std::snprintf(line, sizeof line, "%-58s %-10s %-22s %12s %12s %8s\n", "case", "kind", "metric", "predicted",
+                "measured", "error%");
   out << line;
   for (const auto& o : outcomes) {
     if (o.ok())
-      std::snprintf(line, sizeof line, "%-58.58s %-10s %-22.22s %12.5g %12.5g %+8.1f\n", o.id.c_str(),
-                    o.kind.c_str(), o.metric.c_str(), o.predicted, o.measured, o.error_pct);
+      std::snprintf(line, sizeof line, "%-58.58s %-10s %-22.22s %12.5g %12.5g %+8.1f\n", o.id.c_str(), o.kind.c_str(),
+                    o.metric.c_str(), o.predicted, o.measured, o.error_pct);
     else
-      std::snprintf(line, sizeof line, "%-58.58s %-10s not buildable: %.120s\n", o.id.c_str(),
-                    o.kind.c_str(), o.error.c_str());
+      std::snprintf(line, sizeof line, "%-58.58s %-10s not buildable: %.120s\n", o.id.c_str(), o.kind.c_str(),
+                    o.error.c_str());
     out << line;
     for (size_t m = 1; o.ok() && m < o.metrics.size(); ++m) {  // a serving case's other figures
-      std::snprintf(line, sizeof line, "%-58s %-10s %-22.22s %12.5g %12.5g %+8.1f\n", "", "", o.metrics[m].metric.c_str(),
-                    o.metrics[m].predicted, o.metrics[m].measured, o.metrics[m].error_pct);
+      std::snprintf(line, sizeof line, "%-58s %-10s %-22.22s %12.5g %12.5g %+8.1f\n", "", "",
+                    o.metrics[m].metric.c_str(), o.metrics[m].predicted, o.metrics[m].measured, o.metrics[m].error_pct);
       out << line;
     }
   }
@@ -203,18 +213,19 @@ void print_validation(const std::vector<CaseOutcome>& outcomes, std::ostream& ou
     if (o.ok()) table[o.kind][o.source].add(o.error_pct);
   for (const auto& [kind, sources] : table) {
     for (const auto& [source, st] : sources) {
-      std::snprintf(line, sizeof line, "  %-12s %-26s %5zu %9.1f %9.1f\n", kind.c_str(), source.c_str(),
-                    st.n, st.mape(), st.max_abs);
+      std::snprintf(line, sizeof line, "  %-12s %-26s %5zu %9.1f %9.1f\n", kind.c_str(), source.c_str(), st.n,
+                    st.mape(), st.max_abs);
       out << line;
     }
     const auto& kj = s["by_kind"][kind];
-    std::snprintf(line, sizeof line, "  %-12s %-26s %5zu %9.1f %9.1f   (macro over sources %.1f%%)\n",
-                  kind.c_str(), "ALL", kj["n"].get<size_t>(), kj["mape_pct"].get<double>(),
-                  kj["max_abs_error_pct"].get<double>(), kj["macro_mape_pct"].get<double>());
+    std::snprintf(line, sizeof line, "  %-12s %-26s %5zu %9.1f %9.1f   (macro over sources %.1f%%)\n", kind.c_str(),
+                  "ALL", kj["n"].get<size_t>(), kj["mape_pct"].get<double>(), kj["max_abs_error_pct"].get<double>(),
+                  kj["macro_mape_pct"].get<double>());
     out << line;
   }
   if (s.contains("serving")) print_serving_summary(outcomes, out);
-  std::snprintf(line, sizeof line, "  overall: n=%zu MAPE %.1f%% (macro over sources %.1f%%), max %.1f%%, not buildable %zu\n",
+  std::snprintf(line, sizeof line,
+                "  overall: n=%zu MAPE %.1f%% (macro over sources %.1f%%), max %.1f%%, not buildable %zu\n",
                 s["n"].get<size_t>(), s["mape_pct"].get<double>(), s["macro_mape_pct"].get<double>(),
                 s["max_abs_error_pct"].get<double>(), s["not_buildable"].get<size_t>());
   out << line;

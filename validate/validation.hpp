@@ -37,7 +37,7 @@ struct CaseOutcome {
   int num_gpus = 0;
   double step_time_s = 0, kernels_per_step = 0;
   std::vector<std::pair<std::string, double>> breakdown;
-  bool time_like = true;                              // the metric grows with the step time
+  bool time_like = true;  // the metric grows with the step time
   // The 80 % interval of the prediction, in the metric's unit (0, 0: none installed).
   std::pair<double, double> interval{0, 0};
   bool ok() const { return error.empty(); }

@@ -20,8 +20,8 @@ namespace {
 using config::Node;
 
 // Per-record statistics the probe writes besides the median `seconds`; accepted, not fitted.
-const std::vector<std::string> kStatKeys = {"seconds", "seconds_min", "seconds_max", "seconds_p10",
-                                            "seconds_p90", "reps"};
+const std::vector<std::string> kStatKeys = {"seconds",     "seconds_min", "seconds_max",
+                                            "seconds_p10", "seconds_p90", "reps"};
 // Streaming kernels below this multiple of the L2 size partly hit L2 (ANCHORS.md section 9.2).
 constexpr double kHbmMinL2Multiple = 4.0;
 // GEMMs with fewer output tiles than this many waves are dominated by wave quantisation and
@@ -48,7 +48,8 @@ std::string one_of(const Node& record, const std::string& key, const std::vector
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
   const std::string near = config::nearest(v, allowed);
-  record.fail(key, "unknown value '" + v + "'", (near.empty() ? "" : "did you mean '" + near + "'? ") + "use one of " + list);
+  record.fail(key, "unknown value '" + v + "'",
+              (near.empty() ? "" : "did you mean '" + near + "'? ") + "use one of " + list);
 }
 
 // Points of one benchmark group, with the section they came from (for error messages).
@@ -73,8 +74,8 @@ struct Parsed {
   std::optional<double> sm_count;
   std::optional<double> memory_bytes;
   std::optional<double> l2_bytes;
-  std::map<std::string, Group> groups;                  // benchmark name -> points
-  std::map<std::string, std::vector<GemmPoint>> gemm;   // dtype -> points
+  std::map<std::string, Group> groups;                 // benchmark name -> points
+  std::map<std::string, std::vector<GemmPoint>> gemm;  // dtype -> points
   std::optional<Node> gemm_section;
   std::vector<std::string> skipped;
 };
@@ -106,10 +107,26 @@ Parsed parse(const std::string& path) {
   const Node machine = root["machine"];
   if (machine.is_null()) root.fail("machine", "missing", "add the machine section that stacksim-probe writes");
   machine.require_map();
-  machine.check_keys({"gpu_name", "catalog_name", "gpu_count", "sm_count", "compute_capability", "memory_bytes",
-                      "l2_bytes", "sm_clock_max_hz", "sm_clock_steady_hz", "memory_clock_hz", "memory_bus_bits",
-                      "driver_version", "cuda_runtime_version", "cublas_version", "nccl_version", "pcie", "host",
-                      "probe_version", "date", "quick"});
+  machine.check_keys({"gpu_name",
+                      "catalog_name",
+                      "gpu_count",
+                      "sm_count",
+                      "compute_capability",
+                      "memory_bytes",
+                      "l2_bytes",
+                      "sm_clock_max_hz",
+                      "sm_clock_steady_hz",
+                      "memory_clock_hz",
+                      "memory_bus_bits",
+                      "driver_version",
+                      "cuda_runtime_version",
+                      "cublas_version",
+                      "nccl_version",
+                      "pcie",
+                      "host",
+                      "probe_version",
+                      "date",
+                      "quick"});
   p.device_name = machine.required_string("gpu_name");
   p.catalog_name = machine.string_or("catalog_name", "");
   p.compute_capability = machine.string_or("compute_capability", "");
@@ -143,8 +160,8 @@ Parsed parse(const std::string& path) {
       } else if (section == "gemm") {
         r.check_keys(with_stats({"dtype", "m", "n", "k"}));
         const std::string dtype = one_of(r, "dtype", {"fp32", "tf32", "fp16", "bf16", "fp8"});
-        p.gemm[dtype].push_back({positive_number(r, "m"), positive_number(r, "n"), positive_number(r, "k"),
-                                 positive_number(r, "seconds")});
+        p.gemm[dtype].push_back(
+            {positive_number(r, "m"), positive_number(r, "n"), positive_number(r, "k"), positive_number(r, "seconds")});
         p.gemm_section = list;
       } else if (section == "launch") {
         r.check_keys(with_stats({"mode", "kernels"}));
@@ -196,16 +213,17 @@ size_t distinct_x(const std::vector<Sample>& s) {
 
 [[noreturn]] void too_few(const Node& where, const std::string& section, const std::string& benchmark, size_t have,
                           size_t need, const std::string& what) {
-  where.fail("", "benchmark " + benchmark + " has " + std::to_string(have) + " " + what + "; its fit needs at least " +
-                     std::to_string(need) + " (" + std::to_string(need - have) + " missing)",
+  where.fail("",
+             "benchmark " + benchmark + " has " + std::to_string(have) + " " + what + "; its fit needs at least " +
+                 std::to_string(need) + " (" + std::to_string(need - have) + " missing)",
              "rerun `stacksim-probe --only " + section + "` without --quick, or remove the " + benchmark +
                  " records so it is not fitted");
 }
 
 LinearFit fit_group(const std::string& name, const Group& g, std::vector<std::string>& warnings) {
-  if (g.samples.size() < kMinLinearPoints) too_few(g.where, g.section, name, g.samples.size(), kMinLinearPoints, "points");
-  if (distinct_x(g.samples) < 3)
-    too_few(g.where, g.section, name, distinct_x(g.samples), 3, "distinct sizes");
+  if (g.samples.size() < kMinLinearPoints)
+    too_few(g.where, g.section, name, g.samples.size(), kMinLinearPoints, "points");
+  if (distinct_x(g.samples) < 3) too_few(g.where, g.section, name, distinct_x(g.samples), 3, "distinct sizes");
   LinearFit f;
   f.benchmark = name;
   f.unit = g.unit;
@@ -300,7 +318,8 @@ CalibrationReport calibrate_parsed(const Parsed& p, const std::string& path, con
     if (!p.sm_count)
       p.root["machine"].fail("sm_count", "missing; GEMM fits need it to leave out small shapes",
                              "add sm_count (the probe writes it)");
-    for (const auto& [dtype, points] : p.gemm) r.gemm.push_back(fit_gemm(dtype, points, *p.gemm_section, *p.sm_count, overhead_s));
+    for (const auto& [dtype, points] : p.gemm)
+      r.gemm.push_back(fit_gemm(dtype, points, *p.gemm_section, *p.sm_count, overhead_s));
   }
 
   // The profile: the base GPU with fitted calibration, or a GPU described by the measurements alone.
@@ -350,7 +369,8 @@ CalibrationReport calibrate_parsed(const Parsed& p, const std::string& path, con
     }
     const double peak = base->peak(f.dtype);
     if (peak <= 0) {
-      r.warnings.push_back("gemm." + f.dtype + ": " + base->name + " lists no " + f.dtype + " peak; efficiency not set");
+      r.warnings.push_back("gemm." + f.dtype + ": " + base->name + " lists no " + f.dtype +
+                           " peak; efficiency not set");
       continue;
     }
     f.max_efficiency = f.max_flops_per_s / peak;
@@ -437,7 +457,8 @@ void write_profile(const CalibrationReport& r, const std::string& out_path) {
   out << YAML::Key << "sm_count" << YAML::Value << g.sm_count;
   if (g.boost_clock_Hz > 0) out << YAML::Key << "boost_clock" << YAML::Value << with_unit(g.boost_clock_Hz, 1e6, "MHz");
   out << YAML::Key << "peak" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  for (const auto& [dtype, v] : g.peak_flops_per_s) out << YAML::Key << dtype << YAML::Value << with_unit(v, 1e12, "TFLOPS");
+  for (const auto& [dtype, v] : g.peak_flops_per_s)
+    out << YAML::Key << dtype << YAML::Value << with_unit(v, 1e12, "TFLOPS");
   out << YAML::EndMap;
   out << YAML::Key << "memory" << YAML::Value << YAML::Flow << YAML::BeginMap;
   out << YAML::Key << "capacity" << YAML::Value << with_unit(g.memory_bytes, 1e9, "GB");
@@ -507,8 +528,9 @@ void write_profile(const CalibrationReport& r, const std::string& out_path) {
   out << YAML::EndMap;
   out << YAML::EndMap;
 
-  config::write_output_text(out_path, "# Calibrated GPU profile written by `stacksim calibrate` (docs/calibration.md).\n" +
-                                          std::string(out.c_str()) + "\n");
+  config::write_output_text(out_path,
+                            "# Calibrated GPU profile written by `stacksim calibrate` (docs/calibration.md).\n" +
+                                std::string(out.c_str()) + "\n");
 }
 
 std::string format_report(const CalibrationReport& r) {

@@ -64,10 +64,10 @@ struct GemmFit {
 
 struct CalibrationReport {
   std::string measurements_file;
-  std::string device_name;  // as the probe saw it, e.g. "NVIDIA H100 80GB HBM3"
-  bool has_base = false;    // profile built on a catalogue GPU (else from measurements alone)
-  std::vector<LinearFit> linear;  // sorted by benchmark name
-  std::vector<GemmFit> gemm;      // sorted by dtype
+  std::string device_name;            // as the probe saw it, e.g. "NVIDIA H100 80GB HBM3"
+  bool has_base = false;              // profile built on a catalogue GPU (else from measurements alone)
+  std::vector<LinearFit> linear;      // sorted by benchmark name
+  std::vector<GemmFit> gemm;          // sorted by dtype
   std::vector<std::string> skipped;   // "nccl: single GPU" as recorded by the probe
   std::vector<std::string> warnings;  // e.g. a fitted rate above the sourced peak
   hw::GpuSpec profile;                // the calibrated GPU

@@ -3,9 +3,9 @@
 #include "models/collectives/collective.hpp"
 
 #include <algorithm>
-#include <map>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -16,35 +16,50 @@ namespace stacksim::coll {
 
 const char* op_name(CollectiveOp op) {
   switch (op) {
-    case CollectiveOp::AllReduce: return "all_reduce";
-    case CollectiveOp::ReduceScatter: return "reduce_scatter";
-    case CollectiveOp::AllGather: return "all_gather";
-    case CollectiveOp::AllToAll: return "all_to_all";
-    case CollectiveOp::Broadcast: return "broadcast";
-    case CollectiveOp::SendRecv: return "send_recv";
+    case CollectiveOp::AllReduce:
+      return "all_reduce";
+    case CollectiveOp::ReduceScatter:
+      return "reduce_scatter";
+    case CollectiveOp::AllGather:
+      return "all_gather";
+    case CollectiveOp::AllToAll:
+      return "all_to_all";
+    case CollectiveOp::Broadcast:
+      return "broadcast";
+    case CollectiveOp::SendRecv:
+      return "send_recv";
   }
   return "collective";
 }
 
 const char* algorithm_name(Algorithm a) {
   switch (a) {
-    case Algorithm::Auto: return "auto";
-    case Algorithm::Ring: return "ring";
-    case Algorithm::Tree: return "tree";
-    case Algorithm::Hierarchical: return "hierarchical";
-    case Algorithm::InSwitch: return "nvls";
-    case Algorithm::InSwitchTree: return "nvls_tree";
+    case Algorithm::Auto:
+      return "auto";
+    case Algorithm::Ring:
+      return "ring";
+    case Algorithm::Tree:
+      return "tree";
+    case Algorithm::Hierarchical:
+      return "hierarchical";
+    case Algorithm::InSwitch:
+      return "nvls";
+    case Algorithm::InSwitchTree:
+      return "nvls_tree";
   }
   return "auto";
 }
 
 double bus_factor(CollectiveOp op, int n) {
   switch (op) {
-    case CollectiveOp::AllReduce: return 2.0 * (n - 1) / n;
+    case CollectiveOp::AllReduce:
+      return 2.0 * (n - 1) / n;
     case CollectiveOp::ReduceScatter:
     case CollectiveOp::AllGather:
-    case CollectiveOp::AllToAll: return double(n - 1) / n;
-    default: return 1.0;
+    case CollectiveOp::AllToAll:
+      return double(n - 1) / n;
+    default:
+      return 1.0;
   }
 }
 
@@ -179,8 +194,7 @@ Choice choose(const topo::Cluster& c, const CommTuning& t, const Collective& col
     int best_p = -1;
     double best_e = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < t.protocols.size(); ++i) {
-      if (reduces_in_switch(a) && t.protocols[i].bus_cap_Bps > 0)
-        continue;  // NVLS runs Simple
+      if (reduces_in_switch(a) && t.protocols[i].bus_cap_Bps > 0) continue;  // NVLS runs Simple
       const double e = estimate(c, t, plan, t.protocols[i], load);
       if (e < best_e) {
         best_e = e;
@@ -202,8 +216,8 @@ sim::TaskId append_choice(sim::TaskGraph& g, const topo::Cluster& c, const std::
                           const CommTuning& t, const Collective& col, const Choice& ch,
                           const std::vector<sim::TaskId>& deps, uint16_t category, sim::TrackId track,
                           const std::vector<sim::ResourceId>* gpu_res) {
-  const uint32_t name = g.intern(std::string(op_name(col.op)) + " (" + algorithm_name(ch.plan.algorithm) + ", " +
-                                 ch.protocol.name + ")");
+  const uint32_t name =
+      g.intern(std::string(op_name(col.op)) + " (" + algorithm_name(ch.plan.algorithm) + ", " + ch.protocol.name + ")");
   const bool take_sms = gpu_res != nullptr && t.sm_fraction > 0;
   std::vector<sim::TaskId> before;
   for (sim::TaskId d : deps)
@@ -299,10 +313,9 @@ sim::TaskId append_choice(sim::TaskGraph& g, const topo::Cluster& c, const std::
 
 }  // namespace
 
-sim::TaskId append_collective(sim::TaskGraph& g, const topo::Cluster& c,
-                              const std::vector<sim::ResourceId>& link_res, const CommTuning& t,
-                              const Collective& col, const std::vector<sim::TaskId>& deps, uint16_t category,
-                              sim::TrackId track, const std::vector<sim::ResourceId>* gpu_res) {
+sim::TaskId append_collective(sim::TaskGraph& g, const topo::Cluster& c, const std::vector<sim::ResourceId>& link_res,
+                              const CommTuning& t, const Collective& col, const std::vector<sim::TaskId>& deps,
+                              uint16_t category, sim::TrackId track, const std::vector<sim::ResourceId>* gpu_res) {
   if (link_res.size() != c.num_links())
     throw std::invalid_argument("link_resources must be Cluster::bind's map (one resource per link)");
   if (gpu_res != nullptr && gpu_res->size() < static_cast<size_t>(c.num_gpus()))
@@ -310,12 +323,11 @@ sim::TaskId append_collective(sim::TaskGraph& g, const topo::Cluster& c,
   return append_choice(g, c, link_res, t, col, choose(c, t, col), deps, category, track, gpu_res);
 }
 
-sim::TaskId append_collective(sim::TaskGraph& g, const topo::Cluster& c,
-                              const std::vector<sim::ResourceId>& link_res, const CommTuning& t,
-                              const Collective& col, const std::vector<sim::TaskId>& deps, uint16_t category,
-                              sim::TrackId track, CollectiveCache& cache) {
-  const auto key = std::make_tuple(static_cast<int>(col.op), static_cast<int>(col.algorithm), col.peer,
-                                   col.dispatch, col.bytes, col.ranks);
+sim::TaskId append_collective(sim::TaskGraph& g, const topo::Cluster& c, const std::vector<sim::ResourceId>& link_res,
+                              const CommTuning& t, const Collective& col, const std::vector<sim::TaskId>& deps,
+                              uint16_t category, sim::TrackId track, CollectiveCache& cache) {
+  const auto key = std::make_tuple(static_cast<int>(col.op), static_cast<int>(col.algorithm), col.peer, col.dispatch,
+                                   col.bytes, col.ranks);
   auto it = cache.chains.find(key);
   if (it == cache.chains.end()) {
     const size_t first = g.size();

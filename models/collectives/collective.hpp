@@ -72,10 +72,10 @@ const char* algorithm_name(Algorithm a);
 
 struct Collective {
   CollectiveOp op = CollectiveOp::AllReduce;
-  std::vector<int> ranks;       // global GPU ranks, in ring order
-  double bytes = 0;             // nccl-tests convention: S = the buffer size per rank
+  std::vector<int> ranks;  // global GPU ranks, in ring order
+  double bytes = 0;        // nccl-tests convention: S = the buffer size per rank
   Algorithm algorithm = Algorithm::Auto;
-  int peer = -1;                // SendRecv destination (ranks = {src, dst})
+  int peer = -1;  // SendRecv destination (ranks = {src, dst})
   // AllToAll as MoE dispatch/combine that crosses nodes once per destination node (DeepEP's
   // NVLink/RDMA forwarding, DeepSeek-V3 section 3.2.2): `bytes` holds top_k copies of each token;
   // a token goes to a remote node once if any of its top_k experts is there and is fanned out over
@@ -114,8 +114,8 @@ struct CommTuning {
 CommTuning tuning_for(const hw::NodeSpec& node, const hw::NicSpec& nic);
 // The same from an explicit tuning directory and generation keys; `in_switch_reduction` false
 // disables NVLS.
-CommTuning load_tuning(const std::string& dir, const std::string& intra_generation,
-                       const std::string& nic_generation, bool in_switch_reduction);
+CommTuning load_tuning(const std::string& dir, const std::string& intra_generation, const std::string& nic_generation,
+                       bool in_switch_reduction);
 std::string default_tuning_dir();
 
 double bus_factor(CollectiveOp op, int n);
@@ -137,7 +137,7 @@ struct CollectiveTiming {
   double seconds = 0, algbw_Bps = 0, busbw_Bps = 0;
   Algorithm algorithm = Algorithm::Ring;  // the algorithm used (Auto resolved)
   std::string protocol;
-  double estimate_s = 0;                  // the tuner's analytical estimate of the choice
+  double estimate_s = 0;  // the tuner's analytical estimate of the choice
 };
 
 // The tuner's analytical time of the collective alone (the Auto choice, or the requested

@@ -278,7 +278,8 @@ Plan plan_all_to_all(const topo::Cluster& c, const Collective& col, const std::v
   if (N == 1 || !uniform_nodes(nodes)) {
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < n; ++j)
-        if (i != j) add_flow(c, p, col.ranks[i], col.ranks[j], c.same_node(col.ranks[i], col.ranks[j]) ? piece : piece * remote);
+        if (i != j)
+          add_flow(c, p, col.ranks[i], col.ranks[j], c.same_node(col.ranks[i], col.ranks[j]) ? piece : piece * remote);
   } else {
     const size_t g = nodes.front().size();
     for (int a = 0; a < N; ++a)
@@ -355,8 +356,9 @@ Plan make_plan(const topo::Cluster& c, const Collective& col, Algorithm algorith
         plan = plan_nvls(c, col);
       } else if (algorithm == Algorithm::InSwitchTree) {
         if (!nvls_tree_capable(c, nodes))
-          throw std::invalid_argument("the nvls_tree all-reduce needs 2 or more nodes with the same number of ranks, "
-                                      "each node's NVSwitch reducing in-switch");
+          throw std::invalid_argument(
+              "the nvls_tree all-reduce needs 2 or more nodes with the same number of ranks, "
+              "each node's NVSwitch reducing in-switch");
         plan = plan_nvls_tree(c, col, nodes);
       } else if (algorithm == Algorithm::Tree || algorithm == Algorithm::Hierarchical) {
         if (N < 2 || !uniform_nodes(nodes))

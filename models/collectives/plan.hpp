@@ -9,24 +9,24 @@
 namespace stacksim::coll::detail {
 
 struct Flow {
-  int src = 0, dst = 0;      // global ranks (for NVLS half-paths src == dst)
+  int src = 0, dst = 0;  // global ranks (for NVLS half-paths src == dst)
   double bytes = 0;
   topo::Route route;
-  int nic_slot = 0;          // which of the GPUs' NICs an inter-node flow leaves and enters by
+  int nic_slot = 0;  // which of the GPUs' NICs an inter-node flow leaves and enters by
 };
 
 struct Phase {
   std::vector<Flow> flows;
-  bool in_switch = false;    // NVLS efficiency applies
-  int intra_steps = 0;       // latency: steps between GPUs of one node
-  int inter_steps = 0;       //          steps that cross nodes
+  bool in_switch = false;  // NVLS efficiency applies
+  int intra_steps = 0;     // latency: steps between GPUs of one node
+  int inter_steps = 0;     //          steps that cross nodes
 };
 
 struct Plan {
   Algorithm algorithm = Algorithm::Ring;
   std::vector<Phase> phases;
-  double bus_bytes = 0;      // bus bytes per rank, for per-rank protocol caps
-  double ramp_bytes = 0;     // each rank's share per peer (S/n; S for broadcast/send), for the size ramp
+  double bus_bytes = 0;   // bus bytes per rank, for per-rank protocol caps
+  double ramp_bytes = 0;  // each rank's share per peer (S/n; S for broadcast/send), for the size ramp
   bool multi_node = false;
 };
 

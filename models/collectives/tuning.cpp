@@ -24,15 +24,16 @@ double sourced(const config::Node& parent, const std::string& key, sim::Dimensio
   v.check_keys({"value", "source"});
   if (v.string_or("source", "").empty())
     v.fail("source", "missing", "name the measurement, the NCCL source or 'fit: <curve>' the value comes from");
-  const double x = dim == sim::Dimension::Dimensionless ? v.required_number("value")
-                                                         : v.required_quantity("value", dim);
+  const double x =
+      dim == sim::Dimension::Dimensionless ? v.required_number("value") : v.required_quantity("value", dim);
   return v.non_negative("value", x);
 }
 
 void check_format(const config::Node& root) {
   root.require_map();
   if (root.string_or("format", "") != kFormat)
-    root.fail("format", "expected '" + std::string(kFormat) + "'", "start the file with 'format: " + std::string(kFormat) + "'");
+    root.fail("format", "expected '" + std::string(kFormat) + "'",
+              "start the file with 'format: " + std::string(kFormat) + "'");
 }
 
 struct TuningFiles {
@@ -78,8 +79,8 @@ std::string default_tuning_dir() {
   return std::string(STACKSIM_SOURCE_DIR) + "/models/collectives/tuning";
 }
 
-CommTuning load_tuning(const std::string& dir, const std::string& intra_generation,
-                       const std::string& nic_generation, bool in_switch_reduction) {
+CommTuning load_tuning(const std::string& dir, const std::string& intra_generation, const std::string& nic_generation,
+                       bool in_switch_reduction) {
   const std::lock_guard<std::mutex> lock(tuning_mutex());
   const TuningFiles& f = files(dir);
   using sim::Dimension;

@@ -49,20 +49,30 @@ DType parse_dtype(const std::string& written) {
 
 const char* dtype_name(DType d) {
   switch (d) {
-    case DType::FP32: return "fp32";
-    case DType::TF32: return "tf32";
-    case DType::FP16: return "fp16";
-    case DType::BF16: return "bf16";
-    case DType::FP8: return "fp8";
+    case DType::FP32:
+      return "fp32";
+    case DType::TF32:
+      return "tf32";
+    case DType::FP16:
+      return "fp16";
+    case DType::BF16:
+      return "bf16";
+    case DType::FP8:
+      return "fp8";
   }
   return "bf16";
 }
 
 double bytes_per_element(DType d) {
   switch (d) {
-    case DType::FP32: case DType::TF32: return 4;
-    case DType::FP16: case DType::BF16: return 2;
-    case DType::FP8: return 1;
+    case DType::FP32:
+    case DType::TF32:
+      return 4;
+    case DType::FP16:
+    case DType::BF16:
+      return 2;
+    case DType::FP8:
+      return 1;
   }
   return 2;
 }
@@ -77,8 +87,8 @@ double GpuModel::peak(DType d) const {
   if (p <= 0 && d == DType::BF16) p = spec_.peak("fp16");  // V100: no bf16 units, runs as fp16
   if (p <= 0 && d == DType::TF32) p = spec_.peak("fp32");  // no TF32 tensor cores: fp32 vector rate
   if (p <= 0)
-    throw std::invalid_argument("GPU '" + spec_.name + "' has no " + dtype_name(d) +
-                                " peak in its profile (" + spec_.file + "); use another precision");
+    throw std::invalid_argument("GPU '" + spec_.name + "' has no " + dtype_name(d) + " peak in its profile (" +
+                                spec_.file + "); use another precision");
   return p;
 }
 
@@ -123,7 +133,8 @@ double GpuModel::gemm_compute_fraction(double m, double n, double k, double elem
   if (m <= 0 || n <= 0 || k <= 0) return 1;
   const double sms = spec_.sm_count;
   const double align = aligned(static_cast<int64_t>(k), elem_bytes) && aligned(static_cast<int64_t>(n), elem_bytes)
-                           ? 1.0 : kMisalignedEfficiency;
+                           ? 1.0
+                           : kMisalignedEfficiency;
   double best = std::numeric_limits<double>::infinity();  // in SM-seconds at unit per-SM rate
   for (const Tile& t : kTiles)
     for (int split : kSplits) {
@@ -189,11 +200,13 @@ double GpuModel::attention_efficiency(AttentionKernel k, bool backward) const {
     case AttentionKernel::Flash1: {
       const double e = backward ? spec_.flash1_backward_efficiency : spec_.flash1_forward_efficiency;
       if (e <= 0)
-        throw std::invalid_argument("GPU " + spec_.name + " has no FlashAttention (v1) profile (calibration.flash1_efficiency in " +
+        throw std::invalid_argument("GPU " + spec_.name +
+                                    " has no FlashAttention (v1) profile (calibration.flash1_efficiency in " +
                                     spec_.file + "); use model.attention: flash2 or flash");
       return e;
     }
-    case AttentionKernel::Fused: break;
+    case AttentionKernel::Fused:
+      break;
   }
   return backward ? spec_.attention_backward_efficiency : spec_.attention_forward_efficiency;
 }

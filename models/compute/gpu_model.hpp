@@ -95,8 +95,8 @@ class GpuModel {
   static constexpr double kAttentionTileOverhead = 1.3;  // per-block fixed cost, in loop iterations
 
  private:
-  KernelCost attention(double flops, double bytes, int64_t work_units, double loop_iterations,
-                       double useful_iterations, double efficiency, DType dtype) const;
+  KernelCost attention(double flops, double bytes, int64_t work_units, double loop_iterations, double useful_iterations,
+                       double efficiency, DType dtype) const;
   // Fraction of the peak a kernel reaches; throws when the GPU has no profile for the kernel.
   double attention_efficiency(AttentionKernel k, bool backward) const;
   hw::GpuSpec spec_;

@@ -79,7 +79,7 @@ GpuSpec GpuCatalog::parse_file(const std::string& path) {
            "add sources: [\"specs.yaml gpus.<id> (<source ids>)\"] or state the assumption");
   const config::Node cal = n["calibration"];
   cal.check_keys({"gemm_max_efficiency", "hbm_efficiency", "kernel_overhead", "attention_efficiency",
-                 "flash2_efficiency", "flash1_efficiency", "source"});
+                  "flash2_efficiency", "flash1_efficiency", "source"});
   const config::Node ge = cal["gemm_max_efficiency"];
   ge.check_keys({"fp32", "tf32", "fp16", "bf16", "fp8"});
   for (const std::string d : {"fp32", "tf32", "fp16", "bf16", "fp8"})

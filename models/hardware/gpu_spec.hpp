@@ -48,19 +48,19 @@ struct GpuSpec {
   std::string architecture;
   std::string default_node;  // node type a case or scenario naming only this GPU runs on ("" if none)
   int sm_count = 0;
-  double boost_clock_Hz = 0;                        // 0 when the file does not state it
+  double boost_clock_Hz = 0;                       // 0 when the file does not state it
   std::map<std::string, double> peak_flops_per_s;  // fp32, tf32, fp16, bf16, fp8 (dense)
   double memory_bytes = 0;
   double hbm_Bps = 0;
-  double l2_bytes = 0;                              // 0 when not sourced
-  double tdp_W = 0;                                 // 0 when the file does not state it
+  double l2_bytes = 0;  // 0 when not sourced
+  double tdp_W = 0;     // 0 when the file does not state it
   // calibration
   std::map<std::string, double> gemm_max_efficiency;  // per dtype
   double hbm_efficiency = 0.85;
   double kernel_overhead_s = 4e-6;
   double attention_forward_efficiency = 0.5;
   double attention_backward_efficiency = 0.4;
-  double flash2_forward_efficiency = 0.5;       // FlashAttention-2-class kernels (defaults to the above)
+  double flash2_forward_efficiency = 0.5;  // FlashAttention-2-class kernels (defaults to the above)
   double flash2_backward_efficiency = 0.4;
   // The original FlashAttention (Dao et al. 2022); 0 = not profiled for this GPU (it has no kernels
   // for every architecture).

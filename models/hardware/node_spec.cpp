@@ -20,8 +20,8 @@ using sim::Dimension;
 constexpr double kDefaultInterSocketLatency_s = 0.1e-6;  // one UPI / xGMI crossing
 constexpr double kDefaultStorageLatency_s = 10e-6;       // NVMe read command
 
-const std::vector<std::string> kIntraGenerations = {"nvlink2-nvswitch1", "nvlink3-nvswitch2", "nvlink4-nvswitch3",
-                                                    "nvlink5-nvswitch4", "xgmi3", "pcie"};
+const std::vector<std::string> kIntraGenerations = {
+    "nvlink2-nvswitch1", "nvlink3-nvswitch2", "nvlink4-nvswitch3", "nvlink5-nvswitch4", "xgmi3", "pcie"};
 const std::vector<std::string> kNicGenerations = {"ib-edr", "ib-hdr", "ib-ndr", "ib-xdr", "roce", "slingshot"};
 
 std::vector<std::string> yaml_files(const std::string& dir) {
@@ -84,8 +84,8 @@ NicSpec parse_nic(const config::Node& n) {
 
 NodeSpec parse_node(const config::Node& n) {
   n.require_map();
-  n.check_keys({"name", "gpu", "gpus_per_node", "intra_node", "pcie", "cpu", "host_memory", "nics",
-                "storage", "sources", "notes"});
+  n.check_keys({"name", "gpu", "gpus_per_node", "intra_node", "pcie", "cpu", "host_memory", "nics", "storage",
+                "sources", "notes"});
   NodeSpec s;
   s.file = n.file();
   s.name = n.required_string("name");
@@ -133,20 +133,20 @@ NodeSpec parse_node(const config::Node& n) {
   cpu.check_keys({"sockets", "cores_per_socket", "threads_per_core", "model", "inter_socket_bandwidth",
                   "inter_socket_latency", "memory_bandwidth"});
   if (cpu.has("memory_bandwidth"))
-    s.socket_memory_Bps = cpu.positive("memory_bandwidth", cpu.required_quantity("memory_bandwidth", Dimension::Bandwidth));
+    s.socket_memory_Bps =
+        cpu.positive("memory_bandwidth", cpu.required_quantity("memory_bandwidth", Dimension::Bandwidth));
   s.cpu_sockets = positive_int(cpu, "sockets", cpu.required_int("sockets"));
   s.cores_per_socket = positive_int(cpu, "cores_per_socket", cpu.required_int("cores_per_socket"));
   s.cpu_model = cpu.string_or("model", "");
   s.threads_per_core = positive_int(cpu, "threads_per_core", cpu.optional_int("threads_per_core").value_or(1));
   if (s.cpu_sockets > 1) {
-    s.inter_socket_Bps = cpu.positive("inter_socket_bandwidth",
-                                      cpu.required_quantity("inter_socket_bandwidth", Dimension::Bandwidth));
+    s.inter_socket_Bps =
+        cpu.positive("inter_socket_bandwidth", cpu.required_quantity("inter_socket_bandwidth", Dimension::Bandwidth));
     s.inter_socket_latency_s = cpu.non_negative(
         "inter_socket_latency",
         cpu.optional_quantity("inter_socket_latency", Dimension::Time).value_or(kDefaultInterSocketLatency_s));
   }
-  s.host_memory_bytes =
-      n.non_negative("host_memory", n.optional_quantity("host_memory", Dimension::Bytes).value_or(0));
+  s.host_memory_bytes = n.non_negative("host_memory", n.optional_quantity("host_memory", Dimension::Bytes).value_or(0));
 
   const config::Node nics = n["nics"];
   nics.require_map();
@@ -159,11 +159,11 @@ NodeSpec parse_node(const config::Node& n) {
   const config::Node st = n["storage"];
   st.check_keys({"local_read_bandwidth", "local_write_bandwidth", "latency"});
   if (st.has("local_read_bandwidth")) {
-    s.storage_read_Bps = st.positive("local_read_bandwidth",
-                                     st.required_quantity("local_read_bandwidth", Dimension::Bandwidth));
-    s.storage_write_Bps = st.positive(
-        "local_write_bandwidth",
-        st.optional_quantity("local_write_bandwidth", Dimension::Bandwidth).value_or(s.storage_read_Bps));
+    s.storage_read_Bps =
+        st.positive("local_read_bandwidth", st.required_quantity("local_read_bandwidth", Dimension::Bandwidth));
+    s.storage_write_Bps =
+        st.positive("local_write_bandwidth",
+                    st.optional_quantity("local_write_bandwidth", Dimension::Bandwidth).value_or(s.storage_read_Bps));
     s.storage_latency_s =
         st.non_negative("latency", st.optional_quantity("latency", Dimension::Time).value_or(kDefaultStorageLatency_s));
   } else if (st.has("local_write_bandwidth") || st.has("latency")) {
@@ -174,8 +174,7 @@ NodeSpec parse_node(const config::Node& n) {
 }
 
 template <typename Map>
-const typename Map::mapped_type& lookup(const Map& m, const std::string& name, const char* what,
-                                        const char* folder) {
+const typename Map::mapped_type& lookup(const Map& m, const std::string& name, const char* what, const char* folder) {
   auto it = m.find(name);
   if (it != m.end()) return it->second;
   std::vector<std::string> names;

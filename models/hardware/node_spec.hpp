@@ -54,10 +54,10 @@ struct NicSpec {
   std::string name;
   double bandwidth_Bps = 0;  // per direction
   double latency_s = 0;
-  std::string fabric;        // infiniband | roce | ethernet
-  std::string generation;    // ib-hdr, ib-ndr, roce, ... (selects collective tuning)
+  std::string fabric;      // infiniband | roce | ethernet
+  std::string generation;  // ib-hdr, ib-ndr, roce, ... (selects collective tuning)
   std::vector<std::string> sources;
-  std::string file;          // where it was read
+  std::string file;  // where it was read
 };
 
 struct NodeSpec {
@@ -67,31 +67,31 @@ struct NodeSpec {
   std::string intra_type = "nvswitch";  // nvswitch | nvlink | xgmi | pcie
   double intra_bandwidth_Bps = 0;       // per GPU per direction (NVLink); 0 for pcie nodes
   double intra_latency_s = 0;
-  std::string intra_generation;         // collective tuning key
+  std::string intra_generation;  // collective tuning key
   bool in_switch_reduction = false;
-  int nvlink_group_size = 0;            // nvlink / xgmi nodes: GPUs per fully connected group
+  int nvlink_group_size = 0;  // nvlink / xgmi nodes: GPUs per fully connected group
   // GPUs joined by direct links in groups of nvlink_group_size (no switch): nvlink or xgmi.
   bool direct_links() const { return intra_type == "nvlink" || intra_type == "xgmi"; }
   int pcie_generation = 4;
-  double pcie_bandwidth_Bps = 0;        // x16 per direction
+  double pcie_bandwidth_Bps = 0;  // x16 per direction
   double pcie_latency_s = 0;
   int gpus_per_pcie_switch = 2;
   int pcie_switches_per_socket = 2;
   int cpu_sockets = 2;
   int cores_per_socket = 64;
-  int threads_per_core = 1;             // SMT: logical CPUs per core (what CPU-usage figures count)
+  int threads_per_core = 1;  // SMT: logical CPUs per core (what CPU-usage figures count)
   std::string cpu_model;
-  double inter_socket_Bps = 0;          // per direction
+  double inter_socket_Bps = 0;  // per direction
   double inter_socket_latency_s = 0;
-  double socket_memory_Bps = 0;         // DRAM peak per socket; 0 = not in the node file
+  double socket_memory_Bps = 0;  // DRAM peak per socket; 0 = not in the node file
   double host_memory_bytes = 0;
   int nics = 8;
-  std::string nic;                      // NIC catalogue name
-  double storage_read_Bps = 0;          // node-local NVMe; 0 = no local storage device
+  std::string nic;              // NIC catalogue name
+  double storage_read_Bps = 0;  // node-local NVMe; 0 = no local storage device
   double storage_write_Bps = 0;
   double storage_latency_s = 0;
   std::vector<std::string> sources;
-  std::string file;                     // where it was read
+  std::string file;  // where it was read
 };
 
 class NodeCatalog {

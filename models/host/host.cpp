@@ -31,30 +31,36 @@ HostConfig parse_host(const config::Node& n) {
   h.cpu_seconds_per_sample = n.non_negative(
       "cpu_seconds_per_sample", n.optional_quantity("cpu_seconds_per_sample", sim::Dimension::Time, 1.0).value_or(0));
   if (h.cpu_seconds_per_sample > 3600)
-    n.fail("cpu_seconds_per_sample", "is more than an hour of CPU per sample", "use the seconds one core spends per sample, e.g. 0.02 s");
+    n.fail("cpu_seconds_per_sample", "is more than an hour of CPU per sample",
+           "use the seconds one core spends per sample, e.g. 0.02 s");
   const long long w = n.optional_int("loader_workers").value_or(8);
   if (w < 1) n.fail("loader_workers", "must be at least 1, got " + std::to_string(w), "use e.g. 8 workers per GPU");
-  if (w > 1024) n.fail("loader_workers", "is more than 1024 workers per GPU", "use the worker processes of one rank, e.g. 8");
+  if (w > 1024)
+    n.fail("loader_workers", "is more than 1024 workers per GPU", "use the worker processes of one rank, e.g. 8");
   h.loader_workers = static_cast<int>(w);
   const long long pf = n.optional_int("prefetch").value_or(2);
   if (pf < 0) n.fail("prefetch", "must not be negative", "use 0 (synchronous) or more batches");
   if (pf > 1024) n.fail("prefetch", "is more than 1024 batches", "use the batches prefetched, e.g. 2");
   h.prefetch = static_cast<int>(pf);
-  h.storage_bytes_per_sample = n.non_negative(
-      "storage_bytes_per_sample", n.optional_quantity("storage_bytes_per_sample", sim::Dimension::Bytes, 1.0).value_or(0));
+  h.storage_bytes_per_sample =
+      n.non_negative("storage_bytes_per_sample",
+                     n.optional_quantity("storage_bytes_per_sample", sim::Dimension::Bytes, 1.0).value_or(0));
   if (n.has("storage_read_bandwidth")) {
-    h.storage_read_Bps = n.positive("storage_read_bandwidth",
-                                    n.required_quantity("storage_read_bandwidth", sim::Dimension::Bandwidth));
+    h.storage_read_Bps =
+        n.positive("storage_read_bandwidth", n.required_quantity("storage_read_bandwidth", sim::Dimension::Bandwidth));
     if (h.storage_read_Bps < 1e6)  // slower reads outrun the engine's horizon
       n.fail("storage_read_bandwidth", "is below 1 MB/s", "use the storage's read bandwidth per node, e.g. 5 GB/s");
   }
-  h.sample_bytes = n.non_negative("sample_bytes", n.optional_quantity("sample_bytes", sim::Dimension::Bytes, 1.0).value_or(0));
+  h.sample_bytes =
+      n.non_negative("sample_bytes", n.optional_quantity("sample_bytes", sim::Dimension::Bytes, 1.0).value_or(0));
   // A terabyte per sample is past any dataset's sample; beyond it the step outruns the engine's horizon.
   constexpr double kMaxSampleBytes = 1e12;
   if (h.storage_bytes_per_sample > kMaxSampleBytes)
-    n.fail("storage_bytes_per_sample", "is more than a terabyte per sample", "use the bytes one sample reads, e.g. 1 MB");
+    n.fail("storage_bytes_per_sample", "is more than a terabyte per sample",
+           "use the bytes one sample reads, e.g. 1 MB");
   if (h.sample_bytes > kMaxSampleBytes)
-    n.fail("sample_bytes", "is more than a terabyte per sample", "use the bytes one sample copies to the GPU, e.g. 64 KB");
+    n.fail("sample_bytes", "is more than a terabyte per sample",
+           "use the bytes one sample copies to the GPU, e.g. 64 KB");
   h.pinned = n.bool_or("pinned", true);
   if (n.has("workers_build")) {
     const std::string unit = n.required_string("workers_build");
@@ -135,8 +141,8 @@ class Pipeline {
     const bool synchronous = h.prefetch == 0;
     // Workers beyond the GPU's share of the node's cores would share those cores: simulated as
     // that many workers (the same throughput; it bounds the flows on the CPU resource).
-    const int core_share = std::max(1, static_cast<int>(static_cast<double>(c.node.cpu_sockets) *
-                                                        c.node.cores_per_socket / c.node.gpus_per_node));
+    const int core_share = std::max(
+        1, static_cast<int>(static_cast<double>(c.node.cpu_sockets) * c.node.cores_per_socket / c.node.gpus_per_node));
     const int workers = std::min(h.loader_workers, core_share);
     if (by_batch_) {
       workers_ = synchronous ? 1 : workers;
@@ -178,7 +184,8 @@ class Pipeline {
     gpus_per_node_ = c.node.gpus_per_node;
     const double storage_Bps = h.storage_read_Bps > 0 ? h.storage_read_Bps : c.node.storage_read_Bps;
     for (int n = 0; n < nodes; ++n) {
-      cpu_.push_back(engine_.add_resource({"cpu cores", static_cast<double>(c.node.cpu_sockets) * c.node.cores_per_socket}));
+      cpu_.push_back(
+          engine_.add_resource({"cpu cores", static_cast<double>(c.node.cpu_sockets) * c.node.cores_per_socket}));
       if (storage_Bps > 0) storage_.push_back(engine_.add_resource({"storage read", storage_Bps}));
     }
     gpus_.resize(static_cast<size_t>(nodes) * gpus_per_node_);
@@ -205,12 +212,12 @@ class Pipeline {
 
  private:
   struct Gpu {
-    int idle_workers = 0;            // samples: workers without an item
-    std::vector<char> worker_busy;   // batches: per worker
-    std::vector<int> worker_next;    // batches: the next batch of each worker (w, w + W, ...)
-    int next_item = 0;               // samples: next item to hand to a worker (all batches in order)
-    std::vector<int> items_loaded;   // per batch
-    int batches_loaded = 0;          // batches 0..batches_loaded-1 are in host memory
+    int idle_workers = 0;           // samples: workers without an item
+    std::vector<char> worker_busy;  // batches: per worker
+    std::vector<int> worker_next;   // batches: the next batch of each worker (w, w + W, ...)
+    int next_item = 0;              // samples: next item to hand to a worker (all batches in order)
+    std::vector<int> items_loaded;  // per batch
+    int batches_loaded = 0;         // batches 0..batches_loaded-1 are in host memory
   };
 
   int samples_in_item(int item) const {
@@ -227,7 +234,8 @@ class Pipeline {
       a.usages.push_back({cpu_[node], h_.cpu_seconds_per_sample});
       a.bound = 1.0 / h_.cpu_seconds_per_sample;  // one worker runs on one core
     }
-    if (!storage_.empty() && h_.storage_bytes_per_sample > 0) a.usages.push_back({storage_[node], h_.storage_bytes_per_sample});
+    if (!storage_.empty() && h_.storage_bytes_per_sample > 0)
+      a.usages.push_back({storage_[node], h_.storage_bytes_per_sample});
     if (a.usages.empty()) a.work = 0;  // nothing to do: ready at once
     engine_.start(a, make_tag(Kind::Load, g, item));
   }

@@ -76,9 +76,9 @@ struct HostConfig {
   double sample_bytes = 0;
   bool pinned = true;
   bool workers_build_batches = true;  // PyTorch's DataLoader; false: a parallel map of samples
-  double sample_cost_cv = 0;  // a sample's loading cost: standard deviation over mean (0 = fixed)
-  double kernel_launch_s = 41e-6;  // host time per kernel (above, measured); not a data-loader key
-  double step_overhead_s = 2.3e-3;  // host time per step besides launches (above, measured); not one either
+  double sample_cost_cv = 0;          // a sample's loading cost: standard deviation over mean (0 = fixed)
+  double kernel_launch_s = 41e-6;     // host time per kernel (above, measured); not a data-loader key
+  double step_overhead_s = 2.3e-3;    // host time per step besides launches (above, measured); not one either
 };
 
 HostConfig parse_host(const config::Node& host);
@@ -99,9 +99,9 @@ struct HostTimes {
 HostTimes host_times(const HostConfig& h, const topo::ClusterConfig& cluster, double samples_per_gpu);
 
 struct HostPipelineResult {
-  double step_s = 0;       // steady-state step period of the node's GPUs
-  double data_wait_s = 0;  // step_s - gpu_step_s: the GPU waits for its batch
-  int nodes_simulated = 1; // nodes whose loaders were simulated (all of them, or the first 32)
+  double step_s = 0;        // steady-state step period of the node's GPUs
+  double data_wait_s = 0;   // step_s - gpu_step_s: the GPU waits for its batch
+  int nodes_simulated = 1;  // nodes whose loaders were simulated (all of them, or the first 32)
 };
 
 // Simulates the host pipeline of one node on the engine around GPU steps of `gpu_step_s`.

@@ -13,14 +13,15 @@ CheckpointConfig parse_checkpoint(const config::Node& n, const hw::NodeSpec& nod
   n.require_map();
   n.check_keys(config::scenario_keys("checkpoint"));
   c.enabled = true;
-  if (!n.has("every_steps")) n.fail("every_steps", "missing", "add e.g. every_steps: 500 (a checkpoint every 500 steps)");
+  if (!n.has("every_steps"))
+    n.fail("every_steps", "missing", "add e.g. every_steps: 500 (a checkpoint every 500 steps)");
   const long long every = n.required_int("every_steps");
-  if (every < 1)
-    n.fail("every_steps", "must be at least 1, got " + std::to_string(every), "use e.g. every_steps: 500");
+  if (every < 1) n.fail("every_steps", "must be at least 1, got " + std::to_string(every), "use e.g. every_steps: 500");
   c.every_steps = static_cast<int>(std::min<long long>(every, 1'000'000'000));
   if (n.has("bytes")) c.bytes = n.positive("bytes", n.required_quantity("bytes", sim::Dimension::Bytes, 1.0));
   if (n.has("write_bandwidth"))
-    c.write_Bps_per_node = n.positive("write_bandwidth", n.required_quantity("write_bandwidth", sim::Dimension::Bandwidth));
+    c.write_Bps_per_node =
+        n.positive("write_bandwidth", n.required_quantity("write_bandwidth", sim::Dimension::Bandwidth));
   if (n.has("aggregate_write_bandwidth"))
     c.aggregate_write_Bps = n.positive("aggregate_write_bandwidth",
                                        n.required_quantity("aggregate_write_bandwidth", sim::Dimension::Bandwidth));
@@ -58,8 +59,8 @@ CheckpointTimes checkpoint_times(const CheckpointConfig& c, const topo::ClusterC
   const auto& node = cl.node;
   // The GPUs under one PCIe switch snapshot at once through its uplink.
   const double gpus_per_uplink = std::max(1, std::min(node.gpus_per_pcie_switch, node.gpus_per_node));
-  const double snapshot_Bps = std::min(node.pcie_bandwidth_Bps * kPinnedCopyEfficiency,
-                                       node.pcie_bandwidth_Bps / gpus_per_uplink);
+  const double snapshot_Bps =
+      std::min(node.pcie_bandwidth_Bps * kPinnedCopyEfficiency, node.pcie_bandwidth_Bps / gpus_per_uplink);
   t.snapshot_s = bytes_per_gpu / snapshot_Bps;
   const double node_Bps = c.write_Bps_per_node > 0 ? c.write_Bps_per_node : node.storage_write_Bps;
   const double node_bytes = bytes_per_gpu * node.gpus_per_node;

@@ -18,12 +18,18 @@ Dtype parse_dtype(const std::string& s) {
 
 const char* dtype_name(Dtype d) {
   switch (d) {
-    case Dtype::BF16: return "bf16";
-    case Dtype::FP16: return "fp16";
-    case Dtype::FP8: return "fp8";
-    case Dtype::INT8: return "int8";
-    case Dtype::FP4: return "fp4";
-    case Dtype::INT4: return "int4";
+    case Dtype::BF16:
+      return "bf16";
+    case Dtype::FP16:
+      return "fp16";
+    case Dtype::FP8:
+      return "fp8";
+    case Dtype::INT8:
+      return "int8";
+    case Dtype::FP4:
+      return "fp4";
+    case Dtype::INT4:
+      return "int4";
   }
   return "?";
 }
@@ -31,11 +37,15 @@ const char* dtype_name(Dtype d) {
 double dtype_bytes(Dtype d) {
   switch (d) {
     case Dtype::BF16:
-    case Dtype::FP16: return 2;
+    case Dtype::FP16:
+      return 2;
     case Dtype::FP8:
-    case Dtype::INT8: return 1;
-    case Dtype::FP4: return 4.5 / 8;   // NVFP4: an E4M3 scale per 16 values
-    case Dtype::INT4: return 4.25 / 8; // group 128 with a 16-bit scale and a 16-bit zero point
+    case Dtype::INT8:
+      return 1;
+    case Dtype::FP4:
+      return 4.5 / 8;  // NVFP4: an E4M3 scale per 16 values
+    case Dtype::INT4:
+      return 4.25 / 8;  // group 128 with a 16-bit scale and a 16-bit zero point
   }
   return 2;
 }
@@ -45,11 +55,13 @@ namespace {
 // The tensor rate of one format on `gpu`, 0 when it has no such path.
 double format_peak(const hw::GpuSpec& gpu, Dtype d) {
   const double f16 = gpu.peak(d == Dtype::FP16 ? "fp16" : "bf16") > 0 ? gpu.peak(d == Dtype::FP16 ? "fp16" : "bf16")
-                                                                       : gpu.peak("fp16");
+                                                                      : gpu.peak("fp16");
   switch (d) {
     case Dtype::BF16:
-    case Dtype::FP16: return f16;
-    case Dtype::FP8: return gpu.peak("fp8");
+    case Dtype::FP16:
+      return f16;
+    case Dtype::FP8:
+      return gpu.peak("fp8");
     case Dtype::INT8:
       // INT8 tensor cores: 2x FP16 on Volta-less Ampere/Ada/Hopper (datasheets: A100 624 TOPS,
       // H100 SXM 1979 TOPS), none on Blackwell's datasheet beyond FP8's rate.
@@ -59,7 +71,8 @@ double format_peak(const hw::GpuSpec& gpu, Dtype d) {
       // Blackwell's FP4 tensor cores run at 2x FP8 (B200 9 PF dense vs 4.5 PF FP8: datasheet).
       if (gpu.peak("fp4") > 0) return gpu.peak("fp4");
       return gpu.architecture == "blackwell" ? 2 * gpu.peak("fp8") : 0;
-    case Dtype::INT4: return 0;  // weight-only everywhere
+    case Dtype::INT4:
+      return 0;  // weight-only everywhere
   }
   return 0;
 }

@@ -27,24 +27,34 @@ void apply_entry(const config::Node& e, EngineProfile& p) {
                 "gemm_efficiency", "attention_efficiency", "quantized_checkpoint_kv_cache_dtype", "sources"});
   p.version = e.required_string("version");
   if (auto v = e.optional_int("max_num_seqs")) p.max_num_seqs = static_cast<int>(e.positive("max_num_seqs", *v));
-  if (auto v = e.optional_int("max_num_batched_tokens")) p.max_num_batched_tokens = static_cast<long long>(e.positive("max_num_batched_tokens", *v));
-  if (auto v = e.optional_int("block_size_tokens")) p.block_size_tokens = static_cast<int>(e.positive("block_size_tokens", *v));
-  if (auto v = e.optional_number("gpu_memory_utilization")) p.gpu_memory_utilization = e.positive("gpu_memory_utilization", *v);
-  if (auto v = e.optional_number("kv_free_memory_fraction")) p.kv_free_memory_fraction = e.positive("kv_free_memory_fraction", *v);
+  if (auto v = e.optional_int("max_num_batched_tokens"))
+    p.max_num_batched_tokens = static_cast<long long>(e.positive("max_num_batched_tokens", *v));
+  if (auto v = e.optional_int("block_size_tokens"))
+    p.block_size_tokens = static_cast<int>(e.positive("block_size_tokens", *v));
+  if (auto v = e.optional_number("gpu_memory_utilization"))
+    p.gpu_memory_utilization = e.positive("gpu_memory_utilization", *v);
+  if (auto v = e.optional_number("kv_free_memory_fraction"))
+    p.kv_free_memory_fraction = e.positive("kv_free_memory_fraction", *v);
   p.chunked_prefill = e.bool_or("chunked_prefill", p.chunked_prefill);
   p.prefix_caching = e.bool_or("prefix_caching", p.prefix_caching);
   p.host_overlapped = e.bool_or("host_overlapped", p.host_overlapped);
   if (e.has("scheduler")) {
     const std::string s = e.required_string("scheduler");
-    if (s == "mixed") p.scheduler = SchedulerPolicy::Mixed;
-    else if (s == "prefill_first") p.scheduler = SchedulerPolicy::PrefillFirst;
-    else e.fail("scheduler", "unknown scheduler '" + s + "'", "use mixed or prefill_first");
+    if (s == "mixed")
+      p.scheduler = SchedulerPolicy::Mixed;
+    else if (s == "prefill_first")
+      p.scheduler = SchedulerPolicy::PrefillFirst;
+    else
+      e.fail("scheduler", "unknown scheduler '" + s + "'", "use mixed or prefill_first");
   }
   if (e.has("kv_admission")) {
     const std::string s = e.required_string("kv_admission");
-    if (s == "on_demand") p.kv_admission = KvAdmission::OnDemand;
-    else if (s == "reserve_full") p.kv_admission = KvAdmission::ReserveFull;
-    else e.fail("kv_admission", "unknown admission '" + s + "'", "use on_demand or reserve_full");
+    if (s == "on_demand")
+      p.kv_admission = KvAdmission::OnDemand;
+    else if (s == "reserve_full")
+      p.kv_admission = KvAdmission::ReserveFull;
+    else
+      e.fail("kv_admission", "unknown admission '" + s + "'", "use on_demand or reserve_full");
   }
   if (auto v = e.optional_number("step_overhead_s")) p.step_overhead_s = e.non_negative("step_overhead_s", *v);
   if (auto v = e.optional_number("step_overhead_cuda_graph_s"))
@@ -52,7 +62,8 @@ void apply_entry(const config::Node& e, EngineProfile& p) {
   if (auto v = e.optional_number("per_sequence_overhead_s"))
     p.per_sequence_overhead_s = e.non_negative("per_sequence_overhead_s", *v);
   if (auto v = e.optional_number("gemm_efficiency")) p.gemm_efficiency = e.positive("gemm_efficiency", *v);
-  if (auto v = e.optional_number("attention_efficiency")) p.attention_efficiency = e.positive("attention_efficiency", *v);
+  if (auto v = e.optional_number("attention_efficiency"))
+    p.attention_efficiency = e.positive("attention_efficiency", *v);
   if (e.has("quantized_checkpoint_kv_cache_dtype")) {
     const std::string s = e.required_string("quantized_checkpoint_kv_cache_dtype");
     try {
@@ -87,8 +98,8 @@ EngineProfile load_engine_profile(const std::string& name, const std::string& ve
     const auto names = engine_names();
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    throw config::InputError("", 0, "serving.engine", "unknown serving engine '" + name + "'",
-                             "use one of: " + list, config::nearest(name, names));
+    throw config::InputError("", 0, "serving.engine", "unknown serving engine '" + name + "'", "use one of: " + list,
+                             config::nearest(name, names));
   }
   const config::Node root = config::Node::load_file(file);
   root.check_keys({"name", "aliases", "versions"});

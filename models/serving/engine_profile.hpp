@@ -37,8 +37,8 @@ enum class SchedulerPolicy { Mixed, PrefillFirst };
 enum class KvAdmission { OnDemand, ReserveFull };
 
 struct EngineProfile {
-  std::string name;     // vllm, sglang, tensorrt-llm, ...
-  std::string version;  // the entry's version ("" = the file's only/latest entry)
+  std::string name;                  // vllm, sglang, tensorrt-llm, ...
+  std::string version;               // the entry's version ("" = the file's only/latest entry)
   std::vector<std::string> aliases;  // other names sources use for the engine ("text-generation-inference")
   int max_num_seqs = 256;
   long long max_num_batched_tokens = 8192;
@@ -48,7 +48,7 @@ struct EngineProfile {
   bool prefix_caching = false;
   SchedulerPolicy scheduler = SchedulerPolicy::Mixed;
   KvAdmission kv_admission = KvAdmission::OnDemand;  // preemption is by recompute
-  double kv_free_memory_fraction = 1.0;  // TensorRT-LLM's kv_cache_free_gpu_mem_fraction
+  double kv_free_memory_fraction = 1.0;              // TensorRT-LLM's kv_cache_free_gpu_mem_fraction
   bool host_overlapped = false;
   double step_overhead_s = 2e-3;
   double step_overhead_cuda_graph_s = 0.5e-3;

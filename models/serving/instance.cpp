@@ -7,8 +7,15 @@ namespace stacksim::serving {
 
 Instance::Instance(const ServingConfig& config, StepCostModel* cost, long long blocks, int max_seqs,
                    long long token_budget, InstanceRole role, int index)
-    : config_(config), cost_(cost), total_blocks_(blocks), free_blocks_(blocks), max_seqs_(max_seqs),
-      budget_(token_budget), block_(config.block_size_tokens), role_(role), index_(index) {
+    : config_(config),
+      cost_(cost),
+      total_blocks_(blocks),
+      free_blocks_(blocks),
+      max_seqs_(max_seqs),
+      budget_(token_budget),
+      block_(config.block_size_tokens),
+      role_(role),
+      index_(index) {
   if (config.speculative.draft_tokens > 0) tokens_per_step_ = config.speculative.tokens_per_step();
 }
 
@@ -140,7 +147,8 @@ StepOutcome Instance::step(double now, std::vector<Seq>& done) {
     }
   }
   out.preemptions = preempted_ - preempted_before;
-  out.kv_utilization = total_blocks_ > 0 ? 1.0 - static_cast<double>(free_blocks_) / static_cast<double>(total_blocks_) : 0;
+  out.kv_utilization =
+      total_blocks_ > 0 ? 1.0 - static_cast<double>(free_blocks_) / static_cast<double>(total_blocks_) : 0;
   if (items.empty()) return out;  // nothing could run (the caller checks for a stall)
   out.cost = cost_->cost(sh);
   out.seconds = out.cost.seconds;
@@ -166,7 +174,8 @@ StepOutcome Instance::step(double now, std::vector<Seq>& done) {
       emitted = std::min(emitted, s.output_tokens - s.generated);
       s.generated += emitted;
       s.kv_tokens += emitted;
-      const long long keep = config_.engine.kv_admission == KvAdmission::ReserveFull ? s.blocks : blocks_for(s.kv_tokens);
+      const long long keep =
+          config_.engine.kv_admission == KvAdmission::ReserveFull ? s.blocks : blocks_for(s.kv_tokens);
       free_blocks_ += s.blocks - keep;  // rejected draft tokens' slots
       s.blocks = keep;
     }

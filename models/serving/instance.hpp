@@ -26,7 +26,7 @@ struct Seq {
   long long kv_tokens = 0;      // tokens held in the KV cache
   long long generated = 0;      // output tokens emitted
   long long blocks = 0;
-  double spec_credit = 0;       // fractional accepted tokens carried to the next step
+  double spec_credit = 0;  // fractional accepted tokens carried to the next step
   double first_token_s = -1, scheduled_s = -1, finish_s = -1;
   int preemptions = 0;
   int instance = 0;
@@ -40,14 +40,14 @@ struct StepOutcome {
   StepCost cost;
   StepShape shape;
   double kv_utilization = 0;
-  bool kv_blocked = false;   // admission stopped for lack of KV blocks
+  bool kv_blocked = false;  // admission stopped for lack of KV blocks
   long long preemptions = 0;
 };
 
 class Instance {
  public:
-  Instance(const ServingConfig& config, StepCostModel* cost, long long blocks, int max_seqs,
-           long long token_budget, InstanceRole role, int index);
+  Instance(const ServingConfig& config, StepCostModel* cost, long long blocks, int max_seqs, long long token_budget,
+           InstanceRole role, int index);
   void enqueue(Seq s) { waiting_.push_back(std::move(s)); }
   // Pulls the next request when the queue is empty (offline: requests are drawn lazily).
   std::function<bool(Seq&)> pull;

@@ -77,7 +77,8 @@ MemoryPlan plan_memory(const ServingConfig& config, const workload::ModelConfig&
   if (p.kv_blocks < 1)
     throw config::InputError(config.origin, 0, "serving.gpu_memory_utilization",
                              "no room for a single KV block: weights " + gib(p.weights_bytes) + " + workspace " +
-                                 gib(p.workspace_bytes) + " per GPU leave " + gib(std::max(0.0, free_bytes)) + " of " + where,
+                                 gib(p.workspace_bytes) + " per GPU leave " + gib(std::max(0.0, free_bytes)) + " of " +
+                                 where,
                              "raise gpu_memory_utilization or tp/pp, lower max_num_batched_tokens or max_num_seqs, "
                              "or use smaller weights/KV dtypes");
   return p;

@@ -5,15 +5,15 @@
 
 namespace stacksim::serving {
 
-int StreamingStat::bucket(double v) const {
-  return static_cast<int>(std::floor(std::log(v / kMin) / kLogStep));
-}
+int StreamingStat::bucket(double v) const { return static_cast<int>(std::floor(std::log(v / kMin) / kLogStep)); }
 
 void StreamingStat::fold() {
   hist_.assign(static_cast<size_t>(std::log(1e9 / kMin) / kLogStep) + 2, 0);
   for (double v : exact_) {
-    if (v <= kMin) ++at_or_below_min_;
-    else ++hist_[std::min<size_t>(static_cast<size_t>(bucket(v)), hist_.size() - 1)];
+    if (v <= kMin)
+      ++at_or_below_min_;
+    else
+      ++hist_[std::min<size_t>(static_cast<size_t>(bucket(v)), hist_.size() - 1)];
   }
   exact_.clear();
   exact_.shrink_to_fit();
@@ -28,8 +28,10 @@ void StreamingStat::add(double v) {
     if (exact_.size() > kExactSamples) fold();
     return;
   }
-  if (v <= kMin) ++at_or_below_min_;
-  else ++hist_[std::min<size_t>(static_cast<size_t>(bucket(v)), hist_.size() - 1)];
+  if (v <= kMin)
+    ++at_or_below_min_;
+  else
+    ++hist_[std::min<size_t>(static_cast<size_t>(bucket(v)), hist_.size() - 1)];
 }
 
 double StreamingStat::percentile(double p) const {

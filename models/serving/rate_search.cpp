@@ -15,8 +15,8 @@ std::string verdict_for(const ServingResult& r, const Slo& slo) {
   std::ostringstream os;
   auto check = [&](const char* name, const SloLimit& l, const Percentiles& p, const char* unit) {
     if (l.limit > 0 && p.get(l.stat) > l.limit)
-      os << (os.tellp() > 0 ? "; " : "") << name << " " << l.stat << " " << p.get(l.stat) << " " << unit
-         << " > " << l.limit;
+      os << (os.tellp() > 0 ? "; " : "") << name << " " << l.stat << " " << p.get(l.stat) << " " << unit << " > "
+         << l.limit;
   };
   check("TTFT", slo.ttft_ms, r.ttft_ms, "ms");
   check("TPOT", slo.tpot_ms, r.tpot_ms, "ms");
@@ -27,8 +27,8 @@ std::string verdict_for(const ServingResult& r, const Slo& slo) {
 }  // namespace
 
 RateSearchResult max_rate_under_slo(const ServingConfig& config, const Workload& workload,
-                                    const workload::ModelConfig& model, const ServingHardware& hardware,
-                                    const Slo& slo, const SimOptions& options, double relative_tolerance) {
+                                    const workload::ModelConfig& model, const ServingHardware& hardware, const Slo& slo,
+                                    const SimOptions& options, double relative_tolerance) {
   if (slo.empty())
     throw config::InputError(config.origin, 0, "serving.slo", "the rate search needs a latency limit",
                              "give slo.ttft_ms, slo.tpot_ms or slo.e2e_latency_s");

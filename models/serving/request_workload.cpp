@@ -22,8 +22,8 @@ uint64_t mix(uint64_t x) {  // splitmix64's finaliser
 // A uniform draw in (0, 1) from (seed, request, stream, attempt): counter-based, so request i's
 // lengths and gap do not depend on any other draw.
 double uniform(uint64_t seed, long long index, int stream, int attempt = 0) {
-  const uint64_t h = mix(mix(mix(seed) ^ static_cast<uint64_t>(index)) ^ (static_cast<uint64_t>(stream) << 32 |
-                                                                         static_cast<uint32_t>(attempt)));
+  const uint64_t h = mix(mix(mix(seed) ^ static_cast<uint64_t>(index)) ^
+                         (static_cast<uint64_t>(stream) << 32 | static_cast<uint32_t>(attempt)));
   return (static_cast<double>(h >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
@@ -35,12 +35,15 @@ double normal(uint64_t seed, long long index, int stream, int attempt = 0) {
 long long draw_length(const LengthDist& d, uint64_t seed, long long index, int stream) {
   double v = d.mean_tokens;
   switch (d.kind) {
-    case LengthDist::Kind::Fixed: break;
+    case LengthDist::Kind::Fixed:
+      break;
     case LengthDist::Kind::Uniform:
       v = d.min_tokens + uniform(seed, index, stream) * static_cast<double>(d.max_tokens - d.min_tokens + 1);
       v = std::floor(v);
       break;
-    case LengthDist::Kind::Normal: v = std::round(d.mean_tokens + d.stddev_tokens * normal(seed, index, stream)); break;
+    case LengthDist::Kind::Normal:
+      v = std::round(d.mean_tokens + d.stddev_tokens * normal(seed, index, stream));
+      break;
     case LengthDist::Kind::Histogram: {
       double total = 0;
       for (const auto& b : d.bins) total += b.second;
@@ -82,7 +85,8 @@ double gamma_unit(double k, uint64_t seed, long long index) {
 void check_lengths(const Workload& w, const LengthDist& d, const std::string& key) {
   if (d.min_tokens < 1 || d.max_tokens < d.min_tokens)
     bad(w, key, "length bounds must satisfy 1 <= min <= max", "fix " + key + ".min / max");
-  if (d.kind == LengthDist::Kind::Fixed && d.mean_tokens < 1) bad(w, key, "a length must be >= 1 token", "set it to >= 1");
+  if (d.kind == LengthDist::Kind::Fixed && d.mean_tokens < 1)
+    bad(w, key, "a length must be >= 1 token", "set it to >= 1");
   if (d.kind == LengthDist::Kind::Normal && (d.mean_tokens < 1 || d.stddev_tokens < 0))
     bad(w, key, "normal lengths need mean >= 1 and stddev >= 0", "fix " + key);
   if (d.kind == LengthDist::Kind::Histogram) {
@@ -103,12 +107,18 @@ void check_lengths(const Workload& w, const LengthDist& d, const std::string& ke
 
 const char* arrival_mode_name(ArrivalMode m) {
   switch (m) {
-    case ArrivalMode::Offline: return "offline";
-    case ArrivalMode::Concurrency: return "concurrency";
-    case ArrivalMode::Poisson: return "poisson";
-    case ArrivalMode::Gamma: return "gamma";
-    case ArrivalMode::FixedBatch: return "fixed_batch";
-    case ArrivalMode::Trace: return "trace";
+    case ArrivalMode::Offline:
+      return "offline";
+    case ArrivalMode::Concurrency:
+      return "concurrency";
+    case ArrivalMode::Poisson:
+      return "poisson";
+    case ArrivalMode::Gamma:
+      return "gamma";
+    case ArrivalMode::FixedBatch:
+      return "fixed_batch";
+    case ArrivalMode::Trace:
+      return "trace";
   }
   return "?";
 }
@@ -116,8 +126,10 @@ const char* arrival_mode_name(ArrivalMode m) {
 double LengthDist::expected_tokens() const {
   switch (kind) {
     case Kind::Fixed:
-    case Kind::Normal: return std::clamp(mean_tokens, static_cast<double>(std::max(1LL, min_tokens)), static_cast<double>(max_tokens));
-    case Kind::Uniform: return 0.5 * static_cast<double>(min_tokens + max_tokens);
+    case Kind::Normal:
+      return std::clamp(mean_tokens, static_cast<double>(std::max(1LL, min_tokens)), static_cast<double>(max_tokens));
+    case Kind::Uniform:
+      return 0.5 * static_cast<double>(min_tokens + max_tokens);
     case Kind::Histogram: {
       double total = 0, sum = 0;
       long long lo = min_tokens;
@@ -152,7 +164,8 @@ void check_workload(const Workload& w) {
     return;
   }
   if (w.num_requests < 1) bad(w, "num_requests", "no requests to simulate", "set num_requests >= 1");
-  if ((w.mode == ArrivalMode::Poisson || w.mode == ArrivalMode::Gamma) && !(w.rate_per_s > 0 && std::isfinite(w.rate_per_s)))
+  if ((w.mode == ArrivalMode::Poisson || w.mode == ArrivalMode::Gamma) &&
+      !(w.rate_per_s > 0 && std::isfinite(w.rate_per_s)))
     bad(w, "request_rate_per_s", "an open-loop workload needs a request rate > 0", "set request_rate_per_s");
   if (w.mode == ArrivalMode::Gamma && !(w.gamma_shape > 0))
     bad(w, "gamma_shape", "the gamma shape (burstiness) must be > 0", "1 = Poisson; < 1 burstier");
@@ -194,8 +207,7 @@ std::vector<TraceRequest> load_trace(const std::string& path) {
   auto field = [&](const nlohmann::json& j, std::initializer_list<const char*> names, const std::string& what) {
     for (const char* n : names)
       if (j.contains(n) && j[n].is_number()) return j[n].get<double>();
-    throw config::InputError(path, line_no, what, "row has no number for " + what,
-                             "give " + what + " on every row");
+    throw config::InputError(path, line_no, what, "row has no number for " + what, "give " + what + " on every row");
   };
   const bool jsonl = path.size() > 6 && path.substr(path.size() - 6) == ".jsonl";
   std::vector<std::string> header;
@@ -217,8 +229,10 @@ std::vector<TraceRequest> load_trace(const std::string& path) {
         continue;
       }
       if (cells.size() != header.size())
-        throw config::InputError(path, line_no, "", "row has " + std::to_string(cells.size()) + " cells, the header " +
-                                                        std::to_string(header.size()), "one value per column");
+        throw config::InputError(
+            path, line_no, "",
+            "row has " + std::to_string(cells.size()) + " cells, the header " + std::to_string(header.size()),
+            "one value per column");
       for (size_t i = 0; i < cells.size(); ++i) {
         char* end = nullptr;
         const double v = std::strtod(cells[i].c_str(), &end);
@@ -229,8 +243,10 @@ std::vector<TraceRequest> load_trace(const std::string& path) {
     }
     TraceRequest r;
     r.arrival_s = field(row, {"arrival_s", "timestamp", "arrival_time"}, "arrival_s");
-    r.input_tokens = static_cast<long long>(field(row, {"input_tokens", "prompt_tokens", "input_len", "input_length"}, "input_tokens"));
-    r.output_tokens = static_cast<long long>(field(row, {"output_tokens", "output_len", "output_length"}, "output_tokens"));
+    r.input_tokens = static_cast<long long>(
+        field(row, {"input_tokens", "prompt_tokens", "input_len", "input_length"}, "input_tokens"));
+    r.output_tokens =
+        static_cast<long long>(field(row, {"output_tokens", "output_len", "output_length"}, "output_tokens"));
     out.push_back(r);
   }
   return out;

@@ -23,9 +23,9 @@ const char* arrival_mode_name(ArrivalMode m);
 struct LengthDist {
   enum class Kind { Fixed, Uniform, Normal, Histogram };
   Kind kind = Kind::Fixed;
-  double mean_tokens = 128;   // fixed: the length; normal: the mean
-  double stddev_tokens = 0;   // normal
-  long long min_tokens = 1;   // uniform bounds; every draw is clamped to [min, max]
+  double mean_tokens = 128;  // fixed: the length; normal: the mean
+  double stddev_tokens = 0;  // normal
+  long long min_tokens = 1;  // uniform bounds; every draw is clamped to [min, max]
   long long max_tokens = 1 << 30;
   // Histogram: (upper edge in tokens, weight) in increasing edges; a draw picks a bin by weight and
   // a length uniformly inside it (lower edge = the previous bin's upper edge, or min_tokens).

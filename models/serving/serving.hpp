@@ -36,8 +36,8 @@ struct Parallelism {
 };
 
 struct SpeculativeConfig {
-  int draft_tokens = 0;          // k tokens proposed per step (0 = off)
-  double acceptance_rate = 0;    // a: each drafted token accepted with probability a (given the previous)
+  int draft_tokens = 0;        // k tokens proposed per step (0 = off)
+  double acceptance_rate = 0;  // a: each drafted token accepted with probability a (given the previous)
   // Cost of one draft forward pass over the target's decode step at the same batch, for a separate
   // small draft model (its size ratio). 0 = an MTP module or EAGLE head: one transformer layer of
   // the target plus its LM head, timed by the same operator model.
@@ -87,8 +87,8 @@ struct ServingConfig {
 ServingConfig config_for_engine(const EngineProfile& engine);
 
 struct ServingHardware {
-  hw::GpuSpec gpu;             // scaled copies allowed (elasticity)
-  topo::ClusterConfig cluster; // must hold at least one instance (each pool's one instance when disaggregated)
+  hw::GpuSpec gpu;              // scaled copies allowed (elasticity)
+  topo::ClusterConfig cluster;  // must hold at least one instance (each pool's one instance when disaggregated)
 };
 
 // Per-metric latency limits. `stat` is mean, p50, p90, p95 or p99; limit 0 = no limit.
@@ -109,19 +109,19 @@ struct Percentiles {
 // Per-GPU memory of one instance (of the decode pool when disaggregated).
 struct MemoryPlan {
   double hbm_bytes = 0;
-  double weights_bytes = 0;             // per GPU, at the weight dtype (embeddings 16-bit)
-  double workspace_bytes = 0;           // activations of the largest step + CUDA graph pools
-  double kv_bytes = 0;                  // given to the KV cache
-  double kv_bytes_per_token = 0;        // per GPU: layers_on_gpu x kv_heads_on_gpu x head_dim x 2 x dtype
-  long long kv_blocks = 0;              // per instance (per dp rank with dp attention)
-  long long kv_capacity_tokens = 0;     // kv_blocks x block size
+  double weights_bytes = 0;          // per GPU, at the weight dtype (embeddings 16-bit)
+  double workspace_bytes = 0;        // activations of the largest step + CUDA graph pools
+  double kv_bytes = 0;               // given to the KV cache
+  double kv_bytes_per_token = 0;     // per GPU: layers_on_gpu x kv_heads_on_gpu x head_dim x 2 x dtype
+  long long kv_blocks = 0;           // per instance (per dp rank with dp attention)
+  long long kv_capacity_tokens = 0;  // kv_blocks x block size
 };
 
 struct SimOptions {
   bool record_requests = false;  // keep every request's times (ServingResult::requests)
   bool record_steps = false;     // keep engine steps for a trace (bounded by max_recorded_steps)
   long long max_recorded_steps = 200000;
-  double metrics_warmup_s = 0;   // requests arriving before this are left out of the metrics
+  double metrics_warmup_s = 0;  // requests arriving before this are left out of the metrics
 };
 
 struct RequestRecord {
@@ -145,13 +145,14 @@ struct ServingResult {
   Percentiles ttft_ms, tpot_ms, e2e_latency_s;
   Percentiles queueing_s;  // arrival to first scheduled
   double output_tokens_per_s = 0, total_tokens_per_s = 0, requests_per_s = 0;
-  double goodput_requests_per_s = 0;  // completed requests meeting every limit of the Slo given (= requests_per_s without one)
-  double duration_s = 0;              // first arrival to last completion
+  double goodput_requests_per_s =
+      0;                  // completed requests meeting every limit of the Slo given (= requests_per_s without one)
+  double duration_s = 0;  // first arrival to last completion
   long long completed_requests = 0, input_tokens = 0, output_tokens = 0;
   long long preemptions = 0;
   long long steps = 0;
-  double mean_running_seqs = 0;       // decodes per step, time-weighted
-  double kv_utilization_mean = 0, kv_utilization_max = 0;  // used blocks / blocks, time-weighted
+  double mean_running_seqs = 0;                                    // decodes per step, time-weighted
+  double kv_utilization_mean = 0, kv_utilization_max = 0;          // used blocks / blocks, time-weighted
   std::vector<std::pair<double, double>> kv_utilization_timeline;  // (time s, utilisation), <= 512 points
   MemoryPlan memory;
   int gpus = 0;
@@ -162,14 +163,14 @@ struct ServingResult {
   std::string bottleneck;         // in plain words ("KV-cache reads from HBM", "KV capacity: preemption", ...)
   std::string bottleneck_detail;  // one sentence with the numbers behind it
   std::vector<std::string> notes;
-  std::vector<RequestRecord> requests;  // when SimOptions::record_requests
-  std::vector<StepRecord> step_records; // when SimOptions::record_steps
+  std::vector<RequestRecord> requests;   // when SimOptions::record_requests
+  std::vector<StepRecord> step_records;  // when SimOptions::record_steps
 };
 
 // Runs the workload to completion. `slo` only feeds goodput.
 ServingResult simulate_serving(const ServingConfig& config, const Workload& workload,
-                               const workload::ModelConfig& model, const ServingHardware& hardware,
-                               const Slo& slo = {}, const SimOptions& options = {});
+                               const workload::ModelConfig& model, const ServingHardware& hardware, const Slo& slo = {},
+                               const SimOptions& options = {});
 
 // Memory of one instance; config::InputError (serving.weights_dtype / tp / gpu_memory_utilization)
 // when the weights and workspace do not fit or the KV cache gets zero blocks.
@@ -178,18 +179,17 @@ MemoryPlan plan_memory(const ServingConfig& config, const workload::ModelConfig&
 bool meets_slo(const ServingResult& r, const Slo& slo);
 
 struct RateSearchResult {
-  bool feasible = false;          // some rate meets the SLO
-  double max_rate_per_s = 0;      // highest request rate found meeting it (within the tolerance)
-  ServingResult at_max_rate;      // the run at that rate (throughput = what MLPerf Server reports)
-  std::string verdict;            // plain words, e.g. why no rate meets it
+  bool feasible = false;      // some rate meets the SLO
+  double max_rate_per_s = 0;  // highest request rate found meeting it (within the tolerance)
+  ServingResult at_max_rate;  // the run at that rate (throughput = what MLPerf Server reports)
+  std::string verdict;        // plain words, e.g. why no rate meets it
   int evaluations = 0;
 };
 // Bisection on the arrival rate of `workload` (Poisson unless it is Gamma) for the highest rate
 // whose run meets every limit of `slo`. config::InputError (serving.slo) when the SLO is empty.
 RateSearchResult max_rate_under_slo(const ServingConfig& config, const Workload& workload,
-                                    const workload::ModelConfig& model, const ServingHardware& hardware,
-                                    const Slo& slo, const SimOptions& options = {},
-                                    double relative_tolerance = 0.02);
+                                    const workload::ModelConfig& model, const ServingHardware& hardware, const Slo& slo,
+                                    const SimOptions& options = {}, double relative_tolerance = 0.02);
 
 // Cost per million output tokens (or all tokens) at `gpu_hour_usd` per GPU of the deployment.
 double usd_per_million_tokens(const ServingResult& r, double gpu_hour_usd, bool output_tokens_only = true);

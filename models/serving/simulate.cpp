@@ -71,8 +71,8 @@ class Simulation {
         throw config::InputError(config.origin, 0, "serving.disaggregated", "each pool needs >= 1 instance",
                                  "set prefill.replicas and decode.replicas");
       build_pool(agg_, config, dis.prefill.parallel, dis.prefill.replicas, 0, model, hw, tuning, InstanceRole::Prefill);
-      build_pool(decode_, config, dis.decode.parallel, dis.decode.replicas, dis.prefill.parallel.gpus(), model, hw, tuning,
-                 InstanceRole::Decode);
+      build_pool(decode_, config, dis.decode.parallel, dis.decode.replicas, dis.prefill.parallel.gpus(), model, hw,
+                 tuning, InstanceRole::Decode);
       gpus_ = dis.prefill.replicas * dis.prefill.parallel.gpus() + dis.decode.replicas * dis.decode.parallel.gpus();
       ingress_free_s_.assign(decode_.instances.size(), 0.0);
       const Parallelism& pp = dis.prefill.parallel;
@@ -92,16 +92,22 @@ class Simulation {
       const Event e = events_.top();
       events_.pop();
       now_ = e.t;
-      if (e.kind == kStepEnd) step_end(static_cast<size_t>(e.payload));
-      else if (e.kind == kTransferDone) transfer_done(static_cast<size_t>(e.payload));
-      else arrival(e.payload);
+      if (e.kind == kStepEnd)
+        step_end(static_cast<size_t>(e.payload));
+      else if (e.kind == kTransferDone)
+        transfer_done(static_cast<size_t>(e.payload));
+      else
+        arrival(e.payload);
       // Start idle instances only once every event of this time is in.
       while (!events_.empty() && events_.top().t == now_) {
         const Event f = events_.top();
         events_.pop();
-        if (f.kind == kStepEnd) step_end(static_cast<size_t>(f.payload));
-        else if (f.kind == kTransferDone) transfer_done(static_cast<size_t>(f.payload));
-        else arrival(f.payload);
+        if (f.kind == kStepEnd)
+          step_end(static_cast<size_t>(f.payload));
+        else if (f.kind == kTransferDone)
+          transfer_done(static_cast<size_t>(f.payload));
+        else
+          arrival(f.payload);
       }
       if (progress && summary_.completed() >= next_report) {
         std::fprintf(stderr, "\rserving: %lld / %lld requests", summary_.completed(), total_);
@@ -125,20 +131,23 @@ class Simulation {
     if (replicas < 1)
       throw config::InputError(base.origin, 0, "serving.replicas", "needs >= 1 instance", "set replicas >= 1");
     if (par.tp < 1 || par.pp < 1 || par.dp < 1 || par.ep < 1)
-      throw config::InputError(base.origin, 0, "serving.tp", "tp, pp, dp and ep must be >= 1", "fix the parallel sizes");
+      throw config::InputError(base.origin, 0, "serving.tp", "tp, pp, dp and ep must be >= 1",
+                               "fix the parallel sizes");
     if (par.ep > 1 && (par.tp * par.dp) % par.ep != 0)
-      throw config::InputError(base.origin, 0, "serving.ep",
-                               "ep " + std::to_string(par.ep) + " must divide tp x dp = " + std::to_string(par.tp * par.dp),
-                               "choose ep among the divisors of tp x dp");
+      throw config::InputError(
+          base.origin, 0, "serving.ep",
+          "ep " + std::to_string(par.ep) + " must divide tp x dp = " + std::to_string(par.tp * par.dp),
+          "choose ep among the divisors of tp x dp");
     if (par.ep > 1 && !model.is_moe())
       throw config::InputError(base.origin, 0, "serving.ep", "ep > 1 but the model has no experts", "set ep: 1");
     const int need = first_rank + par.gpus();
     if (need > cluster_->num_gpus())
-      throw config::InputError(base.origin, 0, "cluster.nodes",
-                               "one instance needs " + std::to_string(par.gpus()) + " GPUs" +
-                                   (first_rank > 0 ? " after the prefill instance's " + std::to_string(first_rank) : "") +
-                                   ", the cluster has " + std::to_string(cluster_->num_gpus()),
-                               "add nodes or lower tp x pp x dp");
+      throw config::InputError(
+          base.origin, 0, "cluster.nodes",
+          "one instance needs " + std::to_string(par.gpus()) + " GPUs" +
+              (first_rank > 0 ? " after the prefill instance's " + std::to_string(first_rank) : "") +
+              ", the cluster has " + std::to_string(cluster_->num_gpus()),
+          "add nodes or lower tp x pp x dp");
     p.config = base;
     p.config.parallel = par;
     p.plan = plan_memory(p.config, model, hw.gpu);
@@ -173,13 +182,17 @@ class Simulation {
       case ArrivalMode::Concurrency:
         for (int i = 0; i < w_.concurrency && next_index_ < total_; ++i) dispatch_new(0.0);
         break;
-      case ArrivalMode::FixedBatch: next_batch(0.0); break;
+      case ArrivalMode::FixedBatch:
+        next_batch(0.0);
+        break;
       case ArrivalMode::Poisson:
       case ArrivalMode::Gamma:
         next_arrival_s_ = draw_gap_s(w_, 0);
         push(next_arrival_s_, kArrival, 0);
         break;
-      case ArrivalMode::Trace: push(w_.trace[0].arrival_s, kArrival, 0); break;
+      case ArrivalMode::Trace:
+        push(w_.trace[0].arrival_s, kArrival, 0);
+        break;
     }
   }
 
@@ -192,11 +205,12 @@ class Simulation {
     const Instance& first = *(config_.disaggregated.enabled ? decode_ : agg_).instances.front();
     const long long tokens = r.input_tokens + r.output_tokens;
     if (first.blocks_for(tokens) > first.total_blocks())
-      throw config::InputError(w_.origin.empty() ? config_.origin : w_.origin, 0, "serving.workload.input_len",
-                               "request " + std::to_string(r.id) + " needs " + std::to_string(tokens) +
-                                   " tokens of KV cache, one instance holds " +
-                                   std::to_string(first.total_blocks() * config_.block_size_tokens),
-                               "shorten the requests, or give the KV cache more memory (tp, gpu_memory_utilization, kv dtype)");
+      throw config::InputError(
+          w_.origin.empty() ? config_.origin : w_.origin, 0, "serving.workload.input_len",
+          "request " + std::to_string(r.id) + " needs " + std::to_string(tokens) +
+              " tokens of KV cache, one instance holds " +
+              std::to_string(first.total_blocks() * config_.block_size_tokens),
+          "shorten the requests, or give the KV cache more memory (tp, gpu_memory_utilization, kv dtype)");
   }
 
   void dispatch_new(double t) {
@@ -231,7 +245,8 @@ class Simulation {
   }
 
   Instance& instance(size_t global) {
-    return global < agg_.instances.size() ? *agg_.instances[global] : *decode_.instances[global - agg_.instances.size()];
+    return global < agg_.instances.size() ? *agg_.instances[global]
+                                          : *decode_.instances[global - agg_.instances.size()];
   }
   size_t instance_count() const { return agg_.instances.size() + decode_.instances.size(); }
 
@@ -255,8 +270,10 @@ class Simulation {
     done.swap(inst.pending_done);
     const bool prefill_side = config_.disaggregated.enabled && g < agg_.instances.size();
     for (Seq& s : done) {
-      if (prefill_side && s.generated < s.output_tokens) start_transfer(std::move(s));
-      else finish(s);
+      if (prefill_side && s.generated < s.output_tokens)
+        start_transfer(std::move(s));
+      else
+        finish(s);
     }
   }
 

@@ -8,17 +8,20 @@
 namespace stacksim::serving {
 namespace {
 
-constexpr double kAttentionBlock = 128;        // key rows per flash-attention loop (GpuModel)
+constexpr double kAttentionBlock = 128;         // key rows per flash-attention loop (GpuModel)
 constexpr double kAttentionTileOverhead = 1.3;  // per-block fixed cost in loop iterations (GpuModel)
 constexpr double kActivationBytes = 2;          // residual stream and collectives stay 16-bit
 
 const char* gemm_efficiency_key(Dtype activations) {
   switch (activations) {
-    case Dtype::FP16: return "fp16";
+    case Dtype::FP16:
+      return "fp16";
     case Dtype::FP8:
     case Dtype::INT8:
-    case Dtype::FP4: return "fp8";  // ASSUMPTION: 8/4-bit GEMMs reach FP8's measured fraction
-    default: return "bf16";
+    case Dtype::FP4:
+      return "fp8";  // ASSUMPTION: 8/4-bit GEMMs reach FP8's measured fraction
+    default:
+      return "bf16";
   }
 }
 
@@ -26,18 +29,30 @@ const char* gemm_efficiency_key(Dtype activations) {
 
 const char* step_category_name(StepCategory c) {
   switch (c) {
-    case StepCategory::WeightRead: return "weight_read";
-    case StepCategory::KvRead: return "kv_read";
-    case StepCategory::GemmCompute: return "gemm_compute";
-    case StepCategory::AttentionCompute: return "attention_compute";
-    case StepCategory::Elementwise: return "elementwise";
-    case StepCategory::TpComm: return "tp_comm";
-    case StepCategory::EpComm: return "ep_comm";
-    case StepCategory::PpComm: return "pp_comm";
-    case StepCategory::Host: return "host";
-    case StepCategory::SpeculativeDraft: return "speculative_draft";
-    case StepCategory::PdTransfer: return "pd_transfer";
-    case StepCategory::Count: break;
+    case StepCategory::WeightRead:
+      return "weight_read";
+    case StepCategory::KvRead:
+      return "kv_read";
+    case StepCategory::GemmCompute:
+      return "gemm_compute";
+    case StepCategory::AttentionCompute:
+      return "attention_compute";
+    case StepCategory::Elementwise:
+      return "elementwise";
+    case StepCategory::TpComm:
+      return "tp_comm";
+    case StepCategory::EpComm:
+      return "ep_comm";
+    case StepCategory::PpComm:
+      return "pp_comm";
+    case StepCategory::Host:
+      return "host";
+    case StepCategory::SpeculativeDraft:
+      return "speculative_draft";
+    case StepCategory::PdTransfer:
+      return "pd_transfer";
+    case StepCategory::Count:
+      break;
   }
   return "?";
 }
@@ -46,8 +61,14 @@ StepCostModel::StepCostModel(const ServingConfig& config, const Parallelism& par
                              const workload::ModelConfig& model, const hw::GpuSpec& gpu,
                              std::shared_ptr<const topo::Cluster> cluster, const coll::CommTuning& tuning,
                              int first_rank)
-    : config_(config), par_(parallel), model_(model), gpu_(gpu), gpu_model_(gpu), cluster_(std::move(cluster)),
-      tuning_(tuning), first_rank_(first_rank) {
+    : config_(config),
+      par_(parallel),
+      model_(model),
+      gpu_(gpu),
+      gpu_model_(gpu),
+      cluster_(std::move(cluster)),
+      tuning_(tuning),
+      first_rank_(first_rank) {
   for (int r = 0; r < par_.tp; ++r) tp_ranks_.push_back(first_rank + r);
   for (int r = 0; r < par_.ep; ++r) ep_ranks_.push_back(first_rank + r);
   layers_per_stage_ = (model.layers + par_.pp - 1) / par_.pp;
@@ -128,9 +149,10 @@ const CategorySeconds& StepCostModel::token_part(long long tokens, long long ran
   add_gemm(dense_layers_, t_rank, (m.mlp_gemms() - 1) * ffn_gpu, h, w_bytes_);
   add_gemm(dense_layers_, t_rank, h, ffn_gpu, w_bytes_);
   // Element-wise: two fused add+norm, rotary on q/k, the activation; 16-bit reads and writes.
-  const double ew_bytes_per_token = (8 * h + 3 * ffn_gpu + 2 * static_cast<double>(m.q_width() + m.kv_width()) / tp) *
-                                    kActivationBytes;
-  c[static_cast<size_t>(StepCategory::Elementwise)] += layers * (t_rank * ew_bytes_per_token / hbm_Bps_ + 3 * kernel_s_);
+  const double ew_bytes_per_token =
+      (8 * h + 3 * ffn_gpu + 2 * static_cast<double>(m.q_width() + m.kv_width()) / tp) * kActivationBytes;
+  c[static_cast<size_t>(StepCategory::Elementwise)] +=
+      layers * (t_rank * ew_bytes_per_token / hbm_Bps_ + 3 * kernel_s_);
   // TP all-reduce after attention and after each dense MLP (or MoE layer without EP).
   const double ar_bytes = t_rank * h * kActivationBytes;
   const double ar_s = collective_s(coll::CollectiveOp::AllReduce, tp_ranks_, ar_bytes);
@@ -155,10 +177,11 @@ const CategorySeconds& StepCostModel::token_part(long long tokens, long long ran
     const double rows = copies / ep * moe.load_factor();
     const double expert_params_gpu = m.expert_params() / etp;
     // Each active expert's grouped-GEMM slice: its share of the rows against its FFN width.
-    const double expert_fraction = gpu_model_.gemm_compute_fraction(
-        std::max(1.0, rows / std::max(1.0, active)), (m.mlp_gemms() - 1) * e_ffn / etp, h, a_bytes_);
+    const double expert_fraction = gpu_model_.gemm_compute_fraction(std::max(1.0, rows / std::max(1.0, active)),
+                                                                    (m.mlp_gemms() - 1) * e_ffn / etp, h, a_bytes_);
     const double compute_s = 2 * rows * expert_params_gpu / (tensor_flops_ * expert_fraction);
-    const double memory_s = (active * expert_params_gpu * w_bytes_ + rows * h * (a_bytes_ + kActivationBytes)) / hbm_Bps_;
+    const double memory_s =
+        (active * expert_params_gpu * w_bytes_ + rows * h * (a_bytes_ + kActivationBytes)) / hbm_Bps_;
     const double expert_s = std::sqrt(compute_s * compute_s + memory_s * memory_s) + 2 * kernel_s_;
     c[static_cast<size_t>(memory_s >= compute_s ? StepCategory::WeightRead : StepCategory::GemmCompute)] +=
         moe_layers_ * expert_s;
@@ -206,9 +229,9 @@ void StepCostModel::attention(const StepShape& s, CategorySeconds& out) const {
     out[static_cast<size_t>(memory_s >= compute_s ? StepCategory::KvRead : StepCategory::AttentionCompute)] += t;
   };
   // Score + value FLOPs per (query, key) pair and head: MLA's absorbed decode works in the latent.
-  const double qk_pv_dims = m.is_mla()
-                                ? 2.0 * static_cast<double>(m.mla.kv_lora_rank) + static_cast<double>(m.mla.qk_rope_head_dim)
-                                : static_cast<double>(m.head_dim + m.v_head_dim());
+  const double qk_pv_dims =
+      m.is_mla() ? 2.0 * static_cast<double>(m.mla.kv_lora_rank) + static_cast<double>(m.mla.qk_rope_head_dim)
+                 : static_cast<double>(m.head_dim + m.v_head_dim());
   if (s.decode_seqs > 0) {
     const double q_per_seq = static_cast<double>(s.decode_query_tokens) / static_cast<double>(s.decode_seqs);
     // The busiest rank holds ceil(seqs / dp) of the sequences (a sequence lives on one rank).
@@ -239,8 +262,10 @@ StepCost StepCostModel::cost(const StepShape& s) {
     const double vocab_gpu = static_cast<double>(model_.vocab) / par_.tp;
     const double rows = std::ceil(static_cast<double>(s.logits_tokens) / par_.dp);  // spread over the ranks
     const Gemm g = gemm(rows, vocab_gpu, static_cast<double>(model_.hidden), 2);
-    r.by_category[static_cast<size_t>(g.memory_bound ? StepCategory::WeightRead : StepCategory::GemmCompute)] += g.seconds;
-    r.by_category[static_cast<size_t>(StepCategory::Elementwise)] += rows * vocab_gpu * 4 * 2 / hbm_Bps_ + 2 * kernel_s_;
+    r.by_category[static_cast<size_t>(g.memory_bound ? StepCategory::WeightRead : StepCategory::GemmCompute)] +=
+        g.seconds;
+    r.by_category[static_cast<size_t>(StepCategory::Elementwise)] +=
+        rows * vocab_gpu * 4 * 2 / hbm_Bps_ + 2 * kernel_s_;
   }
   // Speculative decoding: k draft passes over the decoding sequences before the verification.
   const SpeculativeConfig& spec = config_.speculative;
@@ -250,8 +275,8 @@ StepCost StepCostModel::cost(const StepShape& s) {
     double draft_s = spec.draft_cost_ratio * target_s;
     if (spec.draft_cost_ratio <= 0) {  // MTP / EAGLE: one layer of the target and the LM head
       const double rows = std::ceil(static_cast<double>(s.decode_seqs) / par_.dp);
-      draft_s = target_s / model_.layers + gemm(rows, static_cast<double>(model_.vocab) / par_.tp,
-                                                 static_cast<double>(model_.hidden), 2).seconds;
+      draft_s = target_s / model_.layers +
+                gemm(rows, static_cast<double>(model_.vocab) / par_.tp, static_cast<double>(model_.hidden), 2).seconds;
     }
     r.by_category[static_cast<size_t>(StepCategory::SpeculativeDraft)] += spec.draft_tokens * draft_s;
   }

@@ -34,8 +34,18 @@
 namespace stacksim::serving {
 
 enum class StepCategory {
-  WeightRead, KvRead, GemmCompute, AttentionCompute, Elementwise, TpComm, EpComm, PpComm, Host,
-  SpeculativeDraft, PdTransfer, Count
+  WeightRead,
+  KvRead,
+  GemmCompute,
+  AttentionCompute,
+  Elementwise,
+  TpComm,
+  EpComm,
+  PpComm,
+  Host,
+  SpeculativeDraft,
+  PdTransfer,
+  Count
 };
 constexpr size_t kStepCategories = static_cast<size_t>(StepCategory::Count);
 const char* step_category_name(StepCategory c);
@@ -44,17 +54,17 @@ using CategorySeconds = std::array<double, kStepCategories>;
 // What one step computes (sums over the instance's sequences; per instance, not per GPU).
 struct StepShape {
   long long decode_seqs = 0;
-  long long decode_query_tokens = 0;   // decode_seqs x (1 + draft tokens)
-  double decode_context_tokens = 0;    // sum of the decoding sequences' KV lengths
+  long long decode_query_tokens = 0;  // decode_seqs x (1 + draft tokens)
+  double decode_context_tokens = 0;   // sum of the decoding sequences' KV lengths
   long long prefill_seqs = 0;
-  long long prefill_tokens = 0;        // prompt tokens computed this step
-  double prefill_pair_tokens = 0;      // sum over chunks of chunk x (prior + chunk / 2): causal score pairs
-  double prefill_context_tokens = 0;   // sum over chunks of (prior + chunk): KV read by the chunks
-  long long logits_tokens = 0;         // tokens that go through the LM head (decodes, last chunks)
+  long long prefill_tokens = 0;       // prompt tokens computed this step
+  double prefill_pair_tokens = 0;     // sum over chunks of chunk x (prior + chunk / 2): causal score pairs
+  double prefill_context_tokens = 0;  // sum over chunks of (prior + chunk): KV read by the chunks
+  long long logits_tokens = 0;        // tokens that go through the LM head (decodes, last chunks)
   // With dp attention ranks: the most tokens (the longest prompt chunk) one sequence brings, since
   // a sequence lives on one rank; the busiest rank runs max(ceil(tokens / dp), this).
   long long largest_item_tokens = 0;
-  double largest_prefill_pairs = 0;    // the largest chunk's share of prefill_pair_tokens
+  double largest_prefill_pairs = 0;  // the largest chunk's share of prefill_pair_tokens
 };
 
 struct StepCost {
@@ -67,8 +77,8 @@ class StepCostModel {
  public:
   // `first_rank`: the instance's first GPU in `cluster` (its GPUs are consecutive, tp fastest).
   StepCostModel(const ServingConfig& config, const Parallelism& parallel, const workload::ModelConfig& model,
-                const hw::GpuSpec& gpu, std::shared_ptr<const topo::Cluster> cluster,
-                const coll::CommTuning& tuning, int first_rank);
+                const hw::GpuSpec& gpu, std::shared_ptr<const topo::Cluster> cluster, const coll::CommTuning& tuning,
+                int first_rank);
   StepCost cost(const StepShape& shape);
   // Bytes of KV cache one token takes on each GPU (its layers, its share of the KV heads).
   double kv_bytes_per_token_per_gpu() const { return kv_token_layer_bytes_ * layers_per_stage_; }
@@ -76,7 +86,10 @@ class StepCostModel {
   double transfer_seconds(int dst_rank, double bytes) const;
 
  private:
-  struct Gemm { double seconds; bool memory_bound; };
+  struct Gemm {
+    double seconds;
+    bool memory_bound;
+  };
   Gemm gemm(double m, double n, double k, double weight_bytes_per_elem) const;
   const CategorySeconds& token_part(long long tokens, long long rank_tokens);
   double collective_s(coll::CollectiveOp op, const std::vector<int>& ranks, double bytes,

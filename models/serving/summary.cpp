@@ -75,8 +75,8 @@ void Summary::add_request(const Seq& s) {
                     (slo_.e2e_latency_s.limit <= 0 || e2e_s <= slo_.e2e_latency_s.limit);
   if (good) ++good_;
   if (opt_.record_requests)
-    requests_.push_back({s.id, s.instance, s.arrival_s, s.first_token_s, s.finish_s, s.input_tokens, s.output_tokens,
-                         s.preemptions});
+    requests_.push_back(
+        {s.id, s.instance, s.arrival_s, s.first_token_s, s.finish_s, s.input_tokens, s.output_tokens, s.preemptions});
 }
 
 ServingResult Summary::finish() {
@@ -129,10 +129,17 @@ void Summary::name_bottleneck(ServingResult& r) const {
                           " on average): more HBM for the KV cache, an 8-bit KV cache or more tp raise the batch";
     return;
   }
-  static const char* const kWords[] = {
-      "weight reads from HBM (memory-bound decode)", "KV-cache reads from HBM", "GEMM compute (tensor cores)",
-      "attention compute (prefill)", "element-wise kernels (HBM)", "TP all-reduce", "EP all-to-all",
-      "pipeline transfers", "scheduler/host overhead per step", "speculative draft model", "prefill-to-decode KV transfer"};
+  static const char* const kWords[] = {"weight reads from HBM (memory-bound decode)",
+                                       "KV-cache reads from HBM",
+                                       "GEMM compute (tensor cores)",
+                                       "attention compute (prefill)",
+                                       "element-wise kernels (HBM)",
+                                       "TP all-reduce",
+                                       "EP all-to-all",
+                                       "pipeline transfers",
+                                       "scheduler/host overhead per step",
+                                       "speculative draft model",
+                                       "prefill-to-decode KV transfer"};
   size_t best = 0;
   for (size_t c = 1; c < kStepCategories; ++c)
     if (categories_[c] > categories_[best]) best = c;

@@ -22,11 +22,11 @@ namespace {
 
 // One op list on a stage's stream, per micro-batch.
 struct ListTime {
-  double stream_s = 0;   // compute + collectives on the stream (the longer of two that overlap)
-  double comm_s = 0;     // the part of stream_s spent waiting for collectives
-  double wgrad_s = 0;    // weight-gradient GEMMs (DualPipe defers them into its bubbles)
-  double launches = 0;   // kernels the host launches
-  int syncs = 0;         // host syncs (the launches after one are exposed)
+  double stream_s = 0;  // compute + collectives on the stream (the longer of two that overlap)
+  double comm_s = 0;    // the part of stream_s spent waiting for collectives
+  double wgrad_s = 0;   // weight-gradient GEMMs (DualPipe defers them into its bubbles)
+  double launches = 0;  // kernels the host launches
+  int syncs = 0;        // host syncs (the launches after one are exposed)
   ListTime& operator+=(const ListTime& o) {
     stream_s += o.stream_s, comm_s += o.comm_s, wgrad_s += o.wgrad_s, launches += o.launches, syncs += o.syncs;
     return *this;
@@ -302,15 +302,19 @@ class Estimator {
   void append_segments(const std::vector<CostedOp>& ops, std::vector<Segment>& out) {
     const auto add = [&](bool comm, double t) {
       if (t <= 0) return;
-      if (!out.empty() && out.back().comm == comm) out.back().s += t;
-      else out.push_back({comm, t});
+      if (!out.empty() && out.back().comm == comm)
+        out.back().s += t;
+      else
+        out.push_back({comm, t});
     };
     double pending_s = 0;
     for (const CostedOp& op : ops) {
       if (op.kind == CostedOp::Kind::Collective) {
         const double t = coll_s(op.group, op.op, op.bytes, op.dispatch);
-        if (op.overlaps_next) pending_s = std::max(pending_s, t);
-        else add(true, t);
+        if (op.overlaps_next)
+          pending_s = std::max(pending_s, t);
+        else
+          add(true, t);
         continue;
       }
       add(false, op.seconds);
@@ -361,7 +365,8 @@ class Estimator {
     if (of_layer[l] >= 0) return memo_[of_layer[l]].second;
     const std::vector<CostedOp>& ops = backward ? L_[l].backward : L_[l].forward;
     for (size_t i = 0; i < memo_.size(); ++i)
-      if (memo_[i].first == &ops || same_ops(*memo_[i].first, ops)) return memo_[of_layer[l] = static_cast<int>(i)].second;
+      if (memo_[i].first == &ops || same_ops(*memo_[i].first, ops))
+        return memo_[of_layer[l] = static_cast<int>(i)].second;
     memo_.push_back({&ops, list(ops)});
     of_layer[l] = static_cast<int>(memo_.size() - 1);
     return memo_.back().second;
@@ -369,7 +374,8 @@ class Estimator {
 
   double reduce_scatter_over_shards_s(double bytes) {
     double t = coll_s(Group::DpShard, coll::CollectiveOp::ReduceScatter, bytes);
-    if (shard_ranks() < p_.dp * p_.cp) t += coll_s(Group::DpReplicate, coll::CollectiveOp::AllReduce, bytes / shard_ranks());
+    if (shard_ranks() < p_.dp * p_.cp)
+      t += coll_s(Group::DpReplicate, coll::CollectiveOp::AllReduce, bytes / shard_ranks());
     return t;
   }
   double gather_s(const LayerProgram& L) {
@@ -433,7 +439,8 @@ class Estimator {
       }
       bucket += ready[i].bytes, expert_bucket += ready[i].expert_bytes;
       if (bucket >= p_.dp_bucket_bytes || last) {
-        const double d = rs ? reduce_scatter_over_shards_s(bucket) : coll_s(Group::DP, coll::CollectiveOp::AllReduce, bucket);
+        const double d =
+            rs ? reduce_scatter_over_shards_s(bucket) : coll_s(Group::DP, coll::CollectiveOp::AllReduce, bucket);
         free_at = std::max(free_at, at) + d;
         bucket = 0;
       }

@@ -32,12 +32,15 @@ double model_flops_per_step(const ModelConfig& m, int64_t global_batch, Attentio
   for (int l = 0; l < m.layers; ++l) per_token += layer_forward_flops_per_token(m, l, count);
   // Multi-token prediction (Megatron-LM counts it): per depth the 2h -> h projection, a layer like
   // the last, and the logits again.
-  per_token += m.mtp_layers * (2.0 * 2.0 * static_cast<double>(m.hidden) * m.hidden +
-                               layer_forward_flops_per_token(m, m.layers - 1, count) + logits_forward_flops_per_token(m));
+  per_token +=
+      m.mtp_layers * (2.0 * 2.0 * static_cast<double>(m.hidden) * m.hidden +
+                      layer_forward_flops_per_token(m, m.layers - 1, count) + logits_forward_flops_per_token(m));
   return 3.0 * per_token * static_cast<double>(global_batch) * m.seq_len;
 }
 
-double model_flops_per_step(const ModelConfig& m, const ParallelPlan& p) { return model_flops_per_step(m, p.global_batch); }
+double model_flops_per_step(const ModelConfig& m, const ParallelPlan& p) {
+  return model_flops_per_step(m, p.global_batch);
+}
 
 namespace {
 // The matmul FLOPs torchtitan's op-level checkpointing runs again, per token: the layer's

@@ -31,7 +31,8 @@ enum class AttentionCount { Full, CausalHalf };
 double layer_forward_flops_per_token(const ModelConfig& m, int layer, AttentionCount count = AttentionCount::Full);
 // Forward FLOPs of the attention core alone, per token, in `layer`. A sliding window of w < s keys
 // counts w keys per query (Full) or the causal mean of min(position + 1, w) (CausalHalf).
-double attention_core_forward_flops_per_token(const ModelConfig& m, int layer, AttentionCount count = AttentionCount::Full);
+double attention_core_forward_flops_per_token(const ModelConfig& m, int layer,
+                                              AttentionCount count = AttentionCount::Full);
 // Forward FLOPs of the logits GEMM per token.
 double logits_forward_flops_per_token(const ModelConfig& m);
 

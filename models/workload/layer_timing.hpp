@@ -10,7 +10,7 @@
 namespace stacksim::workload {
 
 struct LayerTiming {
-  int layer = 0;            // the layer timed (0-based)
+  int layer = 0;  // the layer timed (0-based)
   double forward_s = 0.0;
   double backward_s = 0.0;  // includes the recomputed forward, if any
 };

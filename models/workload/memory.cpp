@@ -46,8 +46,10 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelPlan& p, i
   const double fc2_input_bytes = fp8 ? 1.0 : 2.0;
   const double per_ffn_element = (m.mlp == Mlp::SwiGlu ? 4.0 : 2.0) + fc2_input_bytes;
   if (!moe) {
-    if (!recomputed(kRecomputeMlp)) split += per_ffn_element * sb * m.ffn_hidden;
-    else if (fp8) replicated += sb * h;  // the checkpoint keeps its 16-bit input, not fc1's copy
+    if (!recomputed(kRecomputeMlp))
+      split += per_ffn_element * sb * m.ffn_hidden;
+    else if (fp8)
+      replicated += sb * h;  // the checkpoint keeps its 16-bit input, not fc1's copy
   } else {
     if (m.moe.shared_experts > 0 && !recomputed(kRecomputeSharedExperts))
       split += per_ffn_element * sb * m.moe.shared_experts * m.moe.expert_ffn_hidden;
@@ -58,7 +60,8 @@ double activation_bytes_per_layer(const ModelConfig& m, const ParallelPlan& p, i
       const double routed_ffn_element =
           per_ffn_element - swiglu_cache_saving - (recomputed(kRecomputeMoeAct) ? fc2_input_bytes : 0.0);
       if (p.experts_folded()) {  // whole experts on this rank's own sequence-parallel tokens
-        unsplit += (fp8 ? 1.0 : 2.0) * routed / sp_split * h + routed_ffn_element * routed / sp_split * m.moe.expert_ffn_hidden;
+        unsplit += (fp8 ? 1.0 : 2.0) * routed / sp_split * h +
+                   routed_ffn_element * routed / sp_split * m.moe.expert_ffn_hidden;
       } else {  // experts split over tp see the routed tokens of all tp ranks
         unsplit += (fp8 ? 1.0 : 2.0) * routed * h;
         split += routed_ffn_element * routed * m.moe.expert_ffn_hidden;
@@ -102,7 +105,8 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
   const bool keep_gathered = p.zero >= 3 && p.pp > 1;
   // Under autocast (never with zero 3) the model's weights are fp32, and a forward holds its 16-bit
   // copies (saved for the backward's GEMMs) besides.
-  f.weights_bytes = p.autocast ? (p.weight_bytes_per_param() + 2.0) * all : 2.0 * sharded(p.zero >= 3 && !keep_gathered);
+  f.weights_bytes =
+      p.autocast ? (p.weight_bytes_per_param() + 2.0) * all : 2.0 * sharded(p.zero >= 3 && !keep_gathered);
   // PyTorch's FSDP keeps no 16-bit copy of its shard: the sharded fp32 parameters (the optimizer's
   // master weights) are cast at each gather, so only the gathered layers (below) are 16-bit.
   if (p.zero >= 3 && !keep_gathered && p.fsdp_impl != FsdpImpl::Megatron) f.weights_bytes = 0;
@@ -140,7 +144,8 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
     // One unit's unsharded gradient on its way to the reduce-scatter: in the reduce dtype and,
     // with PyTorch's FSDP, also as autograd produced it (FSDP 1 casts it, FSDP 2 copies it into
     // the reduce-scatter buffer; Megatron-Core's FSDP accumulates into its buckets directly).
-    const double in_flight = p.grad_bytes_per_param() + (p.fsdp_impl == FsdpImpl::Megatron ? 0.0 : p.param_bytes_per_param());
+    const double in_flight =
+        p.grad_bytes_per_param() + (p.fsdp_impl == FsdpImpl::Megatron ? 0.0 : p.param_bytes_per_param());
     f.gradients_bytes += in_flight * largest_layer_params;
   }
 
@@ -152,9 +157,9 @@ MemoryFootprint memory_per_gpu(const ModelConfig& m, const ParallelPlan& p, int 
     // recomputation the checkpoint's two inputs (hidden states and embeddings), else the layer's
     // and the projection's 2h-wide input.
     const double sp_split = p.sp() ? p.tp : 1.0;
-    const double mtp_depth = p.recompute == Recompute::Full
-                                 ? 2.0 * 2.0 * tokens * m.hidden / sp_split
-                                 : activation_bytes_per_layer(m, p, m.layers - 1) + 2.0 * 2.0 * tokens * m.hidden / sp_split;
+    const double mtp_depth = p.recompute == Recompute::Full ? 2.0 * 2.0 * tokens * m.hidden / sp_split
+                                                            : activation_bytes_per_layer(m, p, m.layers - 1) +
+                                                                  2.0 * 2.0 * tokens * m.hidden / sp_split;
     f.activations_bytes += m.mtp_layers * mtp_depth * in_flight_micro_batches(p, stage);
   }
   if (p.sp()) f.buffers_bytes += 2.0 * 2.0 * tokens * m.hidden;

@@ -51,13 +51,13 @@ constexpr double kReserveBytes = 2e9;
 constexpr double kFragmentation = 0.02;
 
 struct MemoryFootprint {
-  int stage = 0;                 // the pipeline rank these numbers are for (the most loaded)
+  int stage = 0;  // the pipeline rank these numbers are for (the most loaded)
   double weights_bytes = 0;
   double gradients_bytes = 0;
   double optimizer_bytes = 0;
   double activations_bytes = 0;
-  double buffers_bytes = 0;      // logits, communication staging
-  double reserve_bytes = 0;      // CUDA context, workspaces, NCCL
+  double buffers_bytes = 0;  // logits, communication staging
+  double reserve_bytes = 0;  // CUDA context, workspaces, NCCL
   double total_bytes() const {
     return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes + buffers_bytes + reserve_bytes;
   }

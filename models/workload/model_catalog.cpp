@@ -14,8 +14,10 @@ std::string ModelCatalog::match_key(const std::string& name) {
   const size_t slash = name.rfind('/');
   for (size_t i = slash == std::string::npos ? 0 : slash + 1; i < name.size(); ++i) {
     const char c = name[i];
-    if (c == '(') ++depth;
-    else if (c == ')') depth = std::max(0, depth - 1);
+    if (c == '(')
+      ++depth;
+    else if (c == ')')
+      depth = std::max(0, depth - 1);
     else if (depth == 0 && (std::isalnum(static_cast<unsigned char>(c)) || c == '.'))
       key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
@@ -78,7 +80,8 @@ const CatalogModel* ModelCatalog::find(const std::string& name) const {
   return it != index_.end() && it->first == k ? &models_[it->second] : nullptr;
 }
 
-const CatalogModel& ModelCatalog::get(const std::string& name, const config::Node& where, const std::string& key) const {
+const CatalogModel& ModelCatalog::get(const std::string& name, const config::Node& where,
+                                      const std::string& key) const {
   if (const CatalogModel* m = find(name)) return *m;
   std::vector<std::string> names;
   for (const auto& m : models_) names.push_back(m.name);

@@ -55,8 +55,8 @@ void validate(const ModelConfig& m, const Fail& fail) {
     fail("sliding_window", "unfused attention computes the whole score matrix; a window needs a fused kernel",
          "use attention: flash (or flash2), or drop sliding_window");
   if (m.heads % m.kv_heads != 0)
-    fail("kv_heads", "heads (" + std::to_string(m.heads) + ") must be a multiple of kv_heads (" +
-                         std::to_string(m.kv_heads) + ")",
+    fail("kv_heads",
+         "heads (" + std::to_string(m.heads) + ") must be a multiple of kv_heads (" + std::to_string(m.kv_heads) + ")",
          "use a kv_heads that divides heads (kv_heads = heads is plain multi-head attention)");
   if (m.is_mla()) {
     positive("mla.kv_lora_rank", m.mla.kv_lora_rank);
@@ -68,8 +68,9 @@ void validate(const ModelConfig& m, const Fail& fail) {
   if (m.is_moe()) {
     at_most("moe.experts", m.moe.experts, 1 << 16);
     if (m.moe.top_k < 1 || m.moe.top_k > m.moe.experts)
-      fail("moe.top_k", "top_k (" + std::to_string(m.moe.top_k) + ") must be between 1 and the number of experts (" +
-                            std::to_string(m.moe.experts) + ")",
+      fail("moe.top_k",
+           "top_k (" + std::to_string(m.moe.top_k) + ") must be between 1 and the number of experts (" +
+               std::to_string(m.moe.experts) + ")",
            "fix moe.top_k");
     if (m.moe.expert_ffn_hidden <= 0)
       fail("moe.expert_ffn_hidden", "must be positive", "set moe.expert_ffn_hidden (the routed expert's FFN width)");
@@ -111,9 +112,7 @@ Norm parse_norm(const config::Node& n) {
 
 }  // namespace
 
-double MoeConfig::load_factor() const {
-  return capacity_factor > 0 ? std::min(imbalance, capacity_factor) : imbalance;
-}
+double MoeConfig::load_factor() const { return capacity_factor > 0 ? std::min(imbalance, capacity_factor) : imbalance; }
 
 double ModelConfig::attention_gemm_params() const {
   const double h = static_cast<double>(hidden);
@@ -136,9 +135,7 @@ double ModelConfig::attention_params() const {
 
 double ModelConfig::dense_mlp_params() const { return static_cast<double>(mlp_gemms()) * hidden * ffn_hidden; }
 
-double ModelConfig::expert_params() const {
-  return static_cast<double>(mlp_gemms()) * hidden * moe.expert_ffn_hidden;
-}
+double ModelConfig::expert_params() const { return static_cast<double>(mlp_gemms()) * hidden * moe.expert_ffn_hidden; }
 
 double ModelConfig::layer_params(int layer) const {
   double p = attention_params() + 2.0 * norm_params();
@@ -149,9 +146,7 @@ double ModelConfig::layer_params(int layer) const {
   return p;
 }
 
-double ModelConfig::embedding_params() const {
-  return static_cast<double>(vocab) * hidden * (tied_embeddings ? 1 : 2);
-}
+double ModelConfig::embedding_params() const { return static_cast<double>(vocab) * hidden * (tied_embeddings ? 1 : 2); }
 
 double ModelConfig::total_params() const {
   double p = embedding_params() + norm_params();  // + the final norm
@@ -210,7 +205,8 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
     m.head_dim = n.required_int("head_dim");
   } else if ((m.head_dim == 0 || derived_head_dim) && m.heads > 0 && m.hidden > 0) {
     if (m.hidden % m.heads != 0)
-      n.fail("heads", "hidden (" + std::to_string(m.hidden) + ") is not divisible by heads (" + std::to_string(m.heads) + ")",
+      n.fail("heads",
+             "hidden (" + std::to_string(m.hidden) + ") is not divisible by heads (" + std::to_string(m.heads) + ")",
              "set head_dim explicitly, or use a number of heads that divides hidden");
     m.head_dim = m.hidden / m.heads;
   }
@@ -242,37 +238,46 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
   if (n.has("attention_kind")) {
     const std::string s = n.required_string("attention_kind");
     if (s == "mla" && !m.is_mla())
-      n.fail("attention_kind", "mla needs the latent sizes", "add an mla: {kv_lora_rank, qk_nope_head_dim, ...} section");
+      n.fail("attention_kind", "mla needs the latent sizes",
+             "add an mla: {kv_lora_rank, qk_nope_head_dim, ...} section");
     if (s == "mha" && m.kv_heads != m.heads)
       n.fail("attention_kind", "mha needs kv_heads == heads, got kv_heads " + std::to_string(m.kv_heads),
              "use attention_kind: gqa, or drop kv_heads");
     if (s != "mha" && s != "gqa" && s != "mla")
       n.fail("attention_kind", "unknown attention kind '" + s + "'", "use mha, gqa or mla");
-    if (s != "mla" && m.is_mla()) n.fail("attention_kind", s + " contradicts the mla: section", "use attention_kind: mla");
+    if (s != "mla" && m.is_mla())
+      n.fail("attention_kind", s + " contradicts the mla: section", "use attention_kind: mla");
   }
   m.sliding_window = int_or("sliding_window", m.sliding_window);
   m.full_attention_every = static_cast<int>(int_or("full_attention_every", m.full_attention_every));
   m.mtp_layers = static_cast<int>(int_or("mtp_layers", m.mtp_layers));
   if (n.has("attention")) {
     const std::string s = n.required_string("attention");
-    if (s == "flash") m.attention = AttentionImpl::Flash;
-    else if (s == "flash2") m.attention = AttentionImpl::Flash2;
-    else if (s == "flash1") m.attention = AttentionImpl::Flash1;
-    else if (s == "unfused") m.attention = AttentionImpl::Unfused;
-    else n.fail("attention", "unknown attention implementation '" + s + "'",
-                "use flash, flash2, flash1 or unfused (the attention kind mha/gqa/mla goes in attention_kind)");
+    if (s == "flash")
+      m.attention = AttentionImpl::Flash;
+    else if (s == "flash2")
+      m.attention = AttentionImpl::Flash2;
+    else if (s == "flash1")
+      m.attention = AttentionImpl::Flash1;
+    else if (s == "unfused")
+      m.attention = AttentionImpl::Unfused;
+    else
+      n.fail("attention", "unknown attention implementation '" + s + "'",
+             "use flash, flash2, flash1 or unfused (the attention kind mha/gqa/mla goes in attention_kind)");
   }
   if (n.has("moe")) {
     const config::Node e = n["moe"];
     e.require_map();
     e.check_keys(config::scenario_keys("model.moe"));
     const bool from_hf = m.is_moe();  // then every key is an optional override
-    m.moe.experts = static_cast<int>(from_hf ? e.optional_int("experts").value_or(m.moe.experts) : e.required_int("experts"));
+    m.moe.experts =
+        static_cast<int>(from_hf ? e.optional_int("experts").value_or(m.moe.experts) : e.required_int("experts"));
     m.moe.top_k = static_cast<int>(from_hf ? e.optional_int("top_k").value_or(m.moe.top_k) : e.required_int("top_k"));
     m.moe.shared_experts = static_cast<int>(e.optional_int("shared_experts").value_or(m.moe.shared_experts));
     m.moe.expert_ffn_hidden =
         e.optional_int("expert_ffn_hidden").value_or(m.moe.expert_ffn_hidden ? m.moe.expert_ffn_hidden : m.ffn_hidden);
-    m.moe.first_dense_layers = static_cast<int>(e.optional_int("first_dense_layers").value_or(m.moe.first_dense_layers));
+    m.moe.first_dense_layers =
+        static_cast<int>(e.optional_int("first_dense_layers").value_or(m.moe.first_dense_layers));
     m.moe.layer_freq = static_cast<int>(e.optional_int("layer_freq").value_or(m.moe.layer_freq));
     m.moe.imbalance = e.optional_number("imbalance").value_or(m.moe.imbalance);
     m.moe.capacity_factor = e.optional_number("capacity_factor").value_or(m.moe.capacity_factor);
@@ -321,7 +326,8 @@ ModelConfig parse_hf_config(const std::string& path) {
   const std::string model_type = j.value("model_type", std::string());
   ModelConfig m;
   m.name = std::filesystem::path(path).stem().string();
-  if (j.contains("_name_or_path") && j["_name_or_path"].is_string()) m.name = j["_name_or_path"].get<std::string>();
+  if (j.contains("_name_or_path") && j["_name_or_path"].is_string())
+    m.name = j["_name_or_path"].get<std::string>();
   else if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
            j["architectures"][0].is_string())
     m.name = j["architectures"][0].get<std::string>();
@@ -334,8 +340,9 @@ ModelConfig parse_hf_config(const std::string& path) {
   } else if (m.heads > 0) {
     if (m.hidden % m.heads != 0)
       throw config::InputError(path, 0, "num_attention_heads",
-                               "hidden_size (" + std::to_string(m.hidden) + ") is not divisible by num_attention_heads (" +
-                                   std::to_string(m.heads) + ") and there is no head_dim",
+                               "hidden_size (" + std::to_string(m.hidden) +
+                                   ") is not divisible by num_attention_heads (" + std::to_string(m.heads) +
+                                   ") and there is no head_dim",
                                "add \"head_dim\" to the config");
     m.head_dim = m.hidden / m.heads;
   }
@@ -377,9 +384,10 @@ ModelConfig parse_hf_config(const std::string& path) {
       for (size_t i = 0; i < types.size(); ++i) {
         const bool full = first_full > 0 && (i + 1) % first_full == 0;
         if (types[i] != (full ? "full_attention" : "sliding_attention"))
-          throw config::InputError(path, 0, "layer_types",
-                                   "layer " + std::to_string(i) + " breaks the every-Nth-layer-full pattern stacksim models",
-                                   "describe the model in the scenario YAML with sliding_window and full_attention_every");
+          throw config::InputError(
+              path, 0, "layer_types",
+              "layer " + std::to_string(i) + " breaks the every-Nth-layer-full pattern stacksim models",
+              "describe the model in the scenario YAML with sliding_window and full_attention_every");
       }
       m.full_attention_every = first_full;
     }
@@ -406,7 +414,8 @@ ModelConfig parse_hf_config(const std::string& path) {
     }
   }
   validate(m, [&](const std::string& key, const std::string& reason, const std::string& fix) {
-    throw config::InputError(path, 0, key, reason, fix + " (in the HuggingFace config, or override it in the scenario)");
+    throw config::InputError(path, 0, key, reason,
+                             fix + " (in the HuggingFace config, or override it in the scenario)");
   });
   return m;
 }

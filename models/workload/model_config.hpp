@@ -62,14 +62,14 @@ struct MlaConfig {
 };
 
 struct MoeConfig {
-  int experts = 0;            // routed experts (0 = dense model)
+  int experts = 0;  // routed experts (0 = dense model)
   int top_k = 1;
-  int shared_experts = 0;     // always-on experts of expert_ffn_hidden each
+  int shared_experts = 0;  // always-on experts of expert_ffn_hidden each
   int64_t expert_ffn_hidden = 0;
-  int first_dense_layers = 0; // the first k layers are dense (DeepSeek's first_k_dense_replace)
-  int layer_freq = 1;         // later, layer l is MoE when l % layer_freq == 0 (DeepSeek's moe_layer_freq)
-  double imbalance = 1.1;     // tokens of the busiest expert rank over the mean (dropless routing)
-  double capacity_factor = 0; // > 0: tokens beyond capacity_factor x the mean are dropped (GShard)
+  int first_dense_layers = 0;  // the first k layers are dense (DeepSeek's first_k_dense_replace)
+  int layer_freq = 1;          // later, layer l is MoE when l % layer_freq == 0 (DeepSeek's moe_layer_freq)
+  double imbalance = 1.1;      // tokens of the busiest expert rank over the mean (dropless routing)
+  double capacity_factor = 0;  // > 0: tokens beyond capacity_factor x the mean are dropped (GShard)
   // Group-limited routing (DeepSeek-V2/V3's n_group / topk_group): the experts form `groups`
   // contiguous groups and a token's top_k experts come from at most `groups_per_token` of them.
   // 0 = unrestricted. Deployed with one group per node, a token reaches at most that many nodes.
@@ -115,22 +115,22 @@ struct ModelConfig {
     return sliding_window;
   }
   int64_t v_head_dim() const { return is_mla() ? mla.v_head_dim : head_dim; }
-  int64_t q_width() const { return heads * head_dim; }      // Q (and MLA's per-head K) width
-  int64_t kv_width() const { return kv_heads * head_dim; }  // K width (= V width unless MLA)
+  int64_t q_width() const { return heads * head_dim; }             // Q (and MLA's per-head K) width
+  int64_t kv_width() const { return kv_heads * head_dim; }         // K width (= V width unless MLA)
   int64_t attn_out_width() const { return heads * v_head_dim(); }  // input of the output projection
   int64_t mlp_gemms() const { return mlp == Mlp::SwiGlu ? 3 : 2; }
   int64_t norm_params() const { return norm == Norm::LayerNorm ? 2 * hidden : hidden; }
 
   // Parameter counts.
-  double attention_params() const;           // projections (+ biases, MLA latent norms)
-  double attention_gemm_params() const;      // the weights a token multiplies through
+  double attention_params() const;       // projections (+ biases, MLA latent norms)
+  double attention_gemm_params() const;  // the weights a token multiplies through
   double dense_mlp_params() const;
-  double expert_params() const;              // one routed (or shared) expert
+  double expert_params() const;  // one routed (or shared) expert
   double router_params() const { return static_cast<double>(hidden) * moe.experts; }
-  double layer_params(int layer) const;      // + the layer's two norms
-  double embedding_params() const;           // input embedding (+ output layer when untied)
-  double total_params() const;              // the main model (DeepSeek-V3's 671B: without MTP)
-  double active_params() const;              // touched per token (top_k + shared experts)
+  double layer_params(int layer) const;  // + the layer's two norms
+  double embedding_params() const;       // input embedding (+ output layer when untied)
+  double total_params() const;           // the main model (DeepSeek-V3's 671B: without MTP)
+  double active_params() const;          // touched per token (top_k + shared experts)
 };
 
 // The scenario YAML's `model:` section. `base_dir` resolves a relative hf_config path.

@@ -125,10 +125,10 @@ void emit_backward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) 
   if (p.tp > 1 && b.entry) {
     Op regather = comm("tp all-gather " + b.what + " (wgrad input)", CommKind::AllGather, CommGroup::TP,
                        gathered_bytes(b, b.entry_bytes));
-    Op input_grad = p.sp() ? comm("tp reduce-scatter " + b.what + " (input grad)", CommKind::ReduceScatter,
-                                  CommGroup::TP, b.entry_bytes)
-                           : comm("tp all-reduce " + b.what + " (input grad)", CommKind::AllReduce, CommGroup::TP,
-                                  b.entry_bytes);
+    Op input_grad =
+        p.sp() ? comm("tp reduce-scatter " + b.what + " (input grad)", CommKind::ReduceScatter, CommGroup::TP,
+                      b.entry_bytes)
+               : comm("tp all-reduce " + b.what + " (input grad)", CommKind::AllReduce, CommGroup::TP, b.entry_bytes);
     regather.graph_scope = input_grad.graph_scope = b.graph;
     const bool regathers = p.sp() && b.regather_for_wgrad;
     // The entry GEMM's dgrad and wgrad close the block's backward (emit_backward_ops reverses).
@@ -137,7 +137,7 @@ void emit_backward(std::vector<Op>& out, const Block& b, const ParallelPlan& p) 
     if (p.async_tp_backward && entry_gemm) {
       regather.overlaps_next = input_grad.overlaps_next = true;
       if (regathers) inner.insert(inner.end() - 2, regather);  // under the dgrad GEMM
-      inner.insert(inner.end() - 1, input_grad);                // under the wgrad GEMM
+      inner.insert(inner.end() - 1, input_grad);               // under the wgrad GEMM
     } else {
       if (regathers) inner.insert(inner.begin(), regather);
       inner.push_back(input_grad);
@@ -235,7 +235,8 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
   return b;
 }
 
-Block dense_mlp_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d, bool with_norm, const std::string& what, int64_t ffn) {
+Block dense_mlp_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d, bool with_norm,
+                      const std::string& what, int64_t ffn) {
   Block b;
   b.what = what;
   b.entry = b.exit = true;
@@ -311,8 +312,8 @@ std::vector<Block> moe_blocks(const ModelConfig& m, const ParallelPlan& p, const
   b.inner.push_back(gemm(gated ? "expert fc1 (gate+up)" : "expert fc1", m_each, gated ? 2 * f : f, d.h, local));
   b.inner.back().grouped = true;
   b.inner.back().host_sync = dropless && p.ep == 1;
-  b.inner.push_back(activation_op(gated ? "expert swiglu" : "expert gelu", gated, p,
-                                  static_cast<double>(m_each) * local * f));
+  b.inner.push_back(
+      activation_op(gated ? "expert swiglu" : "expert gelu", gated, p, static_cast<double>(m_each) * local * f));
   b.inner.back().modules = kRecomputeMoeAct;
   b.inner.push_back(gemm("expert fc2", m_each, d.h, f, local));
   b.inner.back().grouped = true;
@@ -592,7 +593,9 @@ double pipeline_p2p_bytes(const ModelConfig& m, const ParallelPlan& p) {
   return kAct * d.Tn * d.h;  // Megatron sends the (sequence-parallel-split) hidden states
 }
 
-bool has_output_layer_copy(const ModelConfig& m, const ParallelPlan& p) { return !m.tied_embeddings || p.pp * p.vp > 1; }
+bool has_output_layer_copy(const ModelConfig& m, const ParallelPlan& p) {
+  return !m.tied_embeddings || p.pp * p.vp > 1;
+}
 
 double stage_params_sharded(const ModelConfig& m, const ParallelPlan& p, int stage) {
   const double all = stage_params_per_rank(m, p, stage), experts = stage_expert_params_per_rank(m, p, stage);
@@ -603,7 +606,8 @@ std::vector<Op> optimizer_ops(const ModelConfig& m, const ParallelPlan& p) {
   // The most loaded stage's parameters, sharded or not.
   const auto most = [&](bool sharded) {
     double v = 0;
-    for (int s = 0; s < p.pp; ++s) v = std::max(v, sharded ? stage_params_sharded(m, p, s) : stage_params_per_rank(m, p, s));
+    for (int s = 0; s < p.pp; ++s)
+      v = std::max(v, sharded ? stage_params_sharded(m, p, s) : stage_params_per_rank(m, p, s));
     return v;
   };
   const double local = most(p.zero >= 1);

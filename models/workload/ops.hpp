@@ -44,7 +44,7 @@
 #include <vector>
 
 #include "models/collectives/collective.hpp"  // MoeDispatch
-#include "models/workload/flops.hpp"  // the step FLOP counts, for callers that include only the ops
+#include "models/workload/flops.hpp"          // the step FLOP counts, for callers that include only the ops
 #include "models/workload/model_config.hpp"
 #include "models/workload/parallel_plan.hpp"
 
@@ -71,14 +71,14 @@ struct Op {
   bool recompute = false;
   int64_t m = 0, n = 0, k = 0, batch = 1;  // GEMM: C[m,n] = A[m,k] B[k,n], `batch` of them
   AttentionShape attention;
-  double bytes = 0;       // MemoryBound: HBM bytes read + written
+  double bytes = 0;                    // MemoryBound: HBM bytes read + written
   double backward_bytes_factor = 2.0;  // MemoryBound: the backward's bytes over the forward's (a
-                                      // permutation's backward is the inverse permutation: 1)
-  int kernels = 1;        // MemoryBound: kernel launches the op takes (eager element-wise chains)
-  double flops = 0;       // model FLOPs of the op (see the header comment)
+                                       // permutation's backward is the inverse permutation: 1)
+  int kernels = 1;                     // MemoryBound: kernel launches the op takes (eager element-wise chains)
+  double flops = 0;                    // model FLOPs of the op (see the header comment)
   CommKind comm = CommKind::AllReduce;
   CommGroup group = CommGroup::TP;
-  double comm_bytes = 0;  // nccl-tests buffer size per rank
+  double comm_bytes = 0;       // nccl-tests buffer size per rank
   bool overlaps_next = false;  // Comm: runs under the next compute op, joined after it
   // Comm: what the backward pass sends. Conjugate: all-gather <-> reduce-scatter, the others the
   // same (the usual pairs); Same: the same collective again; None: nothing (the forward's
@@ -149,7 +149,7 @@ std::vector<Op> optimizer_ops(const ModelConfig& m, const ParallelPlan& p);
 // Parameters held by one rank.
 double layer_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int layer);
 double layer_expert_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int layer);  // routed experts only
-double embedding_params_per_rank(const ModelConfig& m, const ParallelPlan& p);  // one of input/output
+double embedding_params_per_rank(const ModelConfig& m, const ParallelPlan& p);                // one of input/output
 // Whether the last virtual stage holds an output-layer matrix: untied embeddings, or tied ones
 // split over stages (Megatron keeps a copy on the last stage and all-reduces the two gradients).
 bool has_output_layer_copy(const ModelConfig& m, const ParallelPlan& p);

@@ -32,7 +32,10 @@ inline Op gemm(const std::string& name, int64_t M, int64_t N, int64_t K, int64_t
   o.name = name;
   o.kind = OpKind::Gemm;
   o.cls = OpClass::Gemm;
-  o.m = M; o.n = N; o.k = K; o.batch = batch;
+  o.m = M;
+  o.n = N;
+  o.k = K;
+  o.batch = batch;
   o.flops = 2.0 * M * N * K * batch;
   return o;
 }
@@ -118,7 +121,8 @@ inline void capture(Block& b, unsigned scope) {
 // that consumes (all-gather) or produces (reduce-scatter) it: modelled as the collective running
 // under that GEMM, joined after it.
 inline bool pipelined_with_gemm(const ParallelPlan& p, const std::vector<Op>& inner, bool at_front) {
-  return p.tp_comm_overlap && p.sp() && !inner.empty() && (at_front ? inner.front() : inner.back()).kind == OpKind::Gemm;
+  return p.tp_comm_overlap && p.sp() && !inner.empty() &&
+         (at_front ? inner.front() : inner.back()).kind == OpKind::Gemm;
 }
 
 // Bytes of an all-gather of `bytes16` (its 16-bit size) in block `b`.

@@ -271,7 +271,7 @@ struct ParallelPlan {
   int micro_batch = 1;
   int global_batch = 1;
   Recompute recompute = Recompute::None;
-  int recompute_layers = 0;  // full: layers recomputed per model chunk (0 = all)
+  int recompute_layers = 0;                         // full: layers recomputed per model chunk (0 = all)
   unsigned recompute_modules = kRecomputeCoreAttn;  // selective: RecomputeModule bits
   bool recomputes(unsigned modules) const { return recompute == Recompute::Selective && (recompute_modules & modules); }
   int zero = 0;
@@ -290,30 +290,33 @@ struct ParallelPlan {
   unsigned cuda_graphs = 0;  // GraphScope bits (0 = every kernel launched by the host)
   CpComm cp_comm = CpComm::P2P;
   EpDispatch ep_dispatch = EpDispatch::AllToAll;
-  FsdpImpl fsdp_impl = FsdpImpl::Fsdp2;  // zero 3: whose FSDP (their element-wise passes differ)
+  FsdpImpl fsdp_impl = FsdpImpl::Fsdp2;       // zero 3: whose FSDP (their element-wise passes differ)
   Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  // fp8: Transformer Engine's quantisation recipe
-  double optimizer_moment_bytes = 4.0;         // optimizer_moments: bytes per moment (fp32 4, bf16 2, int8 1 + scales)
-  bool fp8_swiglu_cache = false;               // MoE SwiGLU inputs stored in FP8
-  bool chunked_loss = false;                   // fused linear cross-entropy over token chunks
-  bool offload_activations = false;            // saved activations to host and back, per layer
-  bool offload_optimizer = false;              // Adam on the host CPU (DeepSpeed ZeRO-Offload)
-  bool offload_params = false;                 // zero 3: 16-bit parameter shards in host memory
-  int shard_size = 0;  // ZeRO/FSDP shard group size over the dp*cp ranks; 0 = all of them
-  int fsdp_gathers_per_layer = 1;  // zero 3: a layer's parameters in this many sequential all-gathers
+  double optimizer_moment_bytes = 4.0;        // optimizer_moments: bytes per moment (fp32 4, bf16 2, int8 1 + scales)
+  bool fp8_swiglu_cache = false;              // MoE SwiGLU inputs stored in FP8
+  bool chunked_loss = false;                  // fused linear cross-entropy over token chunks
+  bool offload_activations = false;           // saved activations to host and back, per layer
+  bool offload_optimizer = false;             // Adam on the host CPU (DeepSpeed ZeRO-Offload)
+  bool offload_params = false;                // zero 3: 16-bit parameter shards in host memory
+  int shard_size = 0;                         // ZeRO/FSDP shard group size over the dp*cp ranks; 0 = all of them
+  int fsdp_gathers_per_layer = 1;             // zero 3: a layer's parameters in this many sequential all-gathers
   double dp_bucket_bytes = 80e6;
   int first_stage_layers = 0;
   int last_stage_layers = 0;
   bool embedding_in_split = false;  // account_for_embedding_in_pipeline_split
   bool loss_in_split = false;       // account_for_loss_in_pipeline_split
-  std::vector<int> stage_layers;  // layers per virtual stage (empty: even, or first/last above)
+  std::vector<int> stage_layers;    // layers per virtual stage (empty: even, or first/last above)
 
   int num_gpus() const { return tp * pp * dp * cp; }
   // Layers laid out other than evenly over the pp*vp virtual stages (see virtual_stage_bounds).
   bool uneven_layout() const {
-    return first_stage_layers > 0 || last_stage_layers > 0 || !stage_layers.empty() || embedding_in_split || loss_in_split;
+    return first_stage_layers > 0 || last_stage_layers > 0 || !stage_layers.empty() || embedding_in_split ||
+           loss_in_split;
   }
   // The compute dtype's bytes (q in fsdp_impl above): 16-bit, or 4 for fp32/tf32 training.
-  double param_bytes_per_param() const { return precision == Precision::FP32 || precision == Precision::TF32 ? 4.0 : 2.0; }
+  double param_bytes_per_param() const {
+    return precision == Precision::FP32 || precision == Precision::TF32 ? 4.0 : 2.0;
+  }
   double grad_bytes_per_param() const { return grad_reduce_fp32 || autocast ? 4.0 : param_bytes_per_param(); }
   // The weights as the model holds them: fp32 under autocast, else the compute dtype.
   double weight_bytes_per_param() const { return autocast ? 4.0 : param_bytes_per_param(); }
@@ -328,9 +331,12 @@ struct ParallelPlan {
   double fsdp_grad_prep_bytes_per_param() const {
     const double q = param_bytes_per_param(), r = grad_bytes_per_param();
     switch (fsdp_impl) {
-      case FsdpImpl::Fsdp1: return (r != q ? q + r : 0.0) + 2.0 * r;
-      case FsdpImpl::Fsdp2: return q + r;
-      case FsdpImpl::Megatron: break;
+      case FsdpImpl::Fsdp1:
+        return (r != q ? q + r : 0.0) + 2.0 * r;
+      case FsdpImpl::Fsdp2:
+        return q + r;
+      case FsdpImpl::Megatron:
+        break;
     }
     return 0.0;
   }
@@ -343,9 +349,12 @@ struct ParallelPlan {
   double fp8_quantize_bytes_per_element(bool fp8_transpose) const {
     const double read = 2.0, copies = fp8_transpose ? 2.0 : 1.0;
     switch (fp8_recipe) {
-      case Fp8Recipe::Delayed: return read + copies;
-      case Fp8Recipe::Current: return 2.0 * read + copies;
-      case Fp8Recipe::Mxfp8: break;
+      case Fp8Recipe::Delayed:
+        return read + copies;
+      case Fp8Recipe::Current:
+        return 2.0 * read + copies;
+      case Fp8Recipe::Mxfp8:
+        break;
     }
     return read + 2.0 * (1.0 + 1.0 / 32);  // rowwise and columnwise copies, one E8M0 scale per 32
   }

@@ -30,7 +30,10 @@ PipelineLayout pipeline_layout(int layers, int virtual_stages) {
   out.stage_layers.assign(V, layers / V);
   int extra = layers % V;
   for (int v = 1; v + 1 < V && extra > 0; ++v, --extra) ++out.stage_layers[v];
-  if (extra > 0) { ++out.stage_layers[0]; --extra; }
+  if (extra > 0) {
+    ++out.stage_layers[0];
+    --extra;
+  }
   if (extra > 0) ++out.stage_layers[V - 1];
   return out;
 }

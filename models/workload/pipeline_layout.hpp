@@ -7,9 +7,10 @@
 namespace stacksim::workload {
 
 struct PipelineLayout {
-  bool ok = false;         // false: fewer layers than virtual stages
-  int per_stage = 0;       // layers on each (middle) virtual stage
-  int first = 0, last = 0; // > 0: the first and last stages take these (Megatron's decoder_first/last_pipeline_num_layers)
+  bool ok = false;    // false: fewer layers than virtual stages
+  int per_stage = 0;  // layers on each (middle) virtual stage
+  int first = 0,
+      last = 0;  // > 0: the first and last stages take these (Megatron's decoder_first/last_pipeline_num_layers)
   std::vector<int> stage_layers;  // non-empty: every virtual stage's count (pipeline_model_parallel_layout)
 };
 

@@ -45,10 +45,10 @@ std::vector<PipelineItem> dualpipe_schedule(int pp, int m, int rank) {
     it.weight = true;
     items.push_back(it);
   };
-  for (int i = 0; i < (half - half_rank - 1) * 2; ++i) forward(0);  // step 1: nF0
-  for (int i = 0; i < half_rank + 1; ++i) forward(0), forward(1);   // step 2: nF0F1
+  for (int i = 0; i < (half - half_rank - 1) * 2; ++i) forward(0);                         // step 1: nF0
+  for (int i = 0; i < half_rank + 1; ++i) forward(0), forward(1);                          // step 2: nF0F1
   for (int i = 0; i < half - half_rank - 1; ++i) backward(1, true), weight(), forward(1);  // step 3: nB1W1F1
-  for (int i = 0; i < per_direction - pp + half_rank + 1; ++i) {  // step 4 (main): nF0B1F1B0
+  for (int i = 0; i < per_direction - pp + half_rank + 1; ++i) {                           // step 4 (main): nF0B1F1B0
     if (i == 0 && middle) {
       forward(0), backward(1);  // the middle ranks' first pair runs in sequence (a smaller bubble)
     } else {

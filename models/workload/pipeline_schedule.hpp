@@ -24,7 +24,7 @@ enum class ScheduleKind { GPipe, OneFOneB, Interleaved, DualPipe };
 
 struct PipelineItem {
   int micro_batch = 0;
-  int chunk = 0;         // model chunk on this rank (0 unless interleaved; DualPipe: direction)
+  int chunk = 0;  // model chunk on this rank (0 unless interleaved; DualPipe: direction)
   bool backward = false;
   bool defer_weight = false;  // backward: input gradients only; a later `weight` item runs the wgrads
   bool weight = false;        // the deferred weight gradients of (micro_batch, chunk)'s backward
@@ -38,8 +38,8 @@ struct PipelineItem {
 // state forward runs beside the backward after it (overlap_next).
 // Requires m % pp == 0 for Interleaved with vp > 1 (Megatron's rule), and for DualPipe pp even,
 // vp 1, m even and m >= 2 pp; checked by the plan.
-std::vector<PipelineItem> stage_schedule(ScheduleKind kind, int pp, int vp, int micro_batches,
-                                         int stage, bool pair_forward_backward = false);
+std::vector<PipelineItem> stage_schedule(ScheduleKind kind, int pp, int vp, int micro_batches, int stage,
+                                         bool pair_forward_backward = false);
 
 // The virtual stage index of a chunk on a rank (layers are assigned in this order).
 inline int virtual_stage(int chunk, int stage, int pp) { return chunk * pp + stage; }

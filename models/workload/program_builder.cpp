@@ -10,11 +10,16 @@ namespace {
 
 compute::DType gemm_dtype(Precision p) {
   switch (p) {
-    case Precision::FP32: return compute::DType::FP32;
-    case Precision::TF32: return compute::DType::TF32;
-    case Precision::FP16: return compute::DType::FP16;
-    case Precision::BF16: return compute::DType::BF16;
-    case Precision::FP8: return compute::DType::FP8;
+    case Precision::FP32:
+      return compute::DType::FP32;
+    case Precision::TF32:
+      return compute::DType::TF32;
+    case Precision::FP16:
+      return compute::DType::FP16;
+    case Precision::BF16:
+      return compute::DType::BF16;
+    case Precision::FP8:
+      return compute::DType::FP8;
   }
   return compute::DType::BF16;
 }
@@ -28,47 +33,67 @@ compute::DType other_dtype(Precision p) {
 
 Group to_group(CommGroup g) {
   switch (g) {
-    case CommGroup::TP: return Group::TP;
-    case CommGroup::CP: return Group::CP;
-    case CommGroup::EP: return Group::EP;
-    case CommGroup::DP: return Group::DP;
-    case CommGroup::PP: break;
+    case CommGroup::TP:
+      return Group::TP;
+    case CommGroup::CP:
+      return Group::CP;
+    case CommGroup::EP:
+      return Group::EP;
+    case CommGroup::DP:
+      return Group::DP;
+    case CommGroup::PP:
+      break;
   }
   throw std::logic_error("pipeline transfers are not layer ops");
 }
 
 coll::CollectiveOp to_collective(CommKind k) {
   switch (k) {
-    case CommKind::AllReduce: return coll::CollectiveOp::AllReduce;
-    case CommKind::AllGather: return coll::CollectiveOp::AllGather;
-    case CommKind::ReduceScatter: return coll::CollectiveOp::ReduceScatter;
-    case CommKind::AllToAll: return coll::CollectiveOp::AllToAll;
-    case CommKind::SendRecv: return coll::CollectiveOp::SendRecv;
+    case CommKind::AllReduce:
+      return coll::CollectiveOp::AllReduce;
+    case CommKind::AllGather:
+      return coll::CollectiveOp::AllGather;
+    case CommKind::ReduceScatter:
+      return coll::CollectiveOp::ReduceScatter;
+    case CommKind::AllToAll:
+      return coll::CollectiveOp::AllToAll;
+    case CommKind::SendRecv:
+      return coll::CollectiveOp::SendRecv;
   }
   return coll::CollectiveOp::AllReduce;
 }
 
 uint16_t category_of(OpClass c) {
   switch (c) {
-    case OpClass::Gemm: return kCatGemm;
-    case OpClass::Attention: return kCatAttention;
-    case OpClass::Optimizer: return kCatOptimizer;
-    default: return kCatElementwise;
+    case OpClass::Gemm:
+      return kCatGemm;
+    case OpClass::Attention:
+      return kCatAttention;
+    case OpClass::Optimizer:
+      return kCatOptimizer;
+    default:
+      return kCatElementwise;
   }
 }
 
 compute::AttentionKernel attention_kernel(AttentionImpl a) {
   switch (a) {
-    case AttentionImpl::Flash2: return compute::AttentionKernel::Flash2;
-    case AttentionImpl::Flash1: return compute::AttentionKernel::Flash1;
-    default: return compute::AttentionKernel::Fused;
+    case AttentionImpl::Flash2:
+      return compute::AttentionKernel::Flash2;
+    case AttentionImpl::Flash1:
+      return compute::AttentionKernel::Flash1;
+    default:
+      return compute::AttentionKernel::Fused;
   }
 }
 
 class Coster {
  public:
   Coster(const ModelConfig& model, const ParallelPlan& plan, const compute::GpuModel& gpu)
-      : cuda_graphs_(plan.cuda_graphs), gpu_(gpu), gemm_(gemm_dtype(plan.precision)), other_(other_dtype(plan.precision)),
+      : cuda_graphs_(plan.cuda_graphs),
+        gpu_(gpu),
+        gemm_(gemm_dtype(plan.precision)),
+        other_(other_dtype(plan.precision)),
         kernel_(attention_kernel(model.attention)),
         quantize_bytes_per_element_(plan.fp8_quantize_bytes_per_element(gpu.spec().fp8_gemm_needs_transpose())) {}
 
@@ -97,10 +122,12 @@ class Coster {
         break;
       case OpKind::Attention: {
         const auto& a = op.attention;
-        c.seconds = op.backward ? gpu_.attention_backward(a.batch, a.heads, a.kv_heads, a.seq_q, a.seq_kv,
-                                                          a.head_dim, a.causal, other_, kernel_, a.window).seconds
-                                : gpu_.attention_forward(a.batch, a.heads, a.kv_heads, a.seq_q, a.seq_kv,
-                                                         a.head_dim, a.causal, other_, kernel_, a.window).seconds;
+        c.seconds = op.backward ? gpu_.attention_backward(a.batch, a.heads, a.kv_heads, a.seq_q, a.seq_kv, a.head_dim,
+                                                          a.causal, other_, kernel_, a.window)
+                                      .seconds
+                                : gpu_.attention_forward(a.batch, a.heads, a.kv_heads, a.seq_q, a.seq_kv, a.head_dim,
+                                                         a.causal, other_, kernel_, a.window)
+                                      .seconds;
         // FlashAttention's backward is three kernels: the dO.O row sums, the main loop and the
         // dQ conversion from its fp32 accumulator (flash_bwd_launch_template.h).
         c.launches = op.backward ? 3 : 1;
@@ -134,7 +161,8 @@ class Coster {
         CostedOp cast;
         cast.name = "fp8 quantize";
         cast.category = kCatElementwise;
-        cast.seconds = gpu_.memory_bound(quantize_bytes_per_element_ * static_cast<double>(op.m) * op.k * op.batch).seconds;
+        cast.seconds =
+            gpu_.memory_bound(quantize_bytes_per_element_ * static_cast<double>(op.m) * op.k * op.batch).seconds;
         out.push_back(cast);
         graph.push_back(g);
       }
@@ -157,8 +185,8 @@ class Coster {
 
 }  // namespace
 
-StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& plan,
-                               const compute::GpuModel& gpu, bool with_layers) {
+StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& plan, const compute::GpuModel& gpu,
+                               bool with_layers) {
   const Coster coster(model, plan, gpu);
   // One FSDP element-wise pass of `bytes_per_param` over `params` parameters (the replay runs
   // them only where it replays FSDP).
@@ -167,7 +195,12 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
                                                                : 0.0;
   };
   StepProgram p;
-  p.pp = plan.pp; p.vp = plan.vp; p.tp = plan.tp; p.cp = plan.cp; p.dp = plan.dp; p.ep = plan.ep;
+  p.pp = plan.pp;
+  p.vp = plan.vp;
+  p.tp = plan.tp;
+  p.cp = plan.cp;
+  p.dp = plan.dp;
+  p.ep = plan.ep;
   p.experts_folded = plan.experts_folded();
   p.micro_batches = plan.num_micro_batches();
   p.schedule = plan.schedule == Schedule::GPipe ? ScheduleKind::GPipe
@@ -202,7 +235,7 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
       // Routed experts have a data-parallel group of their own once expert parallelism is carved
       // out of data parallelism (or folded over tensor parallelism).
       const double experts = plan.ep > 1 || plan.experts_folded() ? layer_expert_params_per_rank(model, plan, l) : 0.0;
-      lp.param_bytes = 2.0 * (params - experts);  // 16-bit weights gathered by ZeRO/FSDP
+      lp.param_bytes = 2.0 * (params - experts);                         // 16-bit weights gathered by ZeRO/FSDP
       lp.grad_bytes = plan.grad_bytes_per_param() * (params - experts);  // reduced over data parallelism
       lp.expert_param_bytes = 2.0 * experts;
       lp.expert_grad_bytes = plan.grad_bytes_per_param() * experts;
@@ -247,7 +280,8 @@ double host_launches_per_rank(const StepProgram& p) {
       if (o.kind == CostedOp::Kind::Compute || (o.bytes > 0 && group_size(p, o.group) >= 2)) n += o.launches;
     return n;
   };
-  double per_micro_batch = count(p.pre_forward) + count(p.post_forward) + count(p.pre_backward) + count(p.post_backward);
+  double per_micro_batch =
+      count(p.pre_forward) + count(p.post_forward) + count(p.pre_backward) + count(p.post_backward);
   for (const LayerProgram& l : p.layers) per_micro_batch += count(l.forward) + count(l.backward);
   return (per_micro_batch * p.micro_batches) / p.pp + count(p.optimizer);
 }

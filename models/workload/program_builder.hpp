@@ -11,8 +11,8 @@ namespace stacksim::workload {
 
 // `with_layers` false: StepProgram::layers stays empty (the fast tier shares one costed set of
 // layers among the plans that cost them alike, fast_training.cpp).
-StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& plan,
-                               const compute::GpuModel& gpu, bool with_layers = true);
+StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& plan, const compute::GpuModel& gpu,
+                               bool with_layers = true);
 
 // The kernel launches the host issues per step, per pipeline rank on average: every op list's
 // CostedOp::launches (collectives of a single rank launch nothing) over the step's micro-batches,

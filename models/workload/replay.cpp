@@ -8,18 +8,23 @@ namespace stacksim::workload {
 namespace replay_detail {
 
 const std::vector<std::string> kCategoryNames = {
-    "gemm", "attention", "elementwise", "optimizer", "tp_comm", "cp_comm", "ep_comm",
-    "pp_comm", "dp_comm", "pipeline_bubble", "data_wait", "checkpoint", "host_launch", "activation_offload", "idle"};
+    "gemm",    "attention", "elementwise",     "optimizer", "tp_comm",    "cp_comm",     "ep_comm",
+    "pp_comm", "dp_comm",   "pipeline_bubble", "data_wait", "checkpoint", "host_launch", "activation_offload",
+    "idle"};
 
 uint16_t comm_category(Group g) {
   switch (g) {
-    case Group::TP: return kCatTpComm;
-    case Group::CP: return kCatCpComm;
-    case Group::EP: return kCatEpComm;
+    case Group::TP:
+      return kCatTpComm;
+    case Group::CP:
+      return kCatCpComm;
+    case Group::EP:
+      return kCatEpComm;
     case Group::DP:
     case Group::DpShard:
     case Group::DpReplicate:
-    case Group::ExpertDp: return kCatDpComm;
+    case Group::ExpertDp:
+      return kCatDpComm;
   }
   return kCatTpComm;
 }
@@ -47,8 +52,7 @@ StepBuilder::StepBuilder(const StepProgram& p, const topo::Cluster& cluster, con
     if (p.offload_params) stages_[s].param_track = g_.add_track(proc, "parameter shards from host (PCIe)");
     if (host_modelled()) {
       stages_[s].host_track = g_.add_track(proc, "host launches");
-      if (paired())
-        stages_[s].paired_host_track = g_.add_track(proc, "host launches (paired backward)");
+      if (paired()) stages_[s].paired_host_track = g_.add_track(proc, "host launches (paired backward)");
     }
     stages_[s].cursor = add_join({});
   }
@@ -89,9 +93,7 @@ ReplayResult StepBuilder::run(const ReplayOptions& options) {
 using replay_detail::kCategoryNames;
 using replay_detail::StepBuilder;
 
-const char* category_name(uint16_t c) {
-  return c < kCategoryNames.size() ? kCategoryNames[c].c_str() : "unknown";
-}
+const char* category_name(uint16_t c) { return c < kCategoryNames.size() ? kCategoryNames[c].c_str() : "unknown"; }
 const std::vector<std::string>& category_names() { return kCategoryNames; }
 
 int group_size(const StepProgram& p, Group g) {
@@ -113,8 +115,8 @@ int expert_replicas(const StepProgram& p) {
 }
 
 ReplayResult replay_step_bounded(const StepProgram& program, const topo::Cluster& cluster,
-                                 const coll::CommTuning& tuning, const ReplayOptions& options,
-                                 int max_micro_batches, bool* extrapolated) {
+                                 const coll::CommTuning& tuning, const ReplayOptions& options, int max_micro_batches,
+                                 bool* extrapolated) {
   // Both depths well past the fill (interleaved schedules with blocking sends settle after about
   // 4 pp micro-batches): m2 at least 8 rounds of pp, m1 four rounds shorter.
   const int round = std::max(1, program.pp);
@@ -141,12 +143,12 @@ ReplayResult replay_step_bounded(const StepProgram& program, const topo::Cluster
   return b;
 }
 
-ReplayResult replay_step(const StepProgram& program, const topo::Cluster& cluster,
-                         const coll::CommTuning& tuning, const ReplayOptions& options) {
+ReplayResult replay_step(const StepProgram& program, const topo::Cluster& cluster, const coll::CommTuning& tuning,
+                         const ReplayOptions& options) {
   const int gpus = program.tp * program.cp * program.dp * program.pp;
   if (gpus > cluster.num_gpus())
-    throw std::invalid_argument("replay: the plan needs " + std::to_string(gpus) +
-                                " GPUs but the cluster has " + std::to_string(cluster.num_gpus()));
+    throw std::invalid_argument("replay: the plan needs " + std::to_string(gpus) + " GPUs but the cluster has " +
+                                std::to_string(cluster.num_gpus()));
   const size_t V = static_cast<size_t>(program.pp * program.vp);
   if (program.vstage_begin.empty() ? program.layers.size() % V != 0
                                    : program.vstage_begin.size() != V + 1 ||

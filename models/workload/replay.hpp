@@ -38,9 +38,22 @@ namespace stacksim::workload {
 
 // Breakdown categories (seconds of the critical rank's step).
 enum Category : uint16_t {
-  kCatGemm, kCatAttention, kCatElementwise, kCatOptimizer,
-  kCatTpComm, kCatCpComm, kCatEpComm, kCatPpComm, kCatDpComm,
-  kCatPipelineBubble, kCatDataWait, kCatCheckpoint, kCatHostLaunch, kCatOffload, kCatIdle, kNumCategories
+  kCatGemm,
+  kCatAttention,
+  kCatElementwise,
+  kCatOptimizer,
+  kCatTpComm,
+  kCatCpComm,
+  kCatEpComm,
+  kCatPpComm,
+  kCatDpComm,
+  kCatPipelineBubble,
+  kCatDataWait,
+  kCatCheckpoint,
+  kCatHostLaunch,
+  kCatOffload,
+  kCatIdle,
+  kNumCategories
 };
 const char* category_name(uint16_t c);
 const std::vector<std::string>& category_names();
@@ -56,17 +69,17 @@ enum class Group { TP, CP, EP, DP, DpShard, DpReplicate, ExpertDp };
 struct CostedOp {
   enum class Kind { Compute, Collective } kind = Kind::Compute;
   std::string name;
-  uint16_t category = kCatGemm;   // compute class
-  double seconds = 0.0;           // compute: time on a whole GPU
-  Group group = Group::TP;        // collective
+  uint16_t category = kCatGemm;  // compute class
+  double seconds = 0.0;          // compute: time on a whole GPU
+  Group group = Group::TP;       // collective
   coll::CollectiveOp op = coll::CollectiveOp::AllReduce;
-  double bytes = 0.0;             // collective: nccl-tests buffer size per rank
-  bool overlaps_next = false;     // collective runs concurrently with the next compute op (CP)
-  coll::MoeDispatch dispatch;      // all-to-all: MoE dispatch once per destination node (coll::Collective)
-  bool weight_grad = false;       // compute: a wgrad GEMM (zero-bubble schedules defer these)
-  int launches = 1;               // kernels the host launches for the op (a CUDA graph: one for its
-                                  // first op, none for the rest; program_builder.cpp)
-  bool host_sync = false;         // the host waits for the GPU before launching it (Op::host_sync)
+  double bytes = 0.0;          // collective: nccl-tests buffer size per rank
+  bool overlaps_next = false;  // collective runs concurrently with the next compute op (CP)
+  coll::MoeDispatch dispatch;  // all-to-all: MoE dispatch once per destination node (coll::Collective)
+  bool weight_grad = false;    // compute: a wgrad GEMM (zero-bubble schedules defer these)
+  int launches = 1;            // kernels the host launches for the op (a CUDA graph: one for its
+                               // first op, none for the rest; program_builder.cpp)
+  bool host_sync = false;      // the host waits for the GPU before launching it (Op::host_sync)
 };
 
 // The ops of one layer for one micro-batch on one rank.
@@ -94,28 +107,28 @@ struct StepProgram {
   bool experts_folded = false;  // ep groups run along tp, then cp, then dp (etp 1)
   int micro_batches = 1;
   ScheduleKind schedule = ScheduleKind::OneFOneB;  // OneFOneB is interleaved when vp > 1
-  bool pair_forward_backward = false;  // 1F1B's steady-state F&B pairs run together (ep_overlap)
-  int zero = 0;                    // 0..3
+  bool pair_forward_backward = false;              // 1F1B's steady-state F&B pairs run together (ep_overlap)
+  int zero = 0;                                    // 0..3
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false;
-  bool blocking_p2p = false;       // a stage waits for its pipeline sends before its next item
+  bool blocking_p2p = false;  // a stage waits for its pipeline sends before its next item
   double dp_bucket_bytes = 40e6;
-  int shard_size = 0;              // ZeRO/FSDP shard group over the dp*cp ranks; 0 = all of them
-  int fsdp_gathers_per_layer = 1;  // zero 3: a layer's parameters in this many sequential all-gathers
-  std::vector<LayerProgram> layers;          // one per model layer, in order
+  int shard_size = 0;                // ZeRO/FSDP shard group over the dp*cp ranks; 0 = all of them
+  int fsdp_gathers_per_layer = 1;    // zero 3: a layer's parameters in this many sequential all-gathers
+  std::vector<LayerProgram> layers;  // one per model layer, in order
   // Layers of virtual stage v are [vstage_begin[v], vstage_begin[v+1]); empty = an even split.
   std::vector<int> vstage_begin;
-  std::vector<CostedOp> pre_forward;         // embedding (first virtual stage)
-  std::vector<CostedOp> post_forward;        // logits + loss (last virtual stage)
-  std::vector<CostedOp> pre_backward;        // loss + logits backward (last virtual stage)
-  std::vector<CostedOp> post_backward;       // embedding backward (first virtual stage)
+  std::vector<CostedOp> pre_forward;    // embedding (first virtual stage)
+  std::vector<CostedOp> post_forward;   // logits + loss (last virtual stage)
+  std::vector<CostedOp> pre_backward;   // loss + logits backward (last virtual stage)
+  std::vector<CostedOp> post_backward;  // embedding backward (first virtual stage)
   double embedding_param_bytes = 0.0;
   double embedding_grad_bytes = 0.0;        // input embedding (first virtual stage)
   double head_grad_bytes = 0.0;             // output layer + final norm (last virtual stage)
   double embedding_fsdp_grad_prep_s = 0.0;  // as LayerProgram::fsdp_grad_prep_s
   double head_fsdp_grad_prep_s = 0.0;
-  std::vector<CostedOp> optimizer;           // after gradients are reduced
-  double p2p_bytes = 0.0;                    // activation bytes one rank sends between stages
+  std::vector<CostedOp> optimizer;  // after gradients are reduced
+  double p2p_bytes = 0.0;           // activation bytes one rank sends between stages
   // > 0: the tp ranks send slices (p2p_bytes each) that the receiving stage all-gathers over
   // its tensor-parallel group into this many bytes (ParallelPlan::p2p_scatter_gather).
   double p2p_gather_bytes = 0.0;
@@ -150,14 +163,14 @@ struct StepProgram {
 
 struct ReplayResult {
   double step_time_s = 0.0;
-  std::vector<double> breakdown_s;           // per Category, sums to step_time_s
+  std::vector<double> breakdown_s;  // per Category, sums to step_time_s
   int critical_stage = 0;
   size_t tasks = 0;
   sim::EngineStats engine_stats;
 };
 
 struct ReplayOptions {
-  std::string trace_path;                    // write a Chrome trace when not empty
+  std::string trace_path;  // write a Chrome trace when not empty
   // Skip the host launch chain where it provably never delays the GPU beyond the first launch
   // (the same step and breakdown; tests turn it off to check that).
   bool host_shortcut = true;
@@ -177,8 +190,8 @@ int group_size(const StepProgram& p, Group g);
 int expert_span(const StepProgram& p);
 int expert_replicas(const StepProgram& p);
 
-ReplayResult replay_step(const StepProgram& program, const topo::Cluster& cluster,
-                         const coll::CommTuning& tuning, const ReplayOptions& options);
+ReplayResult replay_step(const StepProgram& program, const topo::Cluster& cluster, const coll::CommTuning& tuning,
+                         const ReplayOptions& options);
 
 // The most micro-batches per rank a --trace replays (it cannot extrapolate; InputError past it).
 inline constexpr int kMaxTracedMicroBatches = 1024;
@@ -189,7 +202,7 @@ inline constexpr int kMaxTracedMicroBatches = 1024;
 // pipeline's fill, each further round of pp micro-batches repeats the same steady-state period,
 // so the line is the replay's own slope; `extrapolated` says whether it was used.
 ReplayResult replay_step_bounded(const StepProgram& program, const topo::Cluster& cluster,
-                                 const coll::CommTuning& tuning, const ReplayOptions& options,
-                                 int max_micro_batches, bool* extrapolated);
+                                 const coll::CommTuning& tuning, const ReplayOptions& options, int max_micro_batches,
+                                 bool* extrapolated);
 
 }  // namespace stacksim::workload

@@ -10,9 +10,9 @@
 #include <array>
 #include <fstream>
 #include <map>
-#include <unordered_map>
-#include <tuple>
 #include <stdexcept>
+#include <tuple>
+#include <unordered_map>
 
 #include "models/workload/pipeline_schedule.hpp"
 #include "sim/trace.hpp"
@@ -121,8 +121,8 @@ class StepBuilder {
   // Appends the collective `op` on every group of kind `g` of stage s, all starting after `deps`.
   // Returns a task that completes when all of them have (or kNoTask if the groups are trivial).
   sim::TaskId add_group_collective(int s, Group g, coll::CollectiveOp op, double bytes,
-                                   const std::vector<sim::TaskId>& deps, sim::TrackId track,
-                                   uint16_t category, const coll::MoeDispatch& dispatch = {});
+                                   const std::vector<sim::TaskId>& deps, sim::TrackId track, uint16_t category,
+                                   const coll::MoeDispatch& dispatch = {});
 
   void run_collective_op(int s, const CostedOp& op, std::vector<sim::TaskId>& pending_overlap);
 
@@ -170,11 +170,11 @@ class StepBuilder {
   bool dualpipe() const { return p_.schedule == ScheduleKind::DualPipe; }
   int chunks() const { return dualpipe() ? 2 : p_.vp; }
   int positions() const { return dualpipe() ? 2 * p_.pp : p_.pp * p_.vp; }
-  int vstage(int chunk, int s) const { return dualpipe() ? (chunk == 0 ? s : 2 * p_.pp - 1 - s) : virtual_stage(chunk, s, p_.pp); }
-  int model_stage(int vs) const { return dualpipe() ? vs % p_.pp : vs; }
-  int rank_of_position(int vs) const {
-    return dualpipe() ? (vs < p_.pp ? vs : 2 * p_.pp - 1 - vs) : vs % p_.pp;
+  int vstage(int chunk, int s) const {
+    return dualpipe() ? (chunk == 0 ? s : 2 * p_.pp - 1 - s) : virtual_stage(chunk, s, p_.pp);
   }
+  int model_stage(int vs) const { return dualpipe() ? vs % p_.pp : vs; }
+  int rank_of_position(int vs) const { return dualpipe() ? (vs < p_.pp ? vs : 2 * p_.pp - 1 - vs) : vs % p_.pp; }
   bool first_position(int vs) const { return dualpipe() ? vs % p_.pp == 0 : vs == 0; }
   bool last_position(int vs) const { return dualpipe() ? vs % p_.pp == p_.pp - 1 : vs == positions() - 1; }
   int first_micro_batch(int chunk) const { return dualpipe() ? chunk * (p_.micro_batches / 2) : 0; }
@@ -229,15 +229,15 @@ class StepBuilder {
   std::vector<sim::ResourceId> gpu_res_;
   std::vector<StageState> stages_;
   std::vector<int> task_stage_;
-  std::vector<std::pair<uint32_t, uint32_t>> task_parts_;   // (first part, count) per task
-  std::vector<std::pair<uint16_t, double>> parts_;          // (category, nominal seconds)
+  std::vector<std::pair<uint32_t, uint32_t>> task_parts_;  // (first part, count) per task
+  std::vector<std::pair<uint16_t, double>> parts_;         // (category, nominal seconds)
   std::vector<CommSpan> spans_;
   struct LaunchWait {
     int stage;
     sim::TaskId host, gpu, previous;
   };
   std::vector<LaunchWait> launch_waits_;
-  bool launches_free_ = false;  // host_stays_ahead: only each stage's first launch is charged
+  bool launches_free_ = false;             // host_stays_ahead: only each stage's first launch is charged
   sim::TaskId batch_copy_ = sim::kNoTask;  // build_batch_copy
   // Per stage: ZeRO-Offload's host phase (gradient copies, the host's Adam, the copy back).
   std::vector<std::vector<sim::TaskId>> offload_tasks_ = std::vector<std::vector<sim::TaskId>>(p_.pp);
@@ -248,7 +248,7 @@ class StepBuilder {
   // Offloaded parameters: each shard's copy from the host before its gather, per stage.
   std::vector<std::vector<sim::TaskId>> param_copies_ = std::vector<std::vector<sim::TaskId>>(p_.pp);
   std::map<std::pair<int, bool>, std::map<topo::LinkId, int>> node_copy_links_;  // add_host_copies' routes
-  std::vector<sim::TaskId> stage_end_;     // per stage: its last task before the step's end
+  std::vector<sim::TaskId> stage_end_;  // per stage: its last task before the step's end
   std::map<uint64_t, sim::TaskId> item_entry_, item_exit_;
   std::map<uint64_t, std::vector<uint64_t>> next_items_;  // item -> the item(s) after it on its stage
   std::map<const std::vector<CostedOp>*, std::pair<std::vector<CostedOp>, std::vector<CostedOp>>> split_cache_;

@@ -90,8 +90,8 @@ std::vector<std::vector<int>> StepBuilder::groups(Group g, int s) const {
 }
 
 sim::TaskId StepBuilder::add_group_collective(int s, Group g, coll::CollectiveOp op, double bytes,
-                                 const std::vector<sim::TaskId>& deps, sim::TrackId track,
-                                 uint16_t category, const coll::MoeDispatch& dispatch) {
+                                              const std::vector<sim::TaskId>& deps, sim::TrackId track,
+                                              uint16_t category, const coll::MoeDispatch& dispatch) {
   const auto gs = groups(g, s);
   if (gs.empty() || gs.front().size() < 2 || bytes <= 0) return sim::kNoTask;
   const sim::TaskId first = static_cast<sim::TaskId>(g_.size());
@@ -103,8 +103,8 @@ sim::TaskId StepBuilder::add_group_collective(int s, Group g, coll::CollectiveOp
     c.bytes = bytes;
     c.dispatch = dispatch;
     // SM sharing is modelled by the companion task below, not by the flows.
-    exits.push_back(coll::append_collective(g_, cluster_, link_res_, tuning_, c, deps, category,
-                                            track, collective_cache_));
+    exits.push_back(
+        coll::append_collective(g_, cluster_, link_res_, tuning_, c, deps, category, track, collective_cache_));
   }
   const sim::TaskId exit = exits.size() == 1 ? exits.front() : add_join(exits);
   spans_.push_back({s, category, first, exit});
@@ -144,8 +144,8 @@ void StepBuilder::run_collective_op(int s, const CostedOp& op, std::vector<sim::
     g_.add_dependency(stages_[s].cursor, gate);
     deps = {gate};
   }
-  const sim::TaskId exit = add_group_collective(s, op.group, op.op, op.bytes, deps, stages_[s].comm_now(), cat,
-                                                op.dispatch);
+  const sim::TaskId exit =
+      add_group_collective(s, op.group, op.op, op.bytes, deps, stages_[s].comm_now(), cat, op.dispatch);
   if (exit == sim::kNoTask) return;
   if (op.overlaps_next)
     pending_overlap.push_back(exit);  // joined after the next compute op
@@ -155,8 +155,8 @@ void StepBuilder::run_collective_op(int s, const CostedOp& op, std::vector<sim::
 
 sim::TaskId StepBuilder::reduce_scatter_gradients(int s, double bytes, const std::vector<sim::TaskId>& deps) {
   StageState& st = stages_[s];
-  sim::TaskId e = add_group_collective(s, Group::DpShard, coll::CollectiveOp::ReduceScatter, bytes, deps,
-                                       st.dp_track, kCatDpComm);
+  sim::TaskId e =
+      add_group_collective(s, Group::DpShard, coll::CollectiveOp::ReduceScatter, bytes, deps, st.dp_track, kCatDpComm);
   if (shard_ranks() < p_.dp * p_.cp) {
     std::vector<sim::TaskId> after = deps;
     if (e != sim::kNoTask) after = {e};
@@ -170,7 +170,8 @@ sim::TaskId StepBuilder::reduce_scatter_gradients(int s, double bytes, const std
 sim::TaskId StepBuilder::fsdp_gather(int s, const LayerProgram& layer, sim::TaskId limiter) {
   StageState& st = stages_[s];
   sim::TaskId exit = sim::kNoTask;
-  for (const auto& [group, bytes] : {std::pair{Group::DpShard, layer.param_bytes}, {Group::ExpertDp, layer.expert_param_bytes}}) {
+  for (const auto& [group, bytes] :
+       {std::pair{Group::DpShard, layer.param_bytes}, {Group::ExpertDp, layer.expert_param_bytes}}) {
     std::vector<sim::TaskId> deps{st.ag_cursor, limiter};
     sim::TaskId fetched = sim::kNoTask;
     if (p_.offload_params && bytes > 0) {
@@ -185,8 +186,8 @@ sim::TaskId StepBuilder::fsdp_gather(int s, const LayerProgram& layer, sim::Task
     const int pieces = group == Group::DpShard ? std::max(1, p_.fsdp_gathers_per_layer) : 1;
     sim::TaskId e = sim::kNoTask;
     for (int k = 0; k < pieces; ++k) {
-      const sim::TaskId g = add_group_collective(s, group, coll::CollectiveOp::AllGather, bytes / pieces, deps, st.dp_track,
-                                                 kCatDpComm);
+      const sim::TaskId g =
+          add_group_collective(s, group, coll::CollectiveOp::AllGather, bytes / pieces, deps, st.dp_track, kCatDpComm);
       if (g == sim::kNoTask) break;
       e = g;
       deps = {g};
@@ -215,15 +216,15 @@ void StepBuilder::link_stages(int mb, int from_vs, int to_vs, bool backward) {
       x.ranks = {src, dst};
       x.peer = dst;
       x.bytes = p_.p2p_bytes;
-      exits.push_back(coll::append_collective(g_, cluster_, link_res_, tuning_, x, {produced},
-                                              kCatPpComm, stages_[to_s].pp_track, collective_cache_));
+      exits.push_back(coll::append_collective(g_, cluster_, link_res_, tuning_, x, {produced}, kCatPpComm,
+                                              stages_[to_s].pp_track, collective_cache_));
     }
   const sim::TaskId sent = exits.size() == 1 ? exits.front() : add_join(exits);
   spans_.push_back({to_s, kCatPpComm, first, sent});
   // Scattered slices are gathered by the receiving stage before it uses them.
   const sim::TaskId gathered =
-      p_.p2p_gather_bytes > 0 ? add_group_collective(to_s, Group::TP, coll::CollectiveOp::AllGather, p_.p2p_gather_bytes,
-                                                     {sent}, stages_[to_s].pp_track, kCatPpComm)
+      p_.p2p_gather_bytes > 0 ? add_group_collective(to_s, Group::TP, coll::CollectiveOp::AllGather,
+                                                     p_.p2p_gather_bytes, {sent}, stages_[to_s].pp_track, kCatPpComm)
                               : sim::kNoTask;
   g_.add_dependency(gathered != sim::kNoTask ? gathered : sent, consumer);
   // Megatron's blocking p2p (batch_isend_irecv, then wait): the sender's next item starts only

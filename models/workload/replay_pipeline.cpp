@@ -30,8 +30,7 @@ void StepBuilder::build_item(int s, const PipelineItem& it) {
   std::vector<sim::TaskId> layer_done;  // compute end per processed layer (for FSDP prefetch)
   const int chunk_first_layer = l0;     // (clang 14 cannot capture a structured binding)
   auto run_layer = [&](int l, const std::vector<CostedOp>& ops) {
-    if (gathered_ahead)
-      st.cursor = add_join({st.cursor, st.chunk_layer_gather[it.chunk][l - chunk_first_layer]});
+    if (gathered_ahead) st.cursor = add_join({st.cursor, st.chunk_layer_gather[it.chunk][l - chunk_first_layer]});
     if (gather) {
       const sim::TaskId limiter = layer_done.size() >= 2 ? layer_done[layer_done.size() - 2] : entry;
       const sim::TaskId gathered = fsdp_gather(s, p_.layers[l], limiter);
@@ -89,8 +88,9 @@ void StepBuilder::build_item(int s, const PipelineItem& it) {
           const int node = cluster_.node_of_gpu(st.rep);
           const sim::TaskId ready = rs != sim::kNoTask ? rs : st.cursor;  // nothing to reduce: one rank
           for (const auto& [group, b] : {std::pair{Group::DpShard, bytes}, {Group::ExpertDp, expert_bytes}}) {
-            const sim::TaskId copy = add_host_copies(node, b / std::max(1, group_size(group)) * p_.offload_d2h_per_grad_byte,
-                                                     true, {ready}, "gradient shard to host", st.dp_track);
+            const sim::TaskId copy =
+                add_host_copies(node, b / std::max(1, group_size(group)) * p_.offload_d2h_per_grad_byte, true, {ready},
+                                "gradient shard to host", st.dp_track);
             if (copy != sim::kNoTask) offload_tasks_[s].push_back(copy);
           }
         }
@@ -108,9 +108,9 @@ void StepBuilder::build_item(int s, const PipelineItem& it) {
     sim::TaskId prefetch_gate = st.cursor;
     for (int l = l1 - 1; l >= l0; --l) {
       if (offloaded != offloaded_.end()) {
-        const sim::TaskId back =
-            add_host_copies(cluster_.node_of_gpu(st.rep), p_.layers[l].offload_bytes, false,
-                            {offloaded->second[l - l0], prefetch_gate}, "activations from host", st.offload_track, kCatOffload);
+        const sim::TaskId back = add_host_copies(cluster_.node_of_gpu(st.rep), p_.layers[l].offload_bytes, false,
+                                                 {offloaded->second[l - l0], prefetch_gate}, "activations from host",
+                                                 st.offload_track, kCatOffload);
         if (back != sim::kNoTask) {
           activation_copies_[s].push_back(back);
           st.cursor = add_join({st.cursor, back});
@@ -182,7 +182,8 @@ void StepBuilder::build_pipeline() {
         const bool head = first_position(vs) || last_position(vs);
         const double head_bytes = head ? p_.embedding_param_bytes : 0.0;
         std::vector<sim::TaskId> layers = bucketed(dense, l0, l1, head_bytes, &LayerProgram::param_bytes);
-        const std::vector<sim::TaskId> expert_layers = bucketed(experts, l0, l1, 0.0, &LayerProgram::expert_param_bytes);
+        const std::vector<sim::TaskId> expert_layers =
+            bucketed(experts, l0, l1, 0.0, &LayerProgram::expert_param_bytes);
         for (int k = 0; k < l1 - l0; ++k)
           if (expert_layers[k] != sim::kNoTask) layers[k] = add_join({layers[k], expert_layers[k]});
         // The embedding/output layer travels in the chunk's first bucket (alone if it has no layer).
@@ -196,7 +197,8 @@ void StepBuilder::build_pipeline() {
     std::vector<uint64_t> previous;  // the item(s) the next item follows
     sim::TaskId pair_start = sim::kNoTask, pair_first_exit = sim::kNoTask;
     std::vector<uint64_t> pair_keys;
-    for (const PipelineItem& it : stage_schedule(schedule_kind(), p_.pp, p_.vp, p_.micro_batches, s, p_.pair_forward_backward)) {
+    for (const PipelineItem& it :
+         stage_schedule(schedule_kind(), p_.pp, p_.vp, p_.micro_batches, s, p_.pair_forward_backward)) {
       StageState& st = stages_[s];
       const bool second_of_pair = pair_start != sim::kNoTask;
       if (it.overlap_next) pair_start = st.cursor = add_join({st.cursor});

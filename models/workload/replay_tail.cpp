@@ -10,15 +10,15 @@ void StepBuilder::build_tail() {
     std::vector<sim::TaskId> before_optimizer{st.cursor, st.rs_cursor, st.ag_cursor};
     // ZeRO-Offload: each reduced bucket's shard to the host as it completes.
     const int node = cluster_.node_of_gpu(st.rep);
-    const sim::TrackId host_track = p_.offload_optimizer ? g_.add_track("host", "optimizer offload (stage " +
-                                                                                    std::to_string(s) + ")")
-                                                         : sim::kNoTrack;
+    const sim::TrackId host_track = p_.offload_optimizer
+                                        ? g_.add_track("host", "optimizer offload (stage " + std::to_string(s) + ")")
+                                        : sim::kNoTrack;
     // The host phase so far: ZeRO-3's per-layer gradient copies (build_item), then the buckets'.
     std::vector<sim::TaskId>& host_phase = offload_tasks_[s];
     const auto offload_bucket = [&](sim::TaskId reduced, double bytes, Group g) {
       if (!p_.offload_optimizer || reduced == sim::kNoTask) return;
-      host_phase.push_back(add_host_copies(node, bytes / group_size(g) * p_.offload_d2h_per_grad_byte, true,
-                                           {reduced}, "gradient shard to host", host_track));
+      host_phase.push_back(add_host_copies(node, bytes / group_size(g) * p_.offload_d2h_per_grad_byte, true, {reduced},
+                                           "gradient shard to host", host_track));
     };
     if (p_.zero < 3 && reduces_gradients()) {
       // Gradient buckets in backward order, each reduced once its last gradient is ready; the
@@ -30,10 +30,9 @@ void StepBuilder::build_tail() {
         const sim::TaskId ready = p_.overlap_grad_reduce ? st.grads_ready[i].task : st.cursor;
         const bool last = i + 1 == st.grads_ready.size();
         if (bucket >= p_.dp_bucket_bytes || last) {
-          const sim::TaskId e =
-              p_.zero == 0 ? add_group_collective(s, Group::DP, coll::CollectiveOp::AllReduce, bucket,
-                                                  {st.dp_cursor, ready}, st.dp_track, kCatDpComm)
-                           : reduce_scatter_gradients(s, bucket, {st.dp_cursor, ready});
+          const sim::TaskId e = p_.zero == 0 ? add_group_collective(s, Group::DP, coll::CollectiveOp::AllReduce, bucket,
+                                                                    {st.dp_cursor, ready}, st.dp_track, kCatDpComm)
+                                             : reduce_scatter_gradients(s, bucket, {st.dp_cursor, ready});
           if (e != sim::kNoTask) st.dp_cursor = e;
           offload_bucket(e, bucket, Group::DpShard);
           bucket = 0;
@@ -85,10 +84,10 @@ void StepBuilder::build_tail() {
         bytes += chunk_param_bytes(s, c);
         expert_bytes += chunk_expert_param_bytes(s, c);
       }
-      const sim::TaskId e = add_group_collective(s, Group::DpShard, coll::CollectiveOp::AllGather, bytes,
-                                                 {st.cursor}, st.dp_track, kCatDpComm);
-      const sim::TaskId expert_e = add_group_collective(s, Group::ExpertDp, coll::CollectiveOp::AllGather,
-                                                        expert_bytes, {st.cursor}, st.dp_track, kCatDpComm);
+      const sim::TaskId e = add_group_collective(s, Group::DpShard, coll::CollectiveOp::AllGather, bytes, {st.cursor},
+                                                 st.dp_track, kCatDpComm);
+      const sim::TaskId expert_e = add_group_collective(s, Group::ExpertDp, coll::CollectiveOp::AllGather, expert_bytes,
+                                                        {st.cursor}, st.dp_track, kCatDpComm);
       st.cursor = add_join({st.cursor, e, expert_e});
     }
     ends.push_back(st.cursor);
@@ -100,7 +99,12 @@ void StepBuilder::build_tail() {
 
 std::vector<double> StepBuilder::breakdown(const sim::ExecutionResult& r, int s) const {
   std::vector<double> out(kNumCategories, 0.0);
-  struct Edge { int64_t t; int delta; uint16_t cat; bool compute; };
+  struct Edge {
+    int64_t t;
+    int delta;
+    uint16_t cat;
+    bool compute;
+  };
   std::vector<Edge> edges;
   // Compute tasks are split into their parts' categories in proportion to the parts' times (a
   // task slowed by sharing its GPU stretches every part alike).
@@ -114,8 +118,9 @@ std::vector<double> StepBuilder::breakdown(const sim::ExecutionResult& r, int s)
     const int64_t span = (r.end[id] - r.start[id]).ps();
     int64_t used = 0;
     for (uint32_t k = p0; k < p0 + np; ++k) {
-      const int64_t d = k + 1 == p0 + np ? span - used
-                                         : static_cast<int64_t>(span * (nominal > 0 ? parts_[k].second / nominal : 0.0));
+      const int64_t d = k + 1 == p0 + np
+                            ? span - used
+                            : static_cast<int64_t>(span * (nominal > 0 ? parts_[k].second / nominal : 0.0));
       if (d <= 0) continue;
       edges.push_back({t, +1, parts_[k].first, true});
       edges.push_back({t + d, -1, parts_[k].first, true});
@@ -169,9 +174,9 @@ std::vector<double> StepBuilder::breakdown(const sim::ExecutionResult& r, int s)
   });
   std::array<int, kNumCategories> compute_active{}, comm_active{};
   int running = 0;  // compute parts active now (the sum of compute_active)
-  static constexpr std::array<uint16_t, 9> kCommPriority = {kCatTpComm,   kCatEpComm,    kCatCpComm,
-                                                            kCatPpComm,   kCatDpComm,    kCatHostLaunch,
-                                                            kCatOffload,  kCatDataWait,  kCatOptimizer};
+  static constexpr std::array<uint16_t, 9> kCommPriority = {kCatTpComm,  kCatEpComm,   kCatCpComm,
+                                                            kCatPpComm,  kCatDpComm,   kCatHostLaunch,
+                                                            kCatOffload, kCatDataWait, kCatOptimizer};
   int64_t prev = 0;
   const int64_t end = r.makespan.ps();
   size_t i = 0;
@@ -182,14 +187,20 @@ std::vector<double> StepBuilder::breakdown(const sim::ExecutionResult& r, int s)
     // among the running parts; one part alone takes all of it.
     if (running == 1) {
       for (uint16_t c = 0;; ++c)
-        if (compute_active[c] > 0) { out[c] += dt; return; }
+        if (compute_active[c] > 0) {
+          out[c] += dt;
+          return;
+        }
     }
     if (running > 1) {
       for (uint16_t c = 0; c < kNumCategories; ++c) out[c] += dt * compute_active[c] / running;
       return;
     }
     for (uint16_t c : kCommPriority)
-      if (comm_active[c] > 0) { out[c] += dt; return; }
+      if (comm_active[c] > 0) {
+        out[c] += dt;
+        return;
+      }
     out[p_.pp > 1 ? kCatPipelineBubble : kCatIdle] += dt;
   };
   while (i < edges.size()) {

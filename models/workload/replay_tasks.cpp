@@ -13,7 +13,8 @@ sim::TaskId StepBuilder::add_join(const std::vector<sim::TaskId>& deps, sim::Tra
   return id;
 }
 
-sim::TaskId StepBuilder::side_stream_kernel(int s, const char* name, double seconds, const std::vector<sim::TaskId>& deps) {
+sim::TaskId StepBuilder::side_stream_kernel(int s, const char* name, double seconds,
+                                            const std::vector<sim::TaskId>& deps) {
   sim::TaskSpec t;
   t.activity.work = seconds;
   t.activity.usages = {{gpu_res_[stages_[s].rep], 1.0}};
@@ -202,8 +203,9 @@ void StepBuilder::build_batch_copy() {
     for (StageState& st : stages_) g_.add_dependency(batch_copy_, st.cursor);
 }
 
-sim::TaskId StepBuilder::add_host_copies(int node, double bytes_per_gpu, bool to_host, const std::vector<sim::TaskId>& deps,
-                            const char* name, sim::TrackId track, uint16_t category) {
+sim::TaskId StepBuilder::add_host_copies(int node, double bytes_per_gpu, bool to_host,
+                                         const std::vector<sim::TaskId>& deps, const char* name, sim::TrackId track,
+                                         uint16_t category) {
   if (bytes_per_gpu <= 0) return sim::kNoTask;
   // One node's routes, each direction, worked out once (every gradient bucket copies).
   auto cached = node_copy_links_.find({node, to_host});
@@ -214,8 +216,7 @@ sim::TaskId StepBuilder::add_host_copies(int node, double bytes_per_gpu, bool to
   }
   sim::TaskSpec t;
   t.activity.work = bytes_per_gpu;
-  for (const auto& [l, n] : cached->second)
-    t.activity.usages.push_back({link_res_[l], static_cast<double>(n)});
+  for (const auto& [l, n] : cached->second) t.activity.usages.push_back({link_res_[l], static_cast<double>(n)});
   t.category = category;
   t.track = track;
   t.name = g_.intern(name);

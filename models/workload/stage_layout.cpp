@@ -23,8 +23,8 @@ double layer_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int la
   }
   double params = attention + 2.0 * m.norm_params();
   if (m.is_moe_layer(layer))
-    params += layer_expert_params_per_rank(m, p, layer) + m.expert_params() * m.moe.shared_experts / p.tp +
-              m.router_params();
+    params +=
+        layer_expert_params_per_rank(m, p, layer) + m.expert_params() * m.moe.shared_experts / p.tp + m.router_params();
   else
     params += m.dense_mlp_params() / p.tp;
   return params;
@@ -103,11 +103,13 @@ double stage_sum(const ModelConfig& m, const ParallelPlan& p, int stage, PerLaye
 }  // namespace
 
 double stage_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage) {
-  return stage_sum(m, p, stage, [&](int l) { return layer_params_per_rank(m, p, l); }, true);
+  return stage_sum(
+      m, p, stage, [&](int l) { return layer_params_per_rank(m, p, l); }, true);
 }
 
 double stage_expert_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int stage) {
-  return stage_sum(m, p, stage, [&](int l) { return layer_expert_params_per_rank(m, p, l); }, false);
+  return stage_sum(
+      m, p, stage, [&](int l) { return layer_expert_params_per_rank(m, p, l); }, false);
 }
 
 Recompute layer_recompute(const ModelConfig& m, const ParallelPlan& p, int layer) {

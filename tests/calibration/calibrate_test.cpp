@@ -63,8 +63,9 @@ std::string g(double v) {
 
 struct Synthetic {
   Noise noise;
-  std::string machine = "machine: {gpu_name: NVIDIA H100 80GB HBM3, gpu_count: 8, sm_count: 132, "
-                        "compute_capability: '9.0', memory_bytes: 85017624576, l2_bytes: 50000000}\n";
+  std::string machine =
+      "machine: {gpu_name: NVIDIA H100 80GB HBM3, gpu_count: 8, sm_count: 132, "
+      "compute_capability: '9.0', memory_bytes: 85017624576, l2_bytes: 50000000}\n";
   std::string format = "stacksim-probe/1";
   std::string extra_sections;
   int h2d_pinned_points = 8;
@@ -174,9 +175,8 @@ TEST(Fit, SaturatingRecoversExactParameters) {
 TEST(Fit, CrossValidationIsZeroOnExactDataAndRejectsDegenerateInput) {
   std::vector<Sample> s;
   for (double x = 1; x < 1e8; x *= 7) s.push_back({x, 1e-5 + x * 1e-9});
-  const double cv = kfold_mape_percent(s, [](const std::vector<Sample>& t) {
-    return std::function<double(double)>(fit_linear_relative(t));
-  });
+  const double cv = kfold_mape_percent(
+      s, [](const std::vector<Sample>& t) { return std::function<double(double)>(fit_linear_relative(t)); });
   EXPECT_LT(cv, 1e-6);
   EXPECT_THROW(fit_linear_relative({{1, 1}, {1, 2}}), std::invalid_argument);
   EXPECT_THROW(fit_linear_relative({{1, 1}, {2, -1}}), std::invalid_argument);
@@ -273,7 +273,8 @@ TEST_F(CalibrateTest, WithoutBaseThePeaksAreTheMeasuredRates) {
   EXPECT_DOUBLE_EQ(r.profile.max_efficiency("bf16"), 1.0);
   EXPECT_NEAR(r.profile.hbm_Bps, kHbmBps, 0.03 * kHbmBps);
   EXPECT_EQ(r.profile.architecture, "hopper");
-  const std::string out = (std::filesystem::temp_directory_path() / "stacksim_calibration_tests" / "nobase-out.yaml").string();
+  const std::string out =
+      (std::filesystem::temp_directory_path() / "stacksim_calibration_tests" / "nobase-out.yaml").string();
   write_profile(r, out);
   EXPECT_NO_THROW(hw::GpuCatalog::parse_file(out));
 }
@@ -291,8 +292,9 @@ TEST_F(CalibrateTest, CatalogueLookupByNameAndUnknownGpu) {
     EXPECT_EQ(e.key(), "machine.gpu_name");
     EXPECT_NE(e.fix().find("catalog_name"), std::string::npos);
   }
-  syn.machine = "machine: {gpu_name: NVIDIA A40, catalog_name: H100-SXM5-80GB, sm_count: 132, "
-                "l2_bytes: 50000000}\n";
+  syn.machine =
+      "machine: {gpu_name: NVIDIA A40, catalog_name: H100-SXM5-80GB, sm_count: 132, "
+      "l2_bytes: 50000000}\n";
   const CalibrationReport r = calibrate(write(syn.text(), "named.yaml"), catalog());
   EXPECT_TRUE(r.has_base);
   EXPECT_EQ(r.profile.name, "H100-SXM5-80GB-calibrated");

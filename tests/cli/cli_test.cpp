@@ -11,9 +11,9 @@
 #include <map>
 #include <sstream>
 
+#include "cli/commands.hpp"
 #include "config/error.hpp"
 #include "config/yaml.hpp"
-#include "cli/commands.hpp"
 #include "services/scenario.hpp"
 #include "tests/cli/cli_helpers.hpp"
 #include "tests/test_tmp.hpp"
@@ -62,16 +62,19 @@ TEST(Cli, RunNamesANon1F1BScheduleInItsPlanLine) {
     return text.substr(at, text.find('\n', at) - at);
   };
   EXPECT_EQ(plan_line({}).find("("), std::string::npos) << plan_line({});  // 1F1B: nothing to say
-  EXPECT_NE(plan_line({"--set", "parallelism.schedule=dualpipe", "--set", "parallelism.global_batch=32"}).find("pp 2 (dualpipe)"),
+  EXPECT_NE(plan_line({"--set", "parallelism.schedule=dualpipe", "--set", "parallelism.global_batch=32"})
+                .find("pp 2 (dualpipe)"),
             std::string::npos);
   EXPECT_NE(plan_line({"--set", "parallelism.schedule=gpipe"}).find("pp 2 (gpipe)"), std::string::npos);
   // What lives on the host is part of the plan too.
   EXPECT_EQ(plan_line({}).find("host"), std::string::npos);
   EXPECT_NE(plan_line({"--set", "parallelism.zero=3", "--set", "parallelism.offload_optimizer=true", "--set",
-                       "parallelism.offload_params=true"}).find("zero 3, optimizer and parameters on the host"),
+                       "parallelism.offload_params=true"})
+                .find("zero 3, optimizer and parameters on the host"),
             std::string::npos);
   EXPECT_NE(plan_line({"--set", "parallelism.zero=1", "--set", "parallelism.offload_optimizer=true", "--set",
-                       "parallelism.offload_activations=true"}).find("zero 1, optimizer on the host, activations offloaded"),
+                       "parallelism.offload_activations=true"})
+                .find("zero 1, optimizer on the host, activations offloaded"),
             std::string::npos);
 }
 
@@ -80,9 +83,10 @@ TEST(Cli, TraceSlicesOnOneTrackNestOrFollowEachOther) {
   // containing the other are drawn wrongly. DualPipe runs a forward and a backward chunk at once
   // (the backward on a track of its own), pipeline receives have their own track.
   const std::string s = write("tracks.yaml", kTraining);
-  for (const std::vector<std::string>& sets : {std::vector<std::string>{},
-                                               {"--set", "parallelism.schedule=dualpipe", "--set", "parallelism.global_batch=32"},
-                                               {"--set", "parallelism.p2p_scatter_gather=true"}}) {
+  for (const std::vector<std::string>& sets :
+       {std::vector<std::string>{},
+        {"--set", "parallelism.schedule=dualpipe", "--set", "parallelism.global_batch=32"},
+        {"--set", "parallelism.p2p_scatter_gather=true"}}) {
     const std::string trace = test_tmp("tracks.trace.json");
     std::vector<std::string> args{s, "--trace", trace};
     args.insert(args.end(), sets.begin(), sets.end());
@@ -122,7 +126,8 @@ TEST(Cli, UnknownKeysSuggestTheNearest) {
   text.replace(text.find("global_batch"), 12, "global_bath");
   const std::string m = input_error("run", {write("typo.yaml", text)});
   EXPECT_NE(m.find("did you mean 'global_batch'"), std::string::npos) << m;
-  EXPECT_NE(input_error("run", {write("ok2.yaml", kTraining), "--set", "parallelism.tpp=2"}).find("did you mean --set parallelism.tp=2?"),
+  EXPECT_NE(input_error("run", {write("ok2.yaml", kTraining), "--set", "parallelism.tpp=2"})
+                .find("did you mean --set parallelism.tp=2?"),
             std::string::npos);
 }
 
@@ -133,29 +138,32 @@ TEST(Cli, BadPlansSayWhatToChange) {
                 .find("not divisible by tp"),
             std::string::npos);
   EXPECT_NE(input_error("run", {s, "--set", "model.layers=5"}).find("not divisible by pp"), std::string::npos);
-  EXPECT_NE(input_error("run", {s, "--set", "parallelism.global_batch=10"}).find("use global_batch 8 or 12"), std::string::npos);
-  EXPECT_NE(input_error("run", {s, "--set", "parallelism.vp=2", "--set", "parallelism.global_batch=12"}).find("multiple of pp"),
+  EXPECT_NE(input_error("run", {s, "--set", "parallelism.global_batch=10"}).find("use global_batch 8 or 12"),
+            std::string::npos);
+  EXPECT_NE(input_error("run", {s, "--set", "parallelism.vp=2", "--set", "parallelism.global_batch=12"})
+                .find("multiple of pp"),
             std::string::npos);
   const std::string gpu = input_error("run", {s, "--set", "hardware.gpu=H101"});
   EXPECT_NE(gpu.find("unknown GPU"), std::string::npos) << gpu;
   EXPECT_NE(gpu.find("key 'hardware.gpu'"), std::string::npos) << gpu;  // where the name was written
   // MXFP8 needs Blackwell: on an H100 it is an input error at the key; on a B200 it runs.
-  const std::string mx = input_error(
-      "run", {s, "--set", "parallelism.precision=fp8", "--set", "parallelism.fp8_recipe=mxfp8"});
+  const std::string mx =
+      input_error("run", {s, "--set", "parallelism.precision=fp8", "--set", "parallelism.fp8_recipe=mxfp8"});
   EXPECT_NE(mx.find("'parallelism.fp8_recipe'"), std::string::npos) << mx;
   EXPECT_NE(mx.find("Blackwell"), std::string::npos) << mx;
   EXPECT_EQ(input_error("run", {s, "--set", "parallelism.precision=fp8", "--set", "parallelism.fp8_recipe=mxfp8",
                                 "--set", "hardware.gpu=B200"}),
             "");
   // FP8 on a GPU without FP8 tensor cores (Ampere) is an input error at the precision key.
-  const std::string ampere = input_error("run", {s, "--set", "parallelism.precision=fp8", "--set", "hardware.gpu=A100"});
+  const std::string ampere =
+      input_error("run", {s, "--set", "parallelism.precision=fp8", "--set", "hardware.gpu=A100"});
   EXPECT_NE(ampere.find("'parallelism.precision'"), std::string::npos) << ampere;
   EXPECT_NE(ampere.find("no FP8 tensor cores"), std::string::npos) << ampere;
 }
 
 TEST(Cli, CollectiveGroupNamingAMissingGpuIsAnInputError) {
-  const std::string s = write("coll.yaml",
-                              "cluster: {node: dgx-h100, nodes: 1}\ncollective: {op: all_reduce, ranks: [0, 1, 9]}\n");
+  const std::string s =
+      write("coll.yaml", "cluster: {node: dgx-h100, nodes: 1}\ncollective: {op: all_reduce, ranks: [0, 1, 9]}\n");
   const std::string m = input_error("run", {s});
   EXPECT_NE(m.find("GPU 9 does not exist"), std::string::npos) << m;
   EXPECT_NE(m.find("coll.yaml:2"), std::string::npos) << m;
@@ -163,10 +171,11 @@ TEST(Cli, CollectiveGroupNamingAMissingGpuIsAnInputError) {
 
 TEST(Cli, AnOutOfMemoryPlanRunsAndSaysSo) {
   // A 70B-class model on 8 GPUs without sharding cannot fit in 80 GB.
-  const std::string s = write("oom.yaml",
-                              "cluster: {node: dgx-h100, nodes: 1}\n"
-                              "model: {layers: 80, hidden: 8192, heads: 64, ffn_hidden: 28672, vocab: 32000, seq_len: 4096}\n"
-                              "parallelism: {tp: 8, dp: 1, micro_batch: 1, global_batch: 1}\n");
+  const std::string s =
+      write("oom.yaml",
+            "cluster: {node: dgx-h100, nodes: 1}\n"
+            "model: {layers: 80, hidden: 8192, heads: 64, ffn_hidden: 28672, vocab: 32000, seq_len: 4096}\n"
+            "parallelism: {tp: 8, dp: 1, micro_batch: 1, global_batch: 1}\n");
   std::ostringstream out, err;
   EXPECT_EQ(analysis::run_command("run", {s}, out, err), 0);
   EXPECT_NE(out.str().find("OUT OF MEMORY"), std::string::npos) << out.str();
@@ -185,7 +194,8 @@ TEST(Cli, OverrideErrorsNameTheOverrideAndSuggestTheWholeCorrectedOne) {
            {"compare", {s, "--set", "cluster.fabric.oversubscriptoin=4"}},
            {"compare", {s, "--variant", "hardware.gpu=B200,cluster.fabric.oversubscriptoin=4"}}}) {
     const std::string m = input_error(cmd, args);
-    EXPECT_EQ(m.rfind("--set cluster.fabric.oversubscriptoin=4: key 'cluster.fabric.oversubscriptoin': unknown key", 0), 0u)
+    EXPECT_EQ(m.rfind("--set cluster.fabric.oversubscriptoin=4: key 'cluster.fabric.oversubscriptoin': unknown key", 0),
+              0u)
         << cmd << ": " << m;
     EXPECT_NE(m.find("did you mean --set cluster.fabric.oversubscription=4?"), std::string::npos) << m;
   }
@@ -196,16 +206,21 @@ TEST(Cli, OverrideErrorsNameTheOverrideAndSuggestTheWholeCorrectedOne) {
 
 TEST(Cli, BadValuesThroughSetGetTheSameErrorAsInAFile) {
   const std::string s = write("vals.yaml", kTraining);
-  for (const std::string& bad : {std::string("host.loader_workers=-1"), std::string("host.storage_read_bandwidth=0 GB/s"),
-                                 std::string("cluster.nodes=0"), std::string("host.cpu_seconds_per_sample=1e6"),
-                                 std::string("cluster.fabric.oversubscription=1e9")}) {
+  for (const std::string& bad :
+       {std::string("host.loader_workers=-1"), std::string("host.storage_read_bandwidth=0 GB/s"),
+        std::string("cluster.nodes=0"), std::string("host.cpu_seconds_per_sample=1e6"),
+        std::string("cluster.fabric.oversubscription=1e9")}) {
     const std::string key = bad.substr(0, bad.find('=')), value = bad.substr(bad.find('=') + 1);
     // The same value written in the file.
     YAML::Node root = YAML::Load(kTraining);
     stacksim::config::apply_override(root, bad, "test");
     const std::string in_file = write("vals_file.yaml", YAML::Dump(root));
     std::string file_reason, set_reason;
-    try { analysis::load_scenario(in_file, {}); } catch (const config::InputError& e) { file_reason = e.reason(); }
+    try {
+      analysis::load_scenario(in_file, {});
+    } catch (const config::InputError& e) {
+      file_reason = e.reason();
+    }
     try {
       analysis::load_scenario(s, {bad});
     } catch (const config::InputError& e) {
@@ -230,8 +245,9 @@ TEST(Cli, MalformedOverridesAreInputErrors) {
 TEST(Cli, ValidateWritesEachTrainingCaseScenarioRunnableAsIs) {
   const std::string dir = test_tmp("scenarios");
   std::ostringstream out, err;
-  ASSERT_EQ(analysis::run_command("validate", {std::string(STACKSIM_SOURCE_DIR) + "/validation/cases.yaml", "--id",
-                                               "narayanan2021-t1-1.7b", "--scenarios", dir},
+  ASSERT_EQ(analysis::run_command("validate",
+                                  {std::string(STACKSIM_SOURCE_DIR) + "/validation/cases.yaml", "--id",
+                                   "narayanan2021-t1-1.7b", "--scenarios", dir},
                                   out, err),
             0);
   const std::string scenario = dir + "/narayanan2021-t1-1.7b.yaml";
@@ -257,7 +273,8 @@ TEST(Cli, CatalogListsTheModelsAScenarioCanNameAsPreset) {
                               "model: {preset: Llama 3 8B, seq_len: 2048}\n"
                               "parallelism: {tp: 1, pp: 1, dp: 8, micro_batch: 1, global_batch: 8, zero: 3}\n");
   EXPECT_EQ(analysis::run_command("run", {s}, out, err), 0);
-  EXPECT_NE(input_error("catalog", {"model"}).find("gpus, nodes, nics, models, engines or datasets"), std::string::npos);
+  EXPECT_NE(input_error("catalog", {"model"}).find("gpus, nodes, nics, models, engines or datasets"),
+            std::string::npos);
 }
 
 TEST(Cli, SettingAPresetSwapsTheModelAndKeepsTheTrainingChoices) {

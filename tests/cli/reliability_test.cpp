@@ -11,15 +11,15 @@
 #include <fstream>
 #include <sstream>
 
-#include "config/error.hpp"
 #include "cli/commands.hpp"
+#include "config/error.hpp"
 #include "services/plan_search.hpp"
 #include "services/scenario.hpp"
 #include "services/sweep.hpp"
 #include "services/training.hpp"
-#include "validate/validation.hpp"
 #include "tests/cli/cli_helpers.hpp"
 #include "tests/test_tmp.hpp"
+#include "validate/validation.hpp"
 
 using namespace stacksim;
 using stacksim::cli_test::input_error;
@@ -59,8 +59,9 @@ struct InterruptingBuf : std::stringbuf {
   }
 };
 
-const char* kGrid40 = "{parallelism.micro_batch: [1, 2], model.layers: [4, 8, 12, 16, 20],"
-                      " parallelism.global_batch: [16, 32, 48, 64]}";
+const char* kGrid40 =
+    "{parallelism.micro_batch: [1, 2], model.layers: [4, 8, 12, 16, 20],"
+    " parallelism.global_batch: [16, 32, 48, 64]}";
 
 }  // namespace
 
@@ -141,7 +142,8 @@ TEST(Reliability, SweepSetGivenAsAListIsRefused) {
 
 TEST(Reliability, OptionValuesThatAreNotNumbersAreRefused) {
   const std::string d = fresh_test_dir("d");
-  const std::string m = input_error("sweep", {sweep_file(d, "{parallelism.tp: [2]}"), "-o", d + "/r.csv", "--threads", "abc"});
+  const std::string m =
+      input_error("sweep", {sweep_file(d, "{parallelism.tp: [2]}"), "-o", d + "/r.csv", "--threads", "abc"});
   EXPECT_TRUE(has(m, "'--threads'") && has(m, "abc")) << m;
   EXPECT_TRUE(has(input_error("plan", {d + "/s.yaml", "-n", "5x"}), "'-n'"));
 }
@@ -151,8 +153,9 @@ TEST(Reliability, ResultsThatWouldNotBeFiniteNameTheSectionThatDroveThem) {
   std::ofstream(d + "/p.yaml") << kTraining << "prices: {gpu_hour_usd: 1e308}\n";
   const std::string prices = input_error("run", {d + "/p.yaml"});
   EXPECT_TRUE(has(prices, "key 'prices'") && has(prices, "inf")) << prices;
-  std::ofstream(d + "/f.yaml") << kTraining << "checkpoint: {every_steps: 100, write_bandwidth: 10 GB/s}\n"
-                                   "failures: {mtbf_hours_per_gpu: 1000, restart_s: 1e308}\n";
+  std::ofstream(d + "/f.yaml") << kTraining
+                               << "checkpoint: {every_steps: 100, write_bandwidth: 10 GB/s}\n"
+                                  "failures: {mtbf_hours_per_gpu: 1000, restart_s: 1e308}\n";
   const std::string failures = input_error("run", {d + "/f.yaml"});
   EXPECT_TRUE(has(failures, "key 'failures'")) << failures;
 }
@@ -214,8 +217,8 @@ TEST(Reliability, PlanReportsAMisspelledSetKeyInsteadOfNoValidPlan) {
 TEST(Reliability, ATraceOfThousandsOfMicroBatchesIsRefused) {
   const std::string d = fresh_test_dir("d");
   std::ofstream(d + "/s.yaml") << kTraining;
-  const std::string m = input_error("run", {d + "/s.yaml", "--set", "parallelism.global_batch=8000", "--trace",
-                                            d + "/t.json"});
+  const std::string m =
+      input_error("run", {d + "/s.yaml", "--set", "parallelism.global_batch=8000", "--trace", d + "/t.json"});
   EXPECT_TRUE(has(m, "--trace") && has(m, "micro-batches")) << m;
   EXPECT_FALSE(fs::exists(d + "/t.json"));
 }

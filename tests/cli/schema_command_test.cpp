@@ -55,8 +55,9 @@ TEST(SchemaCommand, ListsEveryKeyAndPrintsTheMarkdownReference) {
 TEST(SchemaCommand, RunReportsFileLineKeyExpectationAndSuggestion) {
   const std::string s = write("schema_cmd.yaml", std::string(kTraining) + "host:\n  prefetch: two\n");
   std::string m = error_of("run", {s});
-  EXPECT_NE(m.find("schema_cmd.yaml:6: key 'host.prefetch': expected a whole number (batches, from 0 to 1024), got 'two'"),
-            std::string::npos)
+  EXPECT_NE(
+      m.find("schema_cmd.yaml:6: key 'host.prefetch': expected a whole number (batches, from 0 to 1024), got 'two'"),
+      std::string::npos)
       << m;
   m = error_of("run", {write("schema_cmd2.yaml", kTraining), "--set", "parallelism.micro_bach=2"});
   EXPECT_NE(m.find("did you mean --set parallelism.micro_batch=2?"), std::string::npos) << m;
@@ -70,7 +71,8 @@ TEST(SchemaCommand, APurchaseFileIsCheckedAsThePurchaseSection) {
                               "tokens: 1e12\ndeadline_days: 30\nnodes: [2]\nreplay_top: many\n"
                               "options: [{node: dgx-h100, prices: {gpu_hour_usd: 2}}]\n");
   const std::string m = error_of("plan", {s, "--purchase", p});
-  EXPECT_NE(m.find("schema_purchase.yaml:4: key 'replay_top': expected a whole number (plans, from 0 to 100), got 'many'"),
-            std::string::npos)
+  EXPECT_NE(
+      m.find("schema_purchase.yaml:4: key 'replay_top': expected a whole number (plans, from 0 to 100), got 'many'"),
+      std::string::npos)
       << m;
 }

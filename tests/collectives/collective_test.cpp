@@ -23,8 +23,8 @@ topo::Cluster star(int n, double B, int gpus_per_node = 0) {
   topo::Cluster c;
   const auto sw = c.add_device({topo::DeviceKind::NvSwitch, "sw", -1, 0, 0, false});
   for (int i = 0; i < n; ++i) {
-    const auto g = c.add_device({topo::DeviceKind::Gpu, "g" + std::to_string(i), i / gpus_per_node,
-                                 i % gpus_per_node, 0, false});
+    const auto g =
+        c.add_device({topo::DeviceKind::Gpu, "g" + std::to_string(i), i / gpus_per_node, i % gpus_per_node, 0, false});
     c.add_duplex(g, sw, {topo::LinkKind::NvLink, B, 0.0});
   }
   c.set_shape(n / gpus_per_node, gpus_per_node);
@@ -48,13 +48,10 @@ Collective make(CollectiveOp op, int n, double S, Algorithm a = Algorithm::Ring)
   return c;
 }
 
-Collective all_reduce(int n, double S, Algorithm a = Algorithm::Ring) {
-  return make(CollectiveOp::AllReduce, n, S, a);
-}
+Collective all_reduce(int n, double S, Algorithm a = Algorithm::Ring) { return make(CollectiveOp::AllReduce, n, S, a); }
 
 const hw::NodeCatalog& nodes() {
-  static const hw::NodeCatalog c =
-      hw::NodeCatalog::load_dir(std::string(STACKSIM_SOURCE_DIR) + "/models/hardware");
+  static const hw::NodeCatalog c = hw::NodeCatalog::load_dir(std::string(STACKSIM_SOURCE_DIR) + "/models/hardware");
   return c;
 }
 
@@ -108,8 +105,8 @@ TEST(Collectives, ReduceScatterAllGatherAllToAllBroadcastVolumes) {
   const topo::Cluster c = star(n, B);
   for (CollectiveOp op : {CollectiveOp::ReduceScatter, CollectiveOp::AllGather, CollectiveOp::AllToAll})
     EXPECT_NEAR(time_collective(c, ideal(), make(op, n, S)).seconds, 3.0 / 4 * S / B, 1e-9) << op_name(op);
-  EXPECT_NEAR(time_collective(c, ideal(0, alpha), make(CollectiveOp::Broadcast, n, S)).seconds,
-              S / B + (n - 1) * alpha, 1e-9);
+  EXPECT_NEAR(time_collective(c, ideal(0, alpha), make(CollectiveOp::Broadcast, n, S)).seconds, S / B + (n - 1) * alpha,
+              1e-9);
   Collective p2p = make(CollectiveOp::SendRecv, 2, S);
   p2p.peer = 1;
   EXPECT_NEAR(time_collective(c, ideal(0, alpha), p2p).seconds, S / B + alpha, 1e-9);
@@ -219,8 +216,10 @@ TEST(Collectives, OversubscribedFabricSlowsCrossLeafTraffic) {
   // of that at ratio 4. Both are limited by links scaled by the same network efficiency, so the
   // slow-down is the ratio, 4.
   auto busbw = [](const std::string& ratio) {
-    const Built b = built("node: dgx-h100\nnodes: 4\nfabric: {topology: fat_tree, radix: 16, "
-                          "oversubscription: " + ratio + "}\n");
+    const Built b = built(
+        "node: dgx-h100\nnodes: 4\nfabric: {topology: fat_tree, radix: 16, "
+        "oversubscription: " +
+        ratio + "}\n");
     return time_collective(b.cluster, b.tuning, all_reduce(32, 4e9)).busbw_Bps;
   };
   EXPECT_NEAR(busbw("1") / busbw("4"), 4.0, 0.04);
@@ -240,9 +239,9 @@ TEST(Collectives, NvlsBeatsTheRingOnAnH100Node) {
   EXPECT_EQ(small.protocol, "LL");
   // A100's NVSwitch has no in-switch reduction.
   const topo::ClusterConfig a = cfg("node: dgx-a100\nnodes: 1\n");
-  EXPECT_THROW(time_collective(topo::build_cluster(a), tuning_for(a.node, a.nic),
-                               all_reduce(8, 1e9, Algorithm::InSwitch)),
-               std::invalid_argument);
+  EXPECT_THROW(
+      time_collective(topo::build_cluster(a), tuning_for(a.node, a.nic), all_reduce(8, 1e9, Algorithm::InSwitch)),
+      std::invalid_argument);
 }
 
 TEST(Collectives, NvlsTreeAcrossTwoH100NodesIsBoundByTheSwitchNotTheNics) {
@@ -262,9 +261,9 @@ TEST(Collectives, NvlsTreeAcrossTwoH100NodesIsBoundByTheSwitchNotTheNics) {
   EXPECT_EQ(time_collective(c, t, all_reduce(16, 8e9, Algorithm::Auto)).algorithm, Algorithm::InSwitchTree);
   // It needs in-switch reduction in every node.
   const topo::ClusterConfig a = cfg("node: dgx-a100\nnodes: 2\n");
-  EXPECT_THROW(time_collective(topo::build_cluster(a), tuning_for(a.node, a.nic),
-                               all_reduce(16, 1e9, Algorithm::InSwitchTree)),
-               std::invalid_argument);
+  EXPECT_THROW(
+      time_collective(topo::build_cluster(a), tuning_for(a.node, a.nic), all_reduce(16, 1e9, Algorithm::InSwitchTree)),
+      std::invalid_argument);
 }
 
 TEST(Collectives, TreeLatencyGrowsWithLog2OfNodes) {
@@ -307,8 +306,7 @@ TEST(Collectives, TreeAndHierarchicalMoveTheAllReduceVolume) {
   // way. NCCL's btree over 0..3 has edges 1-2, 0-2, 3-2; the mirrored tree 2-1, 1-3, 0-1, so
   // nodes 1 and 2 have 4 edges and send (and receive) 4 x S/2 through their one port: t = 2 S/B.
   const double S = 1e9, B = 10e9;
-  EXPECT_NEAR(time_collective(star(4, B, 1), ideal(), all_reduce(4, S, Algorithm::Tree)).seconds, 2 * S / B,
-              1e-6);
+  EXPECT_NEAR(time_collective(star(4, B, 1), ideal(), all_reduce(4, S, Algorithm::Tree)).seconds, 2 * S / B, 1e-6);
   // Hierarchical, 4 nodes x 2 GPUs: RS (g-1)/g S, then a ring all-reduce of S/g per rail over N
   // nodes, 2(N-1)/N S/g, then AG (g-1)/g S: t = 2 (g-1)/g S/B + 2 (N-1)/N S/(g B).
   const int N = 4, g = 2;
@@ -419,8 +417,7 @@ TEST(Collectives, ARingOnAnNvlinkMeshUsesBothDirections) {
   const topo::Cluster c = full_mesh(n, B);
   EXPECT_NEAR(time_collective(c, ideal(), make(CollectiveOp::AllGather, n, S)).seconds, 3.0 / 4 * S / (2 * B), 1e-9);
   // Through a switch the same split changes nothing: each GPU's one port carries it all.
-  EXPECT_NEAR(time_collective(star(n, B), ideal(), make(CollectiveOp::AllGather, n, S)).seconds, 3.0 / 4 * S / B,
-              1e-9);
+  EXPECT_NEAR(time_collective(star(n, B), ideal(), make(CollectiveOp::AllGather, n, S)).seconds, 3.0 / 4 * S / B, 1e-9);
 }
 
 TEST(Collectives, AnMi300xNodeRingsOverItsInfinityFabricMesh) {

@@ -101,8 +101,8 @@ TEST(InputLimits, AStrayCommaIsASyntaxErrorNotAHang) {
     ::waitpid(pid, &status, 0);
     return WIFEXITED(status) ? e : std::string("hung (killed by the alarm)");
   };
-  for (const std::string text : {",", ",b: 1\n", "# a comment\n  ,nodes: 1\ncollective: {op: all_reduce}\n",
-                                 "[1]\n,\n", "a: 1\n---\nb: 2\n---\n,\n"}) {
+  for (const std::string text : {",", ",b: 1\n", "# a comment\n  ,nodes: 1\ncollective: {op: all_reduce}\n", "[1]\n,\n",
+                                 "a: 1\n---\nb: 2\n---\n,\n"}) {
     const std::string e = error_within_5_s(text);
     EXPECT_TRUE(has(e, "','") || has(e, "YAML documents")) << text << " -> " << e;
   }

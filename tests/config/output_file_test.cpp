@@ -63,7 +63,7 @@ TEST(OutputFile, AFailingWriterLeavesTheOldFileAndNoTemporary) {
 
 TEST(OutputFile, ACharacterDeviceIsWrittenInPlaceNotReplaced) {
   write_output_text("/dev/null", "discarded\n");
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat("/dev/null", &st), 0);
   EXPECT_TRUE(S_ISCHR(st.st_mode));
 }
@@ -77,7 +77,7 @@ TEST(OutputFile, AFifoWithoutReaderIsRefusedWithoutHanging) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("FIFO with no reader"), std::string::npos) << e.what();
   }
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat((d + "/pipe").c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode));
 }

@@ -72,7 +72,8 @@ TEST(Schema, SectionKeysComeFromTheTable) {
 TEST(Schema, AValidScenarioPasses) { EXPECT_NO_THROW(check_text(kValid)); }
 
 TEST(Schema, UnknownKeyNamesFileLineKeyAndTheNearestWithItsType) {
-  const InputError e = error_of([] { check_text("cluster: {node: a, nodes: 1}\nparallelism:\n  tp: 2\n  micro_batchh: 1\n"); });
+  const InputError e =
+      error_of([] { check_text("cluster: {node: a, nodes: 1}\nparallelism:\n  tp: 2\n  micro_batchh: 1\n"); });
   EXPECT_EQ(e.file(), "s.yaml");
   EXPECT_EQ(e.line(), 4);
   EXPECT_EQ(e.key(), "parallelism.micro_batchh");

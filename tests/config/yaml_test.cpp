@@ -52,8 +52,7 @@ TEST(Yaml, QuantitiesWithUnitsAndTheirErrors) {
 TEST(Yaml, MissingAndNonPositiveValues) {
   const Node n = Node::load_string("x: -3\ny: abc\n", "v.yaml");
   EXPECT_NE(message_of([&] { n.required_number("z"); }).find("key 'z': missing"), std::string::npos);
-  EXPECT_NE(message_of([&] { n.positive("x", n.required_number("x")); }).find("must be positive"),
-            std::string::npos);
+  EXPECT_NE(message_of([&] { n.positive("x", n.required_number("x")); }).find("must be positive"), std::string::npos);
   EXPECT_NE(message_of([&] { n.required_number("y"); }).find("expected a number"), std::string::npos);
 }
 

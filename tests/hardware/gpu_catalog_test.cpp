@@ -43,9 +43,9 @@ TEST(GpuCatalog, LoadsEveryProfileFile) {
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(kHardwareDir + "/gpus")) files += e.path().extension() == ".yaml";
   EXPECT_EQ(gpus().names().size(), files);
-  for (const std::string name : {"V100-SXM3-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIe-80GB",
-                                 "H100-SXM5-80GB", "H100-PCIe-80GB", "H800-SXM5-80GB", "H200-SXM-141GB", "GH200", "A800-SXM4-80GB",
-                                 "B200", "GB200", "L40S", "MI300X"})
+  for (const std::string name :
+       {"V100-SXM3-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIe-80GB", "H100-SXM5-80GB", "H100-PCIe-80GB",
+        "H800-SXM5-80GB", "H200-SXM-141GB", "GH200", "A800-SXM4-80GB", "B200", "GB200", "L40S", "MI300X"})
     EXPECT_TRUE(gpus().has(name)) << name;
   for (const auto& name : gpus().names()) {
     const hw::GpuSpec& g = gpus().get(name);
@@ -239,10 +239,14 @@ TEST(GpuCatalog, WithoutASustainedSweepTheGemmFractionIsMamfsBestShapeTimesTheRa
     const char* mamf_gpu;
     const char* mamf_dtype;
     const char* dtype;
-  } cases[] = {{"H100-SXM5-80GB", "H100 SXM", "bf16", "bf16"}, {"H200-SXM-141GB", "H100 SXM", "bf16", "bf16"},
-               {"B200", "B200 SXM", "bf16", "bf16"},          {"GB200", "GB200", "bf16", "bf16"},
-               {"GH200", "GH200 (900 W, 141 GiB)", "bf16", "bf16"}, {"A100-PCIe-80GB", "A100 PCIe", "bf16", "bf16"},
-               {"MI300X", "MI300X", "bf16", "bf16"},         {"MI250X", "MI250X (one GCD)", "bf16", "bf16"}};
+  } cases[] = {{"H100-SXM5-80GB", "H100 SXM", "bf16", "bf16"},
+               {"H200-SXM-141GB", "H100 SXM", "bf16", "bf16"},
+               {"B200", "B200 SXM", "bf16", "bf16"},
+               {"GB200", "GB200", "bf16", "bf16"},
+               {"GH200", "GH200 (900 W, 141 GiB)", "bf16", "bf16"},
+               {"A100-PCIe-80GB", "A100 PCIe", "bf16", "bf16"},
+               {"MI300X", "MI300X", "bf16", "bf16"},
+               {"MI250X", "MI250X (one GCD)", "bf16", "bf16"}};
   for (const auto& c : cases)
     EXPECT_NEAR(gpus().get(c.profile).gemm_max_efficiency.at(c.dtype), 0.95 * mamf_pct(c.mamf_gpu, c.mamf_dtype) / 100,
                 0.0006)
@@ -268,11 +272,12 @@ TEST(GpuCatalog, NegativeBandwidthIsAnInputErrorNamingTheKey) {
 TEST(GpuCatalog, EfficiencyOutsideZeroOneIsAnInputError) {
   const std::string path = write_temp("bad_eff.yaml", "name: X\n" + kValidBody + "calibration_typo: 1\n");
   EXPECT_THROW(hw::GpuCatalog::parse_file(path), config::InputError);  // unknown key
-  const std::string eff = write_temp(
-      "bad_eff2.yaml", "name: X\narchitecture: x\nsm_count: 10\npeak: {bf16: 100 TFLOPS}\n"
-                       "memory: {capacity: 10 GB, bandwidth: 1 TB/s}\n"
-                       "calibration: {gemm_max_efficiency: {bf16: 0.8}, hbm_efficiency: 1.2, source: test}\n"
-                       "sources: [test]\n");
+  const std::string eff =
+      write_temp("bad_eff2.yaml",
+                 "name: X\narchitecture: x\nsm_count: 10\npeak: {bf16: 100 TFLOPS}\n"
+                 "memory: {capacity: 10 GB, bandwidth: 1 TB/s}\n"
+                 "calibration: {gemm_max_efficiency: {bf16: 0.8}, hbm_efficiency: 1.2, source: test}\n"
+                 "sources: [test]\n");
   try {
     hw::GpuCatalog::parse_file(eff);
     FAIL() << "expected an InputError";
@@ -283,11 +288,12 @@ TEST(GpuCatalog, EfficiencyOutsideZeroOneIsAnInputError) {
 
 TEST(GpuCatalog, MissingCalibrationFigureIsAnInputError) {
   // No silent defaults: a profile without its measured HBM fraction is rejected, naming the key.
-  const std::string path = write_temp(
-      "no_hbm.yaml", "name: X\narchitecture: x\nsm_count: 10\npeak: {bf16: 100 TFLOPS}\n"
-                     "memory: {capacity: 10 GB, bandwidth: 1 TB/s}\n"
-                     "calibration: {gemm_max_efficiency: {bf16: 0.8}, kernel_overhead: 3 us, source: test}\n"
-                     "sources: [test]\n");
+  const std::string path =
+      write_temp("no_hbm.yaml",
+                 "name: X\narchitecture: x\nsm_count: 10\npeak: {bf16: 100 TFLOPS}\n"
+                 "memory: {capacity: 10 GB, bandwidth: 1 TB/s}\n"
+                 "calibration: {gemm_max_efficiency: {bf16: 0.8}, kernel_overhead: 3 us, source: test}\n"
+                 "sources: [test]\n");
   try {
     hw::GpuCatalog::parse_file(path);
     FAIL() << "expected an InputError";

@@ -8,8 +8,8 @@
 #include <map>
 
 #include "config/error.hpp"
-#include "services/compare.hpp"
 #include "models/host/host.hpp"
+#include "services/compare.hpp"
 
 using namespace stacksim::analysis;
 
@@ -37,8 +37,8 @@ TEST(Host, LoaderBoundStepIsTheLoaderTimeAndTheWaitShowsInTheBreakdown) {
 
 TEST(Host, FasterGpuBarelyHelpsMoreWorkersDo) {
   const Comparison c = compare(kStory, {}, {{"hardware.gpu=B200"}, {"host.loader_workers=12"}}, false);
-  EXPECT_LT(c.variants[0].speedup, 1.10);   // story (a): the GPU upgrade gains < 10 %
-  EXPECT_GT(c.variants[1].speedup, 1.8);    // 3x the workers: 2 s -> max(GPU ~1 s, 0.67 s)
+  EXPECT_LT(c.variants[0].speedup, 1.10);  // story (a): the GPU upgrade gains < 10 %
+  EXPECT_GT(c.variants[1].speedup, 1.8);   // 3x the workers: 2 s -> max(GPU ~1 s, 0.67 s)
   EXPECT_NE(c.variants[0].reason.find("data_wait"), std::string::npos);
 }
 
@@ -61,8 +61,7 @@ TEST(Host, PinnedCopiesHideUnderTheStepPageableOnesBlockAndGpusShareTheSwitchUpl
   // A DGX H100 (two GPUs per PCIe switch, 63 GB/s x16 links), 32 samples per GPU, an instant loader.
   const auto run = [](const std::string& sample_bytes, bool pinned) {
     return simulate_training(load_scenario(kStory, {"host.cpu_seconds_per_sample=0 s", "parallelism.zero=0",
-                                                    "host.kernel_launch=0 us",
-                                                    "host.sample_bytes=" + sample_bytes,
+                                                    "host.kernel_launch=0 us", "host.sample_bytes=" + sample_bytes,
                                                     std::string("host.pinned=") + (pinned ? "true" : "false")})
                                  .training,
                              {});
@@ -99,9 +98,15 @@ TEST(Host, CudaGraphsTakeTheLaunchesOffAHostBoundStep) {
   // cut the time waiting for the host, full graphs leave the step's fixed host work and a launch
   // per layer graph.
   const std::string fsdp = std::string(STACKSIM_SOURCE_DIR) + "/scenarios/fsdp-7b-8xh100.yaml";
-  const std::vector<std::string> small = {"model.layers=4", "model.hidden=1024", "model.heads=8", "model.kv_heads=8",
-                                          "model.ffn_hidden=4096", "model.seq_len=512", "parallelism.micro_batch=1",
-                                          "parallelism.global_batch=8", "host.kernel_launch=50 us"};
+  const std::vector<std::string> small = {"model.layers=4",
+                                          "model.hidden=1024",
+                                          "model.heads=8",
+                                          "model.kv_heads=8",
+                                          "model.ffn_hidden=4096",
+                                          "model.seq_len=512",
+                                          "parallelism.micro_batch=1",
+                                          "parallelism.global_batch=8",
+                                          "host.kernel_launch=50 us"};
   const auto run = [&](const std::string& graphs) {
     std::vector<std::string> o = small;
     o.push_back("parallelism.cuda_graphs=" + graphs);
@@ -139,8 +144,13 @@ TEST(Host, KernelLaunchAloneIsNoDataPipelineAndAFasterHostHelpsALaunchBoundStep)
   // kernel_launch key alone simulates no data loader (no data wait), and the elasticity of the
   // host's launch rate then beats that of the GPU's FLOP/s.
   const std::string fsdp = std::string(STACKSIM_SOURCE_DIR) + "/scenarios/fsdp-7b-8xh100.yaml";
-  const std::vector<std::string> small = {"model.layers=4", "model.hidden=1024", "model.heads=8", "model.kv_heads=8",
-                                          "model.ffn_hidden=4096", "model.seq_len=512", "parallelism.micro_batch=1",
+  const std::vector<std::string> small = {"model.layers=4",
+                                          "model.hidden=1024",
+                                          "model.heads=8",
+                                          "model.kv_heads=8",
+                                          "model.ffn_hidden=4096",
+                                          "model.seq_len=512",
+                                          "parallelism.micro_batch=1",
                                           "parallelism.global_batch=8"};
   std::vector<std::string> slow = small;
   slow.push_back("host.kernel_launch=50 us");
@@ -194,7 +204,9 @@ TEST(HostPipeline, EngineEqualsTheClosedFormForALoaderWithPrefetch) {
         const HostPipelineResult r = simulate_host_pipeline(h, c, 32, gpu_s);
         EXPECT_NEAR(r.step_s, closed, 1e-9) << workers << " workers, GPU step " << gpu_s << ", batches " << batches;
         EXPECT_NEAR(r.data_wait_s, closed - gpu_s, 1e-9);
-        if (closed == gpu_s) { EXPECT_EQ(r.data_wait_s, 0.0); }  // no sub-picosecond residue
+        if (closed == gpu_s) {
+          EXPECT_EQ(r.data_wait_s, 0.0);
+        }  // no sub-picosecond residue
       }
     }
   }
@@ -243,10 +255,9 @@ TEST(Host, ACopyBoundJobSaysSoAndRanksPcieFirst) {
   // The story on two nodes with 3 GB samples and a fast loader: 48 GB per GPU over a switch
   // uplink shared by two GPUs (1.52 s) outlasts the ~0.53 s of compute, so a B200 buys nothing,
   // a 2x PCIe tree 2x (0.76 s, still above the compute), and the reason names the copy.
-  const Comparison c = compare(kStory,
-                               {"host.cpu_seconds_per_sample=0.01 s", "host.sample_bytes=3 GB", "cluster.nodes=2",
-                                "parallelism.dp=16"},
-                               {{"hardware.gpu=B200"}}, true);
+  const Comparison c = compare(
+      kStory, {"host.cpu_seconds_per_sample=0.01 s", "host.sample_bytes=3 GB", "cluster.nodes=2", "parallelism.dp=16"},
+      {{"hardware.gpu=B200"}}, true);
   EXPECT_EQ(c.baseline.bottleneck, "waiting for the batch's host-to-device copy");
   EXPECT_LT(c.variants[0].speedup, 1.01);
   EXPECT_NE(c.variants[0].reason.find("waiting for the batch's host-to-device copy"), std::string::npos)
@@ -269,7 +280,7 @@ TEST(HostPipeline, VaryingSampleCostsStallALoaderThatIsFastEnoughOnAverage) {
   h.sample_cost_cv = 2.0;
   const double late = simulate_host_pipeline(h, c, 32, 1.0).step_s;
   EXPECT_GT(late, 1.05);
-  EXPECT_EQ(late, simulate_host_pipeline(h, c, 32, 1.0).step_s);  // the same draws every run
+  EXPECT_EQ(late, simulate_host_pipeline(h, c, 32, 1.0).step_s);        // the same draws every run
   EXPECT_LT(simulate_host_pipeline(h, one_gpu, 32, 1.0).step_s, late);  // no one else to wait for
   auto four_nodes = c;
   four_nodes.nodes = 4;  // each node's loaders draw their own costs: more batches to wait for
@@ -408,7 +419,8 @@ TEST(Host, OffloadNeedsAShardedOptimizerAndTheNodesMemoryBandwidth) {
       EXPECT_NE(e.fix().find(fix), std::string::npos) << e.fix();
     }
   };
-  refused({"parallelism.zero=0", "parallelism.offload_optimizer=true"}, "parallelism.offload_optimizer", "zero: 1, 2 or 3");
+  refused({"parallelism.zero=0", "parallelism.offload_optimizer=true"}, "parallelism.offload_optimizer",
+          "zero: 1, 2 or 3");
   refused({"parallelism.offload_params=true"}, "parallelism.offload_params", "offload_optimizer: true");
   refused({"parallelism.zero=2", "parallelism.offload_optimizer=true", "parallelism.offload_params=true"},
           "parallelism.offload_params", "set zero: 3");

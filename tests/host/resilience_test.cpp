@@ -11,7 +11,9 @@ namespace {
 
 const std::string kStory = std::string(STACKSIM_SOURCE_DIR) + "/scenarios/story-checkpoint-stalls.yaml";
 
-TrainingResult run(std::vector<std::string> sets) { return simulate_training(load_scenario(kStory, sets).training, {}); }
+TrainingResult run(std::vector<std::string> sets) {
+  return simulate_training(load_scenario(kStory, sets).training, {});
+}
 
 double category(const TrainingResult& r, const std::string& name) {
   for (const auto& [k, v] : r.breakdown)
@@ -27,7 +29,7 @@ constexpr double kGpusPerNode = 8;
 
 TEST(Checkpoint, SyncStallIsSnapshotPlusWriteAmortisedOverTheInterval) {
   const TrainingResult r = run({"checkpoint.bytes=160 GB"});  // 10 GB per GPU, 80 GB per node
-  const double snapshot_s = 10e9 / (kPcie_Bps / 2);            // two GPUs share a switch uplink
+  const double snapshot_s = 10e9 / (kPcie_Bps / 2);           // two GPUs share a switch uplink
   const double write_s = kGpusPerNode * 10e9 / 0.5e9;
   EXPECT_NEAR(r.checkpoint_s, (snapshot_s + write_s) / 25, 1e-9);
   EXPECT_NEAR(category(r, "checkpoint"), r.checkpoint_s, 1e-12);
@@ -40,7 +42,8 @@ TEST(Checkpoint, AsyncBlocksForTheSnapshotAndForAWriteLongerThanTheInterval) {
   const double snapshot_s = 10e9 / (kPcie_Bps / 2), write_s = kGpusPerNode * 10e9 / 0.5e9;
   EXPECT_NEAR(r.checkpoint_s, (snapshot_s + std::max(0.0, write_s - 25 * gpu_step_s)) / 25, 1e-9);
   // A write that fits in the interval is hidden: only the snapshot remains.
-  const TrainingResult hidden = run({"checkpoint.bytes=160 GB", "checkpoint.async=true", "checkpoint.every_steps=1000"});
+  const TrainingResult hidden =
+      run({"checkpoint.bytes=160 GB", "checkpoint.async=true", "checkpoint.every_steps=1000"});
   EXPECT_NEAR(hidden.checkpoint_s, snapshot_s / 1000, 1e-12);
 }
 

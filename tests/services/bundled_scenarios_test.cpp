@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "models/workload/model_catalog.hpp"
 #include "services/scenario.hpp"
 #include "services/training.hpp"
-#include "models/workload/model_catalog.hpp"
 #include "tests/test_tmp.hpp"
 
 using namespace stacksim;

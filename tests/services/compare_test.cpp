@@ -40,8 +40,10 @@ TEST(Compare, FewerNicsSlowTheGradientReduction) {
   const Comparison c = compare(scenario(), {}, {{"cluster.nics_per_node=2"}}, false);
   EXPECT_LE(c.variants[0].speedup, 1.0);
   double base_dp = 0, var_dp = 0;
-  for (const auto& [k, v] : c.baseline.breakdown) if (k == "dp_comm") base_dp = v;
-  for (const auto& [k, v] : c.variants[0].result.breakdown) if (k == "dp_comm") var_dp = v;
+  for (const auto& [k, v] : c.baseline.breakdown)
+    if (k == "dp_comm") base_dp = v;
+  for (const auto& [k, v] : c.variants[0].result.breakdown)
+    if (k == "dp_comm") var_dp = v;
   EXPECT_GE(var_dp, base_dp);
 }
 
@@ -49,19 +51,21 @@ TEST(Compare, ElasticityRanksGpuFlopsFirstForAComputeBoundJobAndIsDeterministic)
   const Comparison a = compare(scenario(), {}, {}, true);
   ASSERT_EQ(a.elasticity.size(), 9u);
   EXPECT_EQ(a.elasticity.front().label, "gpu_flops");
-  EXPECT_GT(a.elasticity.front().speedup, 1.3);   // most of the step is GEMM/attention
-  EXPECT_LT(a.elasticity.front().speedup, 2.0);   // but not all of it
+  EXPECT_GT(a.elasticity.front().speedup, 1.3);  // most of the step is GEMM/attention
+  EXPECT_LT(a.elasticity.front().speedup, 2.0);  // but not all of it
   for (size_t i = 1; i < a.elasticity.size(); ++i) EXPECT_GE(a.elasticity[i - 1].speedup, a.elasticity[i].speedup);
   const Comparison b = compare(scenario(), {}, {}, true);
   for (size_t i = 0; i < a.elasticity.size(); ++i) EXPECT_EQ(a.elasticity[i].speedup, b.elasticity[i].speedup);
 }
 
 TEST(Compare, JsonCarriesTheContractFieldsWithSetAsAnObject) {
-  const nlohmann::json j = comparison_json(compare(scenario(), {}, {{"hardware.gpu=B200", "parallelism.micro_batch=2"}}, true));
+  const nlohmann::json j =
+      comparison_json(compare(scenario(), {}, {{"hardware.gpu=B200", "parallelism.micro_batch=2"}}, true));
   std::set<std::string> top;
   for (const auto& [k, v] : j.items()) top.insert(k);
   EXPECT_EQ(top, (std::set<std::string>{"baseline", "variants", "elasticity"}));
-  for (const char* k : {"step_time_s", "tokens_per_s", "goodput_tokens_per_s", "breakdown", "bottleneck"}) EXPECT_TRUE(j["baseline"].contains(k)) << k;
+  for (const char* k : {"step_time_s", "tokens_per_s", "goodput_tokens_per_s", "breakdown", "bottleneck"})
+    EXPECT_TRUE(j["baseline"].contains(k)) << k;
   ASSERT_EQ(j["variants"].size(), 1u);
   const auto& v = j["variants"][0];
   EXPECT_EQ(v["set"], (nlohmann::json{{"hardware.gpu", "B200"}, {"parallelism.micro_batch", 2}}));
@@ -134,7 +138,8 @@ TEST(Compare, PricesGiveCostPerMillionTokensAndVariantsCanChangeThem) {
   const nlohmann::json j = comparison_json(c);
   EXPECT_TRUE(j["variants"][1]["cost_change_pct"].is_number());
   for (const auto& e : j["elasticity"])
-    EXPECT_NEAR(e["usd_per_million_tokens"].get<double>() * e["speedup"].get<double>(), c.baseline.usd_per_million_tokens, 1e-12);
+    EXPECT_NEAR(e["usd_per_million_tokens"].get<double>() * e["speedup"].get<double>(),
+                c.baseline.usd_per_million_tokens, 1e-12);
 }
 
 TEST(Compare, BadPricesAreInputErrors) {

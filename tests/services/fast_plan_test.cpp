@@ -10,8 +10,8 @@
 #include <fstream>
 
 #include "config/error.hpp"
-#include "services/plan_search.hpp"
 #include "services/fast_training.hpp"
+#include "services/plan_search.hpp"
 #include "services/purchase.hpp"
 #include "tests/test_tmp.hpp"
 
@@ -88,12 +88,12 @@ TEST(FastPlanSearch, PurchasePicksTheCheapestClusterThatMeetsTheDeadlineAndSaysW
   // A small model on 1 or 2 nodes of H100 or H200, 2e10 tokens in 2 days: the answer meets the
   // deadline, costs its price times its time, is the cheapest that meets it, and every runner-up
   // says why it loses.
-  const std::string path = write_small_job(
-      "purchase.yaml",
-      "failures: {mtbf_hours_per_node: 6300, restart_s: 600}\ncheckpoint: {every_steps: 500}\n"
-      "purchase:\n  tokens: 2e10\n  deadline_days: 2\n  nodes: [1, 2]\n  replay_top: 1\n  options:\n"
-      "    - {name: H100, node: dgx-h100, prices: {gpu_hour_usd: 6.155}}\n"
-      "    - {name: H200, node: dgx-h200, prices: {gpu_hour_usd: 6.305}}\n");
+  const std::string path =
+      write_small_job("purchase.yaml",
+                      "failures: {mtbf_hours_per_node: 6300, restart_s: 600}\ncheckpoint: {every_steps: 500}\n"
+                      "purchase:\n  tokens: 2e10\n  deadline_days: 2\n  nodes: [1, 2]\n  replay_top: 1\n  options:\n"
+                      "    - {name: H100, node: dgx-h100, prices: {gpu_hour_usd: 6.155}}\n"
+                      "    - {name: H200, node: dgx-h200, prices: {gpu_hour_usd: 6.305}}\n");
   const PurchaseResult r = search_purchase(path, {}, "", false);
   ASSERT_EQ(r.options.size(), 4u);
   ASSERT_TRUE(r.found);
@@ -106,7 +106,9 @@ TEST(FastPlanSearch, PurchasePicksTheCheapestClusterThatMeetsTheDeadlineAndSaysW
   EXPECT_GT(w.failure_loss_fraction, 0.0);  // failures count against goodput
   for (size_t i = 1; i < r.options.size(); ++i) {
     EXPECT_FALSE(r.options[i].why.empty());
-    if (r.options[i].meets) { EXPECT_GE(r.options[i].cost_usd, w.cost_usd); }
+    if (r.options[i].meets) {
+      EXPECT_GE(r.options[i].cost_usd, w.cost_usd);
+    }
   }
   // Two nodes fail twice as often as one.
   for (const PurchaseOption& a : r.options)
@@ -117,9 +119,9 @@ TEST(FastPlanSearch, PurchasePicksTheCheapestClusterThatMeetsTheDeadlineAndSaysW
 }
 
 TEST(FastPlanSearch, PurchaseWithoutDeadlineOrBudgetIsAClearError) {
-  const std::string path = write_small_job(
-      "purchase_bad.yaml",
-      "purchase:\n  tokens: 2e10\n  nodes: [1]\n  options:\n    - {name: H100, node: dgx-h100, prices: {gpu_hour_usd: 6}}\n");
+  const std::string path = write_small_job("purchase_bad.yaml",
+                                           "purchase:\n  tokens: 2e10\n  nodes: [1]\n  options:\n    - {name: H100, "
+                                           "node: dgx-h100, prices: {gpu_hour_usd: 6}}\n");
   try {
     search_purchase(path, {}, "", false);
     FAIL() << "no error";
@@ -154,13 +156,15 @@ TEST(FastPlanSearch, FastTierHonoursTheSoftwareProfile) {
 // (measured: replay 8.7 -> 24.5 ms for k = 1 -> 7, fast tier 10.4 -> 33.9 ms).
 TEST(FastPlanSearch, PerModuleZero3GathersPayTheRingLatencyEachTime) {
   const std::string path = test_tmp("zero3_gathers.yaml");
-  std::ofstream(path) << "cluster: {node: dgx-h100, nodes: 16}\n"
-                         "model: {layers: 4, hidden: 1024, heads: 8, ffn_hidden: 4096, vocab: 32000, seq_len: 1024}\n"
-                         "parallelism: {tp: 1, pp: 1, dp: 128, zero: 3, micro_batch: 1, global_batch: 128, recompute: none}\n";
+  std::ofstream(path)
+      << "cluster: {node: dgx-h100, nodes: 16}\n"
+         "model: {layers: 4, hidden: 1024, heads: 8, ffn_hidden: 4096, vocab: 32000, seq_len: 1024}\n"
+         "parallelism: {tp: 1, pp: 1, dp: 128, zero: 3, micro_batch: 1, global_batch: 128, recompute: none}\n";
   const Scenario sc = load_scenario(path, {});
   TrainingSetup one = sc.training, seven = sc.training;
   seven.plan.fsdp_gathers_per_layer = 7;
-  const double t1 = simulate_training(one, RunOptions{}).step_time_s, t7 = simulate_training(seven, RunOptions{}).step_time_s;
+  const double t1 = simulate_training(one, RunOptions{}).step_time_s,
+               t7 = simulate_training(seven, RunOptions{}).step_time_s;
   const double floor_s = 0.5 * 6 * 2 * 4 * 15 * 9.6e-6;
   EXPECT_GT(t7 - t1, floor_s);
   const stacksim::workload::ParallelPlan plan = plan_as_run(seven, 80e9);

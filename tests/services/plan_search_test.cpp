@@ -19,8 +19,12 @@ std::string write_job(const std::string& name, int layers = 8, const std::string
                       const std::string& plan_extra = "") {
   const std::string path = test_tmp(name);
   std::ofstream(path) << "cluster: {node: dgx-h100, nodes: 2}\n"
-                         "model: {layers: " << layers << ", hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336,"
-                         " vocab: 32000, seq_len: 4096, mlp: swiglu" << model_extra << "}\n"
+                         "model: {layers: "
+                      << layers
+                      << ", hidden: 4096, heads: 32, kv_heads: 8, ffn_hidden: 14336,"
+                         " vocab: 32000, seq_len: 4096, mlp: swiglu"
+                      << model_extra
+                      << "}\n"
                          "parallelism: {tp: 1, pp: 1, dp: 16, micro_batch: 1, global_batch: 64, recompute: full"
                       << plan_extra << "}\n";
   return path;
@@ -31,7 +35,8 @@ bool has_set(const PlanCandidate& c, const std::string& set) {
 }
 
 // The search with the best `k` replayed; every fitting plan comes back.
-std::vector<PlanCandidate> search(const std::string& path, size_t k, size_t* evaluated = nullptr, size_t* fit = nullptr) {
+std::vector<PlanCandidate> search(const std::string& path, size_t k, size_t* evaluated = nullptr,
+                                  size_t* fit = nullptr) {
   PlanSearchOptions o;
   o.replay_top = k;
   PlanSearchResult r = search_plans(path, {}, o);
@@ -50,7 +55,9 @@ TEST(PlanSearch, FastestFittingPlansFirstAndBetterThanNaive) {
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_TRUE(plans[i].replayed);
     EXPECT_FALSE(plans[i].result.oom);
-    if (i) { EXPECT_LE(plans[i - 1].result.step_time_s, plans[i].result.step_time_s); }
+    if (i) {
+      EXPECT_LE(plans[i - 1].result.step_time_s, plans[i].result.step_time_s);
+    }
   }
   for (size_t i = 4; i < plans.size(); ++i) {  // the rest as the fast tier ranks them
     EXPECT_FALSE(plans[i].replayed);

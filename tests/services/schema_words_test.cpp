@@ -44,9 +44,9 @@ TEST(SchemaWords, EveryWordTheTableAllowsIsOneItsParserKnows) {
                              k.type != config::KeyType::IntOrEnum && k.type != config::KeyType::List))
       continue;
     const std::string path(k.path);
-    const char* base = path.rfind("collective.", 0) == 0                                       ? kCollective
+    const char* base = path.rfind("collective.", 0) == 0                                   ? kCollective
                        : path.rfind("serving.", 0) == 0 || path.rfind("workload.", 0) == 0 ? kServing
-                                                                                            : kTraining;
+                                                                                           : kTraining;
     std::string_view rest = k.values;
     while (!rest.empty()) {
       const auto bar = rest.find('|');

@@ -58,9 +58,10 @@ TEST(ServingPurchase, ReplicasAndCostFollowFromOneReplicasRateUnderTheSlo) {
   }
   // The rate per replica is the one `run` finds for that deployment.
   const auto& w = r.options.front();
-  const analysis::Scenario s = analysis::load_scenario(
-      write("one.yaml", kScenario),
-      {"serving.tp=" + std::to_string(w.tp), std::string("cluster.node=") + (w.option_name == "H100" ? "dgx-h100" : "dgx-h200")});
+  const analysis::Scenario s =
+      analysis::load_scenario(write("one.yaml", kScenario),
+                              {"serving.tp=" + std::to_string(w.tp),
+                               std::string("cluster.node=") + (w.option_name == "H100" ? "dgx-h100" : "dgx-h200")});
   const analysis::ServingRun run = analysis::run_serving(s.serving);
   ASSERT_TRUE(run.searched);
   EXPECT_DOUBLE_EQ(run.rate.max_rate_per_s, w.rate_per_replica);
@@ -99,6 +100,7 @@ TEST(ServingPurchase, BadInputNamesTheKey) {
   const std::string ok = write("s.yaml", std::string(kScenario) + kPurchase);
   EXPECT_EQ(key_of(ok, {"purchase.rate_per_s=-1"}), "purchase.rate_per_s");
   EXPECT_EQ(key_of(ok, {"purchase.options.0.node=dgx-h1000"}), "purchase.options.0.node");
-  const std::string no_slo = write("n.yaml", std::string(kScenario).substr(0, std::string(kScenario).find("slo:")) + kPurchase);
+  const std::string no_slo =
+      write("n.yaml", std::string(kScenario).substr(0, std::string(kScenario).find("slo:")) + kPurchase);
   EXPECT_EQ(key_of(no_slo, {}), "slo");
 }

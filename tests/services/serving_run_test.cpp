@@ -119,7 +119,8 @@ TEST(ServingRun, SweepWritesServingColumns) {
 TEST(ServingRun, TraceIsChromeTraceJson) {
   const std::string trace = test_tmp("trace.json");
   std::ostringstream out, err;
-  ASSERT_EQ(analysis::run_command("run", {write("s.yaml", kSmall), "--set", "slo=null", "--trace", trace}, out, err), 0);
+  ASSERT_EQ(analysis::run_command("run", {write("s.yaml", kSmall), "--set", "slo=null", "--trace", trace}, out, err),
+            0);
   const nlohmann::json t = nlohmann::json::parse(std::ifstream(trace));
   ASSERT_TRUE(t.contains("traceEvents"));
   EXPECT_GT(t["traceEvents"].size(), 120u);  // steps and two slices per request

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/commands.hpp"
 #include "config/error.hpp"
 #include "config/yaml.hpp"
-#include "cli/commands.hpp"
 #include "services/scenario.hpp"
 #include "services/serving_datasets.hpp"
 #include "tests/test_tmp.hpp"
@@ -85,12 +85,16 @@ TEST(ServingScenario, LengthDistributions) {
   EXPECT_EQ(s.serving.workload.input.max_tokens, 300);
   EXPECT_EQ(s.serving.workload.output.kind, serving::LengthDist::Kind::Normal);
   EXPECT_DOUBLE_EQ(s.serving.workload.output.stddev_tokens, 50.0);
-  EXPECT_NE(error_of(kBase, {"workload.input={dist: uniform, min: 300, max: 100}"}).find("workload.input.max"), std::string::npos);
-  EXPECT_NE(error_of(kBase, {"workload.input={dist: zipf, mean: 3}"}).find("expected one of fixed, uniform, normal, histogram, got 'zipf'"), std::string::npos);
+  EXPECT_NE(error_of(kBase, {"workload.input={dist: uniform, min: 300, max: 100}"}).find("workload.input.max"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase, {"workload.input={dist: zipf, mean: 3}"})
+                .find("expected one of fixed, uniform, normal, histogram, got 'zipf'"),
+            std::string::npos);
 }
 
 TEST(ServingScenario, ADatasetGivesTheLengthsTheScenarioLeavesOut) {
-  const analysis::Scenario s = parse(kBase, {"workload.input=null", "workload.output=null", "workload.dataset=sharegpt"});
+  const analysis::Scenario s =
+      parse(kBase, {"workload.input=null", "workload.output=null", "workload.dataset=sharegpt"});
   const analysis::ServingDataset* d = analysis::find_serving_dataset("sharegpt");
   ASSERT_NE(d, nullptr);
   // No published spread, published bounds: the maximum-entropy lengths on them keep the mean.
@@ -164,7 +168,9 @@ TEST(ServingScenario, TraceFilesResolveAgainstTheScenarioAndAreChecked) {
                                          "workload.output=null", "workload.rate_per_s=null"});
   EXPECT_FALSE(e.empty());
   EXPECT_NE(error_of(kBase, {"workload.mode=trace", "workload.trace=/nonexistent.csv", "workload.input=null",
-                             "workload.output=null"}).find("does not exist"), std::string::npos);
+                             "workload.output=null"})
+                .find("does not exist"),
+            std::string::npos);
 }
 
 TEST(ServingScenario, TheCliSaysExitTwoWithTheFileName) {

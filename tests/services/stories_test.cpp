@@ -2,12 +2,12 @@
 // and rough size, computed from simulations and the kernel model, never copied from a run.
 #include <gtest/gtest.h>
 
+#include "models/compute/gpu_model.hpp"
 #include "models/hardware/gpu_spec.hpp"
 #include "models/hardware/node_spec.hpp"
-#include "services/compare.hpp"
 #include "models/host/host.hpp"
-#include "models/compute/gpu_model.hpp"
 #include "models/workload/ops.hpp"
+#include "services/compare.hpp"
 
 using namespace stacksim;
 using namespace stacksim::analysis;
@@ -47,7 +47,7 @@ TEST(Stories, FasterGpusScaleWorseOnAnOversubscribedFabric) {
   const double h100 = scaling_efficiency({});
   const double b200 = scaling_efficiency({"hardware.gpu=B200"});
   EXPECT_LT(b200, h100 - 0.1) << "H100 " << h100 << ", B200 " << b200;  // the faster GPU loses > 10 points
-  EXPECT_LT(h100, 0.9);  // 4:1 already costs the H100 job
+  EXPECT_LT(h100, 0.9);                                                 // 4:1 already costs the H100 job
   // A non-blocking fabric restores most of it, and is worth more to the faster GPU.
   const double h100_flat = scaling_efficiency({"cluster.fabric.oversubscription=1"});
   const double b200_flat = scaling_efficiency({"hardware.gpu=B200", "cluster.fabric.oversubscription=1"});
@@ -60,7 +60,8 @@ TEST(Stories, FasterGpusScaleWorseOnAnOversubscribedFabric) {
 }
 
 TEST(Stories, OnTheOversubscribedFabricTheGpuUpgradeLosesMostOfItsGemmSpeedup) {
-  const Comparison c = compare(story(kFabric), {}, {{"hardware.gpu=B200"}, {"cluster.fabric.oversubscription=1"}}, false);
+  const Comparison c =
+      compare(story(kFabric), {}, {{"hardware.gpu=B200"}, {"cluster.fabric.oversubscription=1"}}, false);
   const TrainingResult& b200 = c.variants[0].result;
   const double gemm_speedup = category(c.baseline, "gemm") / category(b200, "gemm");
   EXPECT_GT(gemm_speedup, 1.8);
@@ -76,8 +77,8 @@ TEST(Stories, TensorParallelOnPcieIsExposedAndNvswitchIsMuchFaster) {
   const TrainingResult& pcie = c.baseline;
   const TrainingResult& dgx = c.variants[0].result;
   EXPECT_EQ(pcie.bottleneck, "exposed tensor-parallel communication");
-  EXPECT_GT(category(pcie, "tp_comm"), 0.5 * pcie.step_time_s);        // most of the PCIe step
-  EXPECT_GT(c.variants[0].speedup, 2.0);                               // NVSwitch: much faster
+  EXPECT_GT(category(pcie, "tp_comm"), 0.5 * pcie.step_time_s);  // most of the PCIe step
+  EXPECT_GT(c.variants[0].speedup, 2.0);                         // NVSwitch: much faster
   EXPECT_GT(category(pcie, "tp_comm"), 3 * category(dgx, "tp_comm"));
   // On the PCIe server, TP=2 with DP=4 recovers most of the gap: within 25 % of the DGX at TP=8.
   EXPECT_GT(c.variants[1].speedup, 0.75 * c.variants[0].speedup);
@@ -89,8 +90,9 @@ TEST(Stories, TensorParallelOnPcieIsExposedAndNvswitchIsMuchFaster) {
 double gemm_seconds(const TrainingSetup& t, const std::string& gpu) {
   const compute::GpuModel model(hw::bundled_gpus().get(gpu));
   double s = 0;
-  for (const auto& ops : {workload::layer_forward_ops(t.model, t.plan, 0), workload::layer_backward_ops(t.model, t.plan, 0),
-                          workload::head_forward_ops(t.model, t.plan), workload::head_backward_ops(t.model, t.plan)})
+  for (const auto& ops :
+       {workload::layer_forward_ops(t.model, t.plan, 0), workload::layer_backward_ops(t.model, t.plan, 0),
+        workload::head_forward_ops(t.model, t.plan), workload::head_backward_ops(t.model, t.plan)})
     for (const auto& op : ops)
       if (op.kind == workload::OpKind::Gemm) s += model.gemm(op.m, op.n, op.k, compute::DType::BF16, op.batch).seconds;
   return s;
@@ -103,12 +105,14 @@ TEST(Stories, ComputeBoundJobGainsAboutTheGemmRateRatio) {
   const Comparison c = compare(story("compute-bound-upgrade"), {}, {{"hardware.gpu=B200"}}, false);
   EXPECT_GT(category(c.baseline, "gemm"), 0.6 * c.baseline.step_time_s);  // compute bound indeed
   EXPECT_GT(c.variants[0].speedup, 1.5);
-  EXPECT_NEAR(c.variants[0].speedup / gemm_ratio, 1.0, 0.15) << "speedup " << c.variants[0].speedup << ", GEMM ratio " << gemm_ratio;
+  EXPECT_NEAR(c.variants[0].speedup / gemm_ratio, 1.0, 0.15)
+      << "speedup " << c.variants[0].speedup << ", GEMM ratio " << gemm_ratio;
   // Paying twice the hourly price for the B200 still lowers the cost per token (speedup > 2).
-  const Comparison priced = compare(story("compute-bound-upgrade"), {},
-                                    {{"hardware.gpu=B200", "prices.gpu_hour_usd=" + std::to_string(2 * s.training.prices.gpu_hour_usd)}},
-                                    false);
-  EXPECT_NEAR(cost_change_pct(priced.baseline, priced.variants[0].result), 100 * (2 / priced.variants[0].speedup - 1), 1e-9);
+  const Comparison priced = compare(
+      story("compute-bound-upgrade"), {},
+      {{"hardware.gpu=B200", "prices.gpu_hour_usd=" + std::to_string(2 * s.training.prices.gpu_hour_usd)}}, false);
+  EXPECT_NEAR(cost_change_pct(priced.baseline, priced.variants[0].result), 100 * (2 / priced.variants[0].speedup - 1),
+              1e-9);
 }
 
 TEST(Stories, AHostBoundJobGainsNothingFromFasterGpusAndMuchFromCudaGraphs) {
@@ -116,8 +120,9 @@ TEST(Stories, AHostBoundJobGainsNothingFromFasterGpusAndMuchFromCudaGraphs) {
   // H100, calibration/measurements/*-torch-step-small.yaml): the GPU waits for the host's
   // launches, so a B200 or an H200 gains < 10 %, capturing the model in CUDA graphs more than
   // 1.8x, and the host's launch rate ranks first in the elasticity.
-  const Comparison c = compare(story("host-bound"), {},
-                               {{"hardware.gpu=B200"}, {"hardware.gpu=H200-SXM-141GB"}, {"parallelism.cuda_graphs=full"}}, true);
+  const Comparison c =
+      compare(story("host-bound"), {},
+              {{"hardware.gpu=B200"}, {"hardware.gpu=H200-SXM-141GB"}, {"parallelism.cuda_graphs=full"}}, true);
   EXPECT_GT(category(c.baseline, "host_launch"), 0.5 * c.baseline.step_time_s);
   EXPECT_EQ(c.baseline.bottleneck, "waiting for the host (kernel launches and step work)");
   EXPECT_LT(c.variants[0].speedup, 1.10);

@@ -15,9 +15,10 @@ namespace {
 
 std::string sweep_file() {
   const std::string dir = test_dir("sweep");
-  std::ofstream(dir + "/s.yaml") << "cluster: {node: dgx-h100, nodes: 2}\n"
-                                    "model: {layers: 4, hidden: 1024, heads: 16, ffn_hidden: 4096, vocab: 32000, seq_len: 1024}\n"
-                                    "parallelism: {tp: 2, pp: 2, dp: 4, micro_batch: 1, global_batch: 16}\n";
+  std::ofstream(dir + "/s.yaml")
+      << "cluster: {node: dgx-h100, nodes: 2}\n"
+         "model: {layers: 4, hidden: 1024, heads: 16, ffn_hidden: 4096, vocab: 32000, seq_len: 1024}\n"
+         "parallelism: {tp: 2, pp: 2, dp: 4, micro_batch: 1, global_batch: 16}\n";
   std::ofstream(dir + "/sweep.yaml") << "scenario: s.yaml\nset: {parallelism.micro_batch: 2}\n"
                                         "grid: {parallelism.tp: [2, 4, 3], parallelism.dp: [2, 4]}\n";
   return dir + "/sweep.yaml";
@@ -73,8 +74,8 @@ TEST(Sweep, ScalingEfficiencyAgainstTheSmallestRunOfEachGroup) {
   sweep_file();  // writes s.yaml (16 GPUs per scenario: 2 nodes of 8)
   // Weak scaling: nodes and dp together (the off-diagonal points are invalid rows), for two GPUs.
   std::ofstream(dir + "/weak.yaml") << "scenario: s.yaml\n"
-                                      "grid: {hardware.gpu: [H100-SXM5-80GB, B200], cluster.nodes: [1, 4],"
-                                      " parallelism.dp: [2, 8]}\n";
+                                       "grid: {hardware.gpu: [H100-SXM5-80GB, B200], cluster.nodes: [1, 4],"
+                                       " parallelism.dp: [2, 8]}\n";
   const std::string out = dir + "/weak.csv";
   std::remove(out.c_str());
   std::ostringstream progress;

@@ -27,7 +27,8 @@ inline ServingHardware dgx_h100(int nodes = 1) {
   ServingHardware h;
   h.gpu = hw::bundled_gpus().get("H100-SXM5-80GB");
   h.cluster = topo::parse_cluster_config(
-      config::Node::load_string("node: dgx-h100\nnodes: " + std::to_string(nodes) + "\n", "t.yaml"), hw::bundled_nodes());
+      config::Node::load_string("node: dgx-h100\nnodes: " + std::to_string(nodes) + "\n", "t.yaml"),
+      hw::bundled_nodes());
   return h;
 }
 

@@ -126,7 +126,8 @@ TEST(KvCache, PreemptsWhenTheCacheIsTiny) {
   const workload::ModelConfig m = llama3_70b();
   // Leave room for ~20k tokens of KV: 256 sequences growing to 2k tokens cannot all fit.
   const MemoryPlan full = plan_memory(c, m, h.gpu);
-  c.gpu_memory_utilization = (full.weights_bytes + full.workspace_bytes + 20000 * full.kv_bytes_per_token) / h.gpu.memory_bytes;
+  c.gpu_memory_utilization =
+      (full.weights_bytes + full.workspace_bytes + 20000 * full.kv_bytes_per_token) / h.gpu.memory_bytes;
   c.max_num_seqs = 256;
   const ServingResult r = simulate_serving(c, fixed_lengths(ArrivalMode::Offline, 600, 500, 1500), m, h);
   EXPECT_EQ(r.completed_requests, 600);
@@ -298,7 +299,8 @@ TEST(Scheduler, PipelineStagesAddLatencyAndThroughput) {
            c.by_category[static_cast<size_t>(StepCategory::PpComm)];
   };
   const MemoryPlan p8 = plan_memory(tp8, m, h.gpu);
-  const double layer_weights_s = (p8.weights_bytes - 2.0 * m.vocab * m.hidden * 2 / 8) / (h.gpu.hbm_Bps * h.gpu.hbm_efficiency);
+  const double layer_weights_s =
+      (p8.weights_bytes - 2.0 * m.vocab * m.hidden * 2 / 8) / (h.gpu.hbm_Bps * h.gpu.hbm_efficiency);
   const double extra_s = compute_s(c42.cost(one)) - compute_s(c8.cost(one));
   EXPECT_NEAR(extra_s, layer_weights_s, 0.1 * layer_weights_s);
   const Workload offline = testing::fixed_lengths(ArrivalMode::Offline, 2000, 500, 300);

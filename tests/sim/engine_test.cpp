@@ -189,14 +189,26 @@ TEST(Executor, ChainsDiamondsStreamsAndTheCriticalPath) {
   Engine e;
   const auto gpu = e.add_resource({"gpu", 1.0});
   TaskGraph g;
-  auto task = [&](double s) { TaskSpec t; t.activity.work = s; t.activity.usages = {{gpu}}; return t; };
+  auto task = [&](double s) {
+    TaskSpec t;
+    t.activity.work = s;
+    t.activity.usages = {{gpu}};
+    return t;
+  };
   const auto a = g.add(task(1));
-  TaskSpec tb; tb.activity.work = 2; tb.activity.bound = 1;  // on no resource, runs at its bound
-  TaskSpec tc; tc.activity.work = 3; tc.activity.bound = 1;
+  TaskSpec tb;
+  tb.activity.work = 2;
+  tb.activity.bound = 1;  // on no resource, runs at its bound
+  TaskSpec tc;
+  tc.activity.work = 3;
+  tc.activity.bound = 1;
   const auto b = g.add(tb);
   const auto c = g.add(tc);
   const auto d = g.add(task(1));
-  g.add_dependency(a, b); g.add_dependency(a, c); g.add_dependency(b, d); g.add_dependency(c, d);
+  g.add_dependency(a, b);
+  g.add_dependency(a, c);
+  g.add_dependency(b, d);
+  g.add_dependency(c, d);
   const ExecutionResult r = execute(e, g);
   ASSERT_TRUE(r.completed);
   EXPECT_NEAR(r.makespan.seconds(), 5.0, kTol);
@@ -207,7 +219,9 @@ TEST(Executor, ChainsDiamondsStreamsAndTheCriticalPath) {
   const auto gpu2 = e2.add_resource({"gpu", 1.0});
   TaskGraph g2;
   const auto s = g2.add_stream();
-  TaskSpec t; t.activity.work = 1; t.activity.usages = {{gpu2}};
+  TaskSpec t;
+  t.activity.work = 1;
+  t.activity.usages = {{gpu2}};
   const auto x = g2.add_on_stream(s, t);
   const auto y = g2.add_on_stream(s, t);
   const ExecutionResult r2 = execute(e2, g2);
@@ -220,8 +234,11 @@ TEST(Executor, ConcurrentTasksOnOneGpuShareIt) {
   Engine e;
   const auto gpu = e.add_resource({"gpu", 1.0});
   TaskGraph g;
-  TaskSpec t; t.activity.work = 1; t.activity.usages = {{gpu}};
-  g.add(t); g.add(t);
+  TaskSpec t;
+  t.activity.work = 1;
+  t.activity.usages = {{gpu}};
+  g.add(t);
+  g.add(t);
   const ExecutionResult r = execute(e, g);
   EXPECT_NEAR(r.end[0].seconds(), 2.0, kTol);
   EXPECT_NEAR(r.end[1].seconds(), 2.0, kTol);
@@ -230,9 +247,12 @@ TEST(Executor, ConcurrentTasksOnOneGpuShareIt) {
 TEST(Executor, ACycleIsReportedNotHung) {
   Engine e;
   TaskGraph g;
-  TaskSpec t; t.activity.work = 0;
+  TaskSpec t;
+  t.activity.work = 0;
   const auto a = g.add(t), b = g.add(t), c = g.add(t);
-  g.add_dependency(a, b); g.add_dependency(b, c); g.add_dependency(c, b);
+  g.add_dependency(a, b);
+  g.add_dependency(b, c);
+  g.add_dependency(c, b);
   const ExecutionResult r = execute(e, g);
   EXPECT_FALSE(r.completed);
   EXPECT_EQ(r.tasks_run, 1u);
@@ -245,8 +265,12 @@ TEST(Trace, IsValidChromeTraceAndDeterministic) {
     TaskGraph g;
     const auto track = g.add_track("node0 \"gpu0\"", "compute");
     for (int i = 0; i < 3; ++i) {
-      TaskSpec t; t.activity.work = 1e-3 * (i + 1); t.activity.usages = {{gpu}};
-      t.track = track; t.name = g.intern("gemm"); t.category = 0;
+      TaskSpec t;
+      t.activity.work = 1e-3 * (i + 1);
+      t.activity.usages = {{gpu}};
+      t.track = track;
+      t.name = g.intern("gemm");
+      t.category = 0;
       const auto id = g.add(t);
       if (id > 0) g.add_dependency(id - 1, id);
     }
@@ -260,5 +284,5 @@ TEST(Trace, IsValidChromeTraceAndDeterministic) {
   EXPECT_NE(a.find("\"traceEvents\""), std::string::npos);
   EXPECT_NE(a.find("\"ph\":\"X\""), std::string::npos);
   EXPECT_NE(a.find("\"ts\":1000.000000"), std::string::npos);  // second kernel starts at 1 ms
-  EXPECT_NE(a.find("node0 \\\"gpu0\\\""), std::string::npos);    // names are escaped
+  EXPECT_NE(a.find("node0 \\\"gpu0\\\""), std::string::npos);  // names are escaped
 }

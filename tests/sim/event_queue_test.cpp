@@ -14,7 +14,11 @@ TEST(EventQueue, PopsByTimeThenInsertionOrder) {
   // Expected order: a stable sort of the pushes by time (equal times keep their push order).
   std::mt19937 rng(3);
   std::uniform_int_distribution<int> t(0, 50);  // few distinct times: many ties
-  struct Push { int64_t time_ps; uint64_t payload; uint8_t kind; };
+  struct Push {
+    int64_t time_ps;
+    uint64_t payload;
+    uint8_t kind;
+  };
   std::vector<Push> pushes;
   EventQueue q;
   for (uint64_t i = 0; i < 5000; ++i) {
@@ -22,8 +26,7 @@ TEST(EventQueue, PopsByTimeThenInsertionOrder) {
     pushes.push_back(p);
     q.push(Time::from_ps(p.time_ps), p.kind, p.payload);
   }
-  std::stable_sort(pushes.begin(), pushes.end(),
-                   [](const Push& a, const Push& b) { return a.time_ps < b.time_ps; });
+  std::stable_sort(pushes.begin(), pushes.end(), [](const Push& a, const Push& b) { return a.time_ps < b.time_ps; });
   ASSERT_EQ(q.size(), pushes.size());
   for (const Push& p : pushes) {
     ASSERT_FALSE(q.empty());

@@ -104,8 +104,7 @@ TEST(Executor, PipelineBubbleClosedForm) {
 TEST(Executor, ReplayIsDeterministic) {
   // A random DAG over shared links replayed twice: identical start/end vectors, critical paths
   // and trace bytes.
-  auto run = [](std::vector<Time>& start, std::vector<Time>& end, std::vector<TaskId>& path,
-                std::string& trace) {
+  auto run = [](std::vector<Time>& start, std::vector<Time>& end, std::vector<TaskId>& path, std::string& trace) {
     std::mt19937 rng(21);
     std::uniform_int_distribution<int> res(0, 7), pred(0, 3);
     std::uniform_real_distribution<double> work(0.1, 2.0);
@@ -175,11 +174,14 @@ TEST(Trace, ProcessesInFirstSeenOrderAndUntrackedTasksSkipped) {
   std::ostringstream out;
   write_chrome_trace(g, r, {"zero", "one"}, out);
   const std::string s = out.str();
-  EXPECT_NE(s.find("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"B\"}}"), std::string::npos);
-  EXPECT_NE(s.find("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":2,\"tid\":0,\"args\":{\"name\":\"A\"}}"), std::string::npos);
-  EXPECT_NE(s.find("\"pid\":1,\"tid\":3,\"args\":{\"name\":\"z\"}"), std::string::npos);
-  EXPECT_NE(s.find("{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":1.500000,\"dur\":2.250000,\"name\":\"k\",\"cat\":\"one\"}"),
+  EXPECT_NE(s.find("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"B\"}}"),
             std::string::npos);
+  EXPECT_NE(s.find("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":2,\"tid\":0,\"args\":{\"name\":\"A\"}}"),
+            std::string::npos);
+  EXPECT_NE(s.find("\"pid\":1,\"tid\":3,\"args\":{\"name\":\"z\"}"), std::string::npos);
+  EXPECT_NE(
+      s.find("{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":1.500000,\"dur\":2.250000,\"name\":\"k\",\"cat\":\"one\"}"),
+      std::string::npos);
   size_t x_events = 0;
   for (size_t p = s.find("\"ph\":\"X\""); p != std::string::npos; p = s.find("\"ph\":\"X\"", p + 1)) ++x_events;
   EXPECT_EQ(x_events, 1u);

@@ -64,7 +64,9 @@ TEST(Units, ErrorsNameTheDimensionAndAnExample) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(message("450 GB", Dimension::Bandwidth).rfind("'450 GB' is a size, expected a bandwidth such as '450 GB/s'", 0), 0u);
+  EXPECT_EQ(
+      message("450 GB", Dimension::Bandwidth).rfind("'450 GB' is a size, expected a bandwidth such as '450 GB/s'", 0),
+      0u);
   EXPECT_NE(message("2 GB/s", Dimension::Time).find("is a bandwidth, expected a duration"), std::string::npos);
   EXPECT_NE(message("3 furlongs", Dimension::Time).find("unknown unit 'furlongs'"), std::string::npos);
   EXPECT_NE(message("", Dimension::Bytes).find("empty"), std::string::npos);

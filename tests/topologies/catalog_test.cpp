@@ -23,8 +23,9 @@ size_t yaml_count(const std::string& dir) {
 
 // A scratch catalogue: the bundled NICs plus one node file with the given text.
 std::string scratch_catalog(const std::string& node_yaml) {
-  const fs::path dir = fs::temp_directory_path() / ("stacksim-catalog-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                                                    "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  const fs::path dir = fs::temp_directory_path() /
+                       ("stacksim-catalog-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
   fs::remove_all(dir);
   fs::create_directories(dir / "nodes");
   fs::copy(kHardwareDir + "/nics", dir / "nics");
@@ -64,8 +65,8 @@ TEST(Catalog, LoadsEveryBundledFile) {
   const auto c = hw::NodeCatalog::load_dir(kHardwareDir);
   EXPECT_EQ(c.names().size(), yaml_count(kHardwareDir + "/nodes"));
   EXPECT_EQ(c.nic_names().size(), yaml_count(kHardwareDir + "/nics"));
-  for (const char* name : {"dgx-a100", "dgx-a100-40gb", "dgx-h100", "dgx-h200", "dgx-b200", "hgx-h800",
-                                  "dgx-2-v100", "pcie-h100", "pcie-h100-nvl", "pcie-a100", "pcie-l40s", "mi300x-8gpu"}) {
+  for (const char* name : {"dgx-a100", "dgx-a100-40gb", "dgx-h100", "dgx-h200", "dgx-b200", "hgx-h800", "dgx-2-v100",
+                           "pcie-h100", "pcie-h100-nvl", "pcie-a100", "pcie-l40s", "mi300x-8gpu"}) {
     const hw::NodeSpec& n = c.node(name);
     EXPECT_FALSE(n.sources.empty()) << name;
     EXPECT_EQ(c.nic(n.nic).name, n.nic) << name;  // every node names a catalogued NIC
@@ -105,10 +106,10 @@ TEST(Catalog, FiguresFollowSpecsYaml) {
 TEST(Catalog, AStatedFabricAndLineRatePickTheNic) {
   const auto c = hw::NodeCatalog::load_dir(kHardwareDir);
   EXPECT_EQ(c.nic_for("infiniband", 400).name, "cx7-ndr400");
-  EXPECT_EQ(c.nic_for("", 200).name, "cx6-hdr200");        // unstated: InfiniBand, as DGX clusters
+  EXPECT_EQ(c.nic_for("", 200).name, "cx6-hdr200");  // unstated: InfiniBand, as DGX clusters
   EXPECT_EQ(c.nic_for("infiniband", 100).name, "cx5-edr100");
-  EXPECT_EQ(c.nic_for("roce", 100).name, "roce-100");       // was RoCE at 200 Gb/s
-  EXPECT_EQ(c.nic_for("ethernet", 400).name, "roce-400");   // EFA only by its instance type
+  EXPECT_EQ(c.nic_for("roce", 100).name, "roce-100");      // was RoCE at 200 Gb/s
+  EXPECT_EQ(c.nic_for("ethernet", 400).name, "roce-400");  // EFA only by its instance type
   EXPECT_EQ(c.nic_for("roce", 800).name, "roce-800");
   EXPECT_EQ(c.nic_for("infiniband", 300).name, "cx7-ndr400");  // the nearest rate (by ratio)
   EXPECT_EQ(c.nic_for("infiniband", 25).name, "cx5-edr100");
@@ -163,7 +164,8 @@ TEST(Catalog, BadFilesNameFileLineAndKey) {
     EXPECT_EQ(e.key(), "intra_node.generation");
   }
   {
-    const auto e = load_error(replaced(kGoodNode, "inter_socket_bandwidth: 120 GB/s", "inter_socket_bandwidth: -1 GB/s"));
+    const auto e =
+        load_error(replaced(kGoodNode, "inter_socket_bandwidth: 120 GB/s", "inter_socket_bandwidth: -1 GB/s"));
     EXPECT_EQ(e.key(), "cpu.inter_socket_bandwidth");
   }
   {

@@ -261,7 +261,8 @@ TEST(Builders, OversubscriptionDividesLeafUplinks) {
 TEST(Builders, SpinesAreNotOversubscribed) {
   // Three tiers, radix 8, ratio 2: a leaf sends 4 x 50e9 / 2 = 100 GB/s up over 4 spines; a spine
   // receives 25 GB/s from each of its pod's 4 leaves and sends all 100 GB/s on to its 4 cores.
-  const Cluster c = build("node: dgx-h100\nnodes: 8\nfabric: {topology: fat_tree, tiers: 3, radix: 8, oversubscription: 2}\n");
+  const Cluster c =
+      build("node: dgx-h100\nnodes: 8\nfabric: {topology: fat_tree, tiers: 3, radix: 8, oversubscription: 2}\n");
   const DeviceId spine0 = c.find("spine0");
   double to_cores = 0;
   for (LinkId l = 0; l < c.num_links(); ++l)
@@ -273,8 +274,9 @@ TEST(Builders, DragonflyGroupsAndTheirGlobalLinks) {
   // 16 DGX H100 nodes = 128 NICs; 8 NICs per switch x 4 switches = 32 NICs per group -> 4 groups
   // of 4 nodes. A group's 4 x 2 = 8 global links are shared by the 3 other groups: floor(8/3) = 2
   // links per pair, merged into one link of 2 x 50 GB/s; 6 pairs.
-  const Cluster c = build("node: dgx-h100\nnodes: 16\nfabric: {topology: dragonfly, group_switches: 4, "
-                          "nics_per_switch: 8, global_links_per_switch: 2}\n");
+  const Cluster c = build(
+      "node: dgx-h100\nnodes: 16\nfabric: {topology: dragonfly, group_switches: 4, "
+      "nics_per_switch: 8, global_links_per_switch: 2}\n");
   EXPECT_EQ(switches_of_tier(c, 1), 4u);
   const size_t node_links = 60;  // DgxNodeDevicesAndLinks
   EXPECT_EQ(c.num_links(), 16 * node_links + 2 * (128 + 6));
@@ -314,8 +316,9 @@ TEST(Builders, DragonflyTrafficBetweenTwoGroupsSharesTheirGlobalLinks) {
     }
     return flows * 1e9 / e.run().seconds();  // bytes per second of all flows together
   };
-  const std::string two = "node: dgx-h100\nnodes: 16\nfabric: {topology: dragonfly, group_switches: 4, "
-                          "nics_per_switch: 8, global_links_per_switch: 2}\n";
+  const std::string two =
+      "node: dgx-h100\nnodes: 16\nfabric: {topology: dragonfly, group_switches: 4, "
+      "nics_per_switch: 8, global_links_per_switch: 2}\n";
   EXPECT_NEAR(rate(two, 8), 2 * 50e9, 1e6);
   EXPECT_NEAR(rate(two, 1), 50e9, 1e6);
   EXPECT_NEAR(rate(two, 8, 1), 8 * 50e9, 1e6);
@@ -362,7 +365,8 @@ TEST(Builders, TiersDefaultToWhatTheRadixNeeds) {
 }
 
 TEST(Builders, OverridesReachTheResolvedSpecs) {
-  const ClusterConfig cfg = cfg_of("node: dgx-h100\nnodes: 2\nnics_per_node: 4\nnic: cx6-hdr200\ngpu: H200-SXM-141GB\n");
+  const ClusterConfig cfg =
+      cfg_of("node: dgx-h100\nnodes: 2\nnics_per_node: 4\nnic: cx6-hdr200\ngpu: H200-SXM-141GB\n");
   EXPECT_EQ(cfg.node.nics, 4);
   EXPECT_EQ(cfg.node.nic, "cx6-hdr200");
   EXPECT_EQ(cfg.nic.generation, "ib-hdr");
@@ -400,12 +404,15 @@ TEST(Builders, BadConfigurationsAreInputErrors) {
   EXPECT_NE(error_of("node: dgx-h100\nnodes: 0\n").find("at least 1"), std::string::npos);
   EXPECT_NE(error_of("node: dgx-h99\nnodes: 1\n").find("unknown node"), std::string::npos);
   EXPECT_NE(error_of("node: dgx-h10\nnodes: 1\n").find("did you mean 'dgx-h100'"), std::string::npos);
-  EXPECT_NE(error_of("node: dgx-h100\nnodes: 2\nnic: cx7-ndr40\n").find("did you mean 'cx7-ndr400'"), std::string::npos);
+  EXPECT_NE(error_of("node: dgx-h100\nnodes: 2\nnic: cx7-ndr40\n").find("did you mean 'cx7-ndr400'"),
+            std::string::npos);
   EXPECT_NE(error_of("node: dgx-h100\nnodes: 2\nfabric: {topology: fat_tre}\n").find("did you mean 'fat_tree'"),
             std::string::npos);
-  EXPECT_NE(error_of("node: dgx-h100\nnodes: 2\nfabric: {oversubscription: 0.5}\n").find("at least 1"), std::string::npos);
+  EXPECT_NE(error_of("node: dgx-h100\nnodes: 2\nfabric: {oversubscription: 0.5}\n").find("at least 1"),
+            std::string::npos);
   EXPECT_NE(error_of("node: dgx-h100\nnodes: 2\nfabric: {radix: 7}\n").find("even"), std::string::npos);
-  EXPECT_NE(error_of("node: dgx-h100\nnodes: 2\nfabric: {switch_latency: -1 us}\n").find("negative"), std::string::npos);
+  EXPECT_NE(error_of("node: dgx-h100\nnodes: 2\nfabric: {switch_latency: -1 us}\n").find("negative"),
+            std::string::npos);
   // Two nodes without NICs would be disconnected.
   EXPECT_NE(error_of("node: dgx-h100\nnodes: 2\nnics_per_node: 0\n").find("needs NICs"), std::string::npos);
   EXPECT_NE(error_of("node: pcie-h100-nvl\nnodes: 1\ngpus_per_node: 3\n").find("NVLink groups"), std::string::npos);

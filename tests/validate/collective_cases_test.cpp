@@ -97,7 +97,7 @@ measured: {busbw_GBps: 100.0}
   };
   EXPECT_EQ(predicted("alltoall"), predicted("all_to_all"));  // nccl-tests' alltoall_perf
   EXPECT_EQ(predicted("AllGather"), predicted("all_gather"));
-  EXPECT_EQ(predicted("reduce"), predicted("broadcast"));     // the same ring, the other way round
+  EXPECT_EQ(predicted("reduce"), predicted("broadcast"));  // the same ring, the other way round
   // sendrecv_perf: each rank to the next; the pair that crosses nodes goes over one NIC (50 GB/s),
   // the pairs inside a node over NVLink; the slowest sets the bus bandwidth.
   const double across = predicted("sendrecv");

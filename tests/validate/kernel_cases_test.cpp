@@ -27,9 +27,8 @@ TEST(KernelValidation, PublishedGemmAndStreamCasesWithinTargets) {
   const auto results = validate_kernel_cases(kCases, gpus());
   const auto gemm = summarize_kernel_cases(results, "gemm");
   const auto stream = summarize_kernel_cases(results, "stream");
-  std::printf("GEMM: %zu cases, MAPE %.2f %%, max %.1f %%; STREAM: %zu cases, MAPE %.2f %%, max %.1f %%\n",
-              gemm.cases, gemm.mape_pct, gemm.max_abs_error_pct, stream.cases, stream.mape_pct,
-              stream.max_abs_error_pct);
+  std::printf("GEMM: %zu cases, MAPE %.2f %%, max %.1f %%; STREAM: %zu cases, MAPE %.2f %%, max %.1f %%\n", gemm.cases,
+              gemm.mape_pct, gemm.max_abs_error_pct, stream.cases, stream.mape_pct, stream.max_abs_error_pct);
   for (const auto& r : results)
     std::printf("  %-58s %10.1f %10.1f %+7.1f%% %s\n", r.id.c_str(), r.predicted, r.measured, r.error_pct,
                 r.error.c_str());
@@ -52,8 +51,10 @@ measured: {tflops: 373.9}
   const KernelCaseResult r = predict_kernel_case(c, gpus());
   ASSERT_TRUE(r.ok()) << r.error;
   const GpuModel m(gpus().get("GB200"));
-  const double fwd = m.attention_forward(2, 16, 16, 8192, 8192, 128, true, DType::FP16, AttentionKernel::Flash2).seconds;
-  const double bwd = m.attention_backward(2, 16, 16, 8192, 8192, 128, true, DType::FP16, AttentionKernel::Flash2).seconds;
+  const double fwd =
+      m.attention_forward(2, 16, 16, 8192, 8192, 128, true, DType::FP16, AttentionKernel::Flash2).seconds;
+  const double bwd =
+      m.attention_backward(2, 16, 16, 8192, 8192, 128, true, DType::FP16, AttentionKernel::Flash2).seconds;
   const double flops = 3.5 * 4.0 * 2 * 16 * 8192.0 * 8192.0 * 128 / 2;
   EXPECT_NEAR(r.predicted, flops / (fwd + bwd) / 1e12, 1e-9 * r.predicted);
   EXPECT_EQ(r.metric, "tflops");

@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "config/error.hpp"
+#include "tests/test_tmp.hpp"
 #include "validate/serving_cases.hpp"
 #include "validate/serving_result_file.hpp"
 #include "validate/validation.hpp"
-#include "tests/test_tmp.hpp"
 
 using namespace stacksim;
 
@@ -58,7 +58,8 @@ TEST(ServingCases, MeasuredFiguresComeWholeSystemWithThePrimaryFirst) {
   EXPECT_EQ(m[2].first, "ttft_ms.p99");
   EXPECT_EQ(m[3].first, "tpot_ms.mean");
   // A whole-system figure wins over the per-GPU one.
-  EXPECT_DOUBLE_EQ(analysis::serving_case_measured(case_node({{"measured.output_tokens_per_s", "280"}}))[0].second, 280.0);
+  EXPECT_DOUBLE_EQ(analysis::serving_case_measured(case_node({{"measured.output_tokens_per_s", "280"}}))[0].second,
+                   280.0);
   EXPECT_TRUE(analysis::is_throughput_metric("requests_per_s"));
   EXPECT_FALSE(analysis::is_throughput_metric("ttft_ms.p99"));
 }
@@ -78,12 +79,14 @@ TEST(ServingCases, TheScenarioFollowsTheGlobalPolicy) {
   // Wide expert parallelism: dp is data-parallel attention inside one instance (ep > tp).
   defaults.clear();
   const YAML::Node ep = analysis::serving_case_scenario(
-      case_node({{"hardware.num_gpus", "16"}, {"serving.tp", "1"}, {"serving.ep", "16"}, {"serving.dp", "16"}}), defaults);
+      case_node({{"hardware.num_gpus", "16"}, {"serving.tp", "1"}, {"serving.ep", "16"}, {"serving.dp", "16"}}),
+      defaults);
   EXPECT_EQ(ep["serving"]["dp"].as<int>(), 16);
   EXPECT_EQ(ep["serving"]["replicas"].as<int>(), 1);
   EXPECT_EQ(ep["cluster"]["nodes"].as<int>(), 2);
   // Without it dp counts instances.
-  const YAML::Node rep = analysis::serving_case_scenario(case_node({{"hardware.num_gpus", "4"}, {"serving.dp", "2"}}), defaults);
+  const YAML::Node rep =
+      analysis::serving_case_scenario(case_node({{"hardware.num_gpus", "4"}, {"serving.dp", "2"}}), defaults);
   EXPECT_EQ(rep["serving"]["replicas"].as<int>(), 2);
   EXPECT_FALSE(rep["serving"]["dp"]);
 }
@@ -105,8 +108,10 @@ TEST(ServingCases, NullFieldsTheModelNeedsRefuseWithAReason) {
   }
   // A ShareGPT case without lengths takes the dataset's published means.
   d.clear();
-  const YAML::Node s = analysis::serving_case_scenario(
-      case_node({{"serving.input_len", "null"}, {"serving.output_len", "null"}, {"serving.dataset", "sharegpt (3000 prompts)"}}), d);
+  const YAML::Node s = analysis::serving_case_scenario(case_node({{"serving.input_len", "null"},
+                                                                  {"serving.output_len", "null"},
+                                                                  {"serving.dataset", "sharegpt (3000 prompts)"}}),
+                                                       d);
   EXPECT_EQ(s["workload"]["dataset"].as<std::string>(), "sharegpt");
   // A case measuring only the first token needs no output length.
   YAML::Node ttft = case_node({{"serving.output_len", "null"}, {"measured.tpot_ms", "{mean: null}"}});
@@ -179,8 +184,8 @@ TEST(ServingResultFile, VllmJsonAndSglangJsonlBecomeOneMeasuredCase) {
   std::vector<std::string> names;
   for (const auto& m : o[0].metrics) names.push_back(m.metric);
   const std::vector<std::string> expected{"output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "ttft_ms.mean",
-                                          "ttft_ms.p50", "ttft_ms.p99", "tpot_ms.mean", "tpot_ms.p50", "tpot_ms.p99",
-                                          "e2e_latency_s.mean"};
+                                          "ttft_ms.p50",         "ttft_ms.p99",        "tpot_ms.mean",   "tpot_ms.p50",
+                                          "tpot_ms.p99",         "e2e_latency_s.mean"};
   EXPECT_EQ(names, expected);
   EXPECT_DOUBLE_EQ(o[0].metrics.back().measured, 2.6);  // ms in the file, seconds compared
   // The run's workload replaced the scenario's: 16 in flight, 512 in / 128 out.
@@ -189,10 +194,11 @@ TEST(ServingResultFile, VllmJsonAndSglangJsonlBecomeOneMeasuredCase) {
   EXPECT_TRUE(said);
 
   const std::string sglang = test_tmp("sglang.jsonl");
-  std::ofstream(sglang) << R"({"backend": "sglang", "request_rate": 2.0, "completed": 10, "total_input_tokens": 100, "total_output_tokens": 100, "output_throughput": 1.0})"
-                        << "\n"
-                        << R"({"backend": "sglang", "request_rate": Infinity, "max_concurrency": 8, "completed": 50, "total_input_tokens": 5000, "total_output_tokens": 2500, "output_throughput": 300.0, "mean_e2e_latency_ms": 900.0})"
-                        << "\n";
+  std::ofstream(sglang)
+      << R"({"backend": "sglang", "request_rate": 2.0, "completed": 10, "total_input_tokens": 100, "total_output_tokens": 100, "output_throughput": 1.0})"
+      << "\n"
+      << R"({"backend": "sglang", "request_rate": Infinity, "max_concurrency": 8, "completed": 50, "total_input_tokens": 5000, "total_output_tokens": 2500, "output_throughput": 300.0, "mean_e2e_latency_ms": 900.0})"
+      << "\n";
   const auto g = analysis::validate_serving_result(sglang, scenario, {});
   ASSERT_TRUE(g[0].ok()) << g[0].error;
   EXPECT_DOUBLE_EQ(g[0].measured, 300.0);  // the last line is the run compared

@@ -20,12 +20,14 @@ const EngineFlag* find(const std::vector<EngineFlag>& flags, const std::string& 
 }  // namespace
 
 TEST(ServingEngineFlags, EachEngineSpellingMapsToOneKey) {
-  const auto v = engine_flags_in("Flags: -tp 8 --max-num-seqs 1024 --max-num-batched-tokens=2048 --gpu-memory-utilization 0.95");
+  const auto v =
+      engine_flags_in("Flags: -tp 8 --max-num-seqs 1024 --max-num-batched-tokens=2048 --gpu-memory-utilization 0.95");
   ASSERT_NE(find(v, "max_num_seqs"), nullptr);
   EXPECT_EQ(find(v, "max_num_seqs")->value, 1024);
   EXPECT_EQ(find(v, "max_num_batched_tokens")->value, 2048);
   EXPECT_DOUBLE_EQ(find(v, "gpu_memory_utilization")->value, 0.95);
-  const auto t = engine_flags_in("--max_batch_size 384 per rank, --max_num_tokens 1536, kv_cache_free_gpu_mem_fraction 0.93.");
+  const auto t =
+      engine_flags_in("--max_batch_size 384 per rank, --max_num_tokens 1536, kv_cache_free_gpu_mem_fraction 0.93.");
   EXPECT_EQ(find(t, "max_num_seqs")->value, 384);
   EXPECT_TRUE(find(t, "max_num_seqs")->per_rank);
   EXPECT_EQ(find(t, "max_num_batched_tokens")->value, 1536);
@@ -37,11 +39,13 @@ TEST(ServingEngineFlags, EachEngineSpellingMapsToOneKey) {
 }
 
 TEST(ServingEngineFlags, BooleansAndProse) {
-  EXPECT_EQ(find(engine_flags_in("--enable-chunked-prefill=False --num-scheduler-steps 15"), "chunked_prefill")->value, 0);
+  EXPECT_EQ(find(engine_flags_in("--enable-chunked-prefill=False --num-scheduler-steps 15"), "chunked_prefill")->value,
+            0);
   EXPECT_EQ(find(engine_flags_in("--enable-chunked-prefill"), "chunked_prefill")->value, 1);
   EXPECT_EQ(find(engine_flags_in("--no-enable-chunked-prefill"), "chunked_prefill")->value, 0);
   // A flag named without a value ("batch_size = --max_batch_size (per rank)") is not a setting.
-  EXPECT_EQ(find(engine_flags_in("batch_size = --max_batch_size (per rank); max_concurrency = --concurrency"), "max_num_seqs"),
+  EXPECT_EQ(find(engine_flags_in("batch_size = --max_batch_size (per rank); max_concurrency = --concurrency"),
+                 "max_num_seqs"),
             nullptr);
   EXPECT_TRUE(engine_flags_in("the batch size was chosen by the engine").empty());
 }
@@ -56,7 +60,8 @@ TEST(ServingEngineFlags, AttentionDataParallelIsRecognisedInEachSpelling) {
 
 TEST(ServingEngineFlags, TheEngineTheNotesName) {
   // "Engine:" wins over other engines the text mentions; otherwise only a sole mention counts.
-  EXPECT_EQ(engine_named_in("vLLM v0.6.2 (commit c) ... Flags: Engine: TGI (version not stated), --num-shard 8"), "tgi");
+  EXPECT_EQ(engine_named_in("vLLM v0.6.2 (commit c) ... Flags: Engine: TGI (version not stated), --num-shard 8"),
+            "tgi");
   EXPECT_EQ(engine_named_in("Engine: Hugging Face Text Generation Inference, --max-concurrent-requests 1024"), "tgi");
   EXPECT_EQ(engine_named_in("served with SGLang 0.4.1 on 8 GPUs"), "sglang");
   EXPECT_EQ(engine_named_in("NIM backend (TensorRT-LLM or vLLM profile) not stated"), "");

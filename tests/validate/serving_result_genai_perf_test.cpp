@@ -79,7 +79,8 @@ TEST(GenaiPerfExport, EveryFigureIsReadAndInterTokenLatencyIsTpot) {
   // The run replaced the scenario's workload: 16 in flight, the measured mean lengths (550 / 251).
   bool workload = false, count = false;
   for (const auto& d : o[0].defaults) {
-    workload = workload || (d.find("concurrency") != std::string::npos && d.find("input 550, output 251") != std::string::npos);
+    workload = workload ||
+               (d.find("concurrency") != std::string::npos && d.find("input 550, output 251") != std::string::npos);
     count = count || d.find("1000 requests simulated") != std::string::npos;
   }
   EXPECT_TRUE(workload);
@@ -172,7 +173,8 @@ TEST(GenaiPerfExport, UnknownUnitsAndUnrecognisedFilesAreInputErrors) {
   // Some GenAI-Perf releases label output_token_throughput "requests/sec" (its unit table's
   // fallthrough): per second all the same, read as tokens/s.
   j["output_token_throughput"] = {{"unit", "requests/sec"}, {"avg", 60.0}};
-  EXPECT_DOUBLE_EQ(analysis::genai_perf_to_benchmark_serving(j, "x.json", tool, notes)["output_throughput"].get<double>(), 60.0);
+  EXPECT_DOUBLE_EQ(
+      analysis::genai_perf_to_benchmark_serving(j, "x.json", tool, notes)["output_throughput"].get<double>(), 60.0);
   j.erase("output_token_throughput");
   j.erase("input_sequence_length");
   try {
@@ -188,8 +190,9 @@ TEST(GenaiPerfExport, UnknownUnitsAndUnrecognisedFilesAreInputErrors) {
   const std::string other = test_tmp("other.json");
   std::ofstream(other) << R"({"tokens_per_second": 10})";
   const std::string records = test_tmp("profile_export.jsonl");
-  std::ofstream(records) << R"({"metadata": {"session_num": 0}, "metrics": {"time_to_first_token": {"value": 4.9, "unit": "ms"}}, "error": null})"
-                         << "\n";
+  std::ofstream(records)
+      << R"({"metadata": {"session_num": 0}, "metrics": {"time_to_first_token": {"value": 4.9, "unit": "ms"}}, "error": null})"
+      << "\n";
   for (const std::string& f : {other, records}) {
     try {
       analysis::validate_serving_result(f, scenario, {});

@@ -7,9 +7,9 @@
 #include "config/error.hpp"
 #include "services/compare.hpp"
 #include "services/scenario.hpp"
-#include "validate/stack_fit.hpp"
 #include "services/stack_profile.hpp"
 #include "services/training.hpp"
+#include "validate/stack_fit.hpp"
 
 using namespace stacksim;
 using namespace stacksim::analysis;
@@ -67,8 +67,8 @@ TEST(StackProfile, UnknownFrameworkNamesTheKeyAndListsTheCatalogue) {
     FAIL() << "no error";
   } catch (const config::InputError& e) {
     EXPECT_EQ(e.key(), "software.framework");
-    EXPECT_NE(std::string(e.what()).find("deepspeed"), std::string::npos) << e.what();   // the nearest
-    EXPECT_NE(e.fix().find("torchtitan"), std::string::npos) << e.fix();                 // the catalogue
+    EXPECT_NE(std::string(e.what()).find("deepspeed"), std::string::npos) << e.what();  // the nearest
+    EXPECT_NE(e.fix().find("torchtitan"), std::string::npos) << e.fix();                // the catalogue
   }
 }
 
@@ -132,7 +132,8 @@ TEST(StackProfile, IntervalsHoldThePredictionAndCompareIsNarrower) {
               r.tokens_per_s_per_gpu * r.step_time_s, 1e-6 * r.tokens_per_s_per_gpu * r.step_time_s);
   // Two runs of one stack: the speedup's interval is the pair band, narrower than either run's.
   const auto iv = speedup_interval(r, r, 1.0);
-  EXPECT_LT(std::log(iv.second / iv.first), std::log(r.step_time_interval_s.second / r.step_time_interval_s.first) + 1e-9);
+  EXPECT_LT(std::log(iv.second / iv.first),
+            std::log(r.step_time_interval_s.second / r.step_time_interval_s.first) + 1e-9);
   const nlohmann::json j = training_json(s, r);
   EXPECT_EQ(j["software"]["framework"], "torchtitan");
   EXPECT_EQ(j["step_time_interval_s"].size(), 2u);

@@ -1,8 +1,8 @@
 // The validation policy for a case's attention text: the FlashAttention version is read literally.
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <yaml-cpp/yaml.h>
+#include <functional>
 
 #include "config/error.hpp"
 #include "services/scenario.hpp"
@@ -268,10 +268,12 @@ TEST(TrainingCasePolicy, UnstatedInterleavingOnHopperIsTheFinestTheLayersAllow) 
 }
 
 TEST(TrainingCasePolicy, LatentAttentionAndDenseLeadLayersAreReadFromTheirText) {
-  YAML::Node c = training_case("H100-SXM5-80GB", "MLA: kv compression 512, query compression 1536, decoupled RoPE head dim 64");
+  YAML::Node c =
+      training_case("H100-SXM5-80GB", "MLA: kv compression 512, query compression 1536, decoupled RoPE head dim 64");
   c["model"]["mlp"] = YAML::Node();
-  c["model"]["moe"] = YAML::Load("{experts: 16, top_k: 2, shared_experts: 1, expert_ffn_hidden: 512, "
-                                 "moe_layer_freq: 'first 1 layers dense, MoE in all later layers'}");
+  c["model"]["moe"] = YAML::Load(
+      "{experts: 16, top_k: 2, shared_experts: 1, expert_ffn_hidden: 512, "
+      "moe_layer_freq: 'first 1 layers dense, MoE in all later layers'}");
   std::vector<std::string> defaults;
   const YAML::Node s = training_case_scenario(c, defaults);
   EXPECT_EQ(s["model"]["mla"]["kv_lora_rank"].as<int>(), 512);
@@ -300,7 +302,8 @@ TEST(TrainingCasePolicy, NodeLimitedRoutingCrossesToANodeOnceWithTheFamilysGroup
   piped["parallelism"]["dp"] = 4;
   piped["parallelism"]["ep"] = 4;
   piped["parallelism"]["global_batch"] = 16;
-  EXPECT_EQ(built_with_notes(piped, "pipeline schedule: DualPipe.")["parallelism"]["ep_dispatch"].as<std::string>(), "deepep");
+  EXPECT_EQ(built_with_notes(piped, "pipeline schedule: DualPipe.")["parallelism"]["ep_dispatch"].as<std::string>(),
+            "deepep");
   // The family's routing comes with its name and shape (the catalogue's DeepSeek-V3); a model
   // named so with another shape is a variant and keeps unrestricted routing.
   c["model"]["name"] = "DeepSeek-V3";
@@ -340,8 +343,8 @@ TEST(TrainingCasePolicy, ANamedAwsInstanceIsItsOwnNodeType) {
 }
 
 TEST(TrainingCasePolicy, EveryCatalogueTrainingGpuHasANodeType) {
-  for (const char* gpu : {"V100-SXM3-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "A800-SXM4-80GB", "H100-SXM5-80GB", "H800-SXM5-80GB",
-                          "H200-SXM-141GB", "B200", "B300", "GB200", "GB300", "GH200", "L40S"}) {
+  for (const char* gpu : {"V100-SXM3-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "A800-SXM4-80GB", "H100-SXM5-80GB",
+                          "H800-SXM5-80GB", "H200-SXM-141GB", "B200", "B300", "GB200", "GB300", "GH200", "L40S"}) {
     std::vector<std::string> defaults;
     YAML::Node s = training_case_scenario(training_case(gpu, "FlashAttention-2"), defaults);
     EXPECT_NO_THROW(scenario_from_yaml(s, "case t")) << gpu;
@@ -383,8 +386,8 @@ measured: {bandwidth_GBps: 50.0}
   EXPECT_NEAR(o.predicted, 63.0 * 0.85, 1e-9);  // DGX H100: PCIe Gen5 x16, 63 GB/s per direction
   c["hardware"]["gpu"] = "A100-SXM4-80GB";
   predict_host_copy_case(c, o);
-  EXPECT_LT(o.predicted, 0.55 * 63.0 * 0.85);   // Gen4: half the rate
-  c["op"]["name"] = "d2d_copy";                   // direction count unknown: refused, with the reason
+  EXPECT_LT(o.predicted, 0.55 * 63.0 * 0.85);  // Gen4: half the rate
+  c["op"]["name"] = "d2d_copy";                // direction count unknown: refused, with the reason
   EXPECT_THROW(predict_host_copy_case(c, o), std::runtime_error);
 }
 
@@ -518,11 +521,11 @@ TEST(TrainingCasePolicy, AmpereEraPipelinesScatterTheirSendsOverTensorParallelRa
     const YAML::Node s = training_case_scenario(c, defaults);
     return s["parallelism"]["p2p_scatter_gather"] && s["parallelism"]["p2p_scatter_gather"].as<bool>();
   };
-  EXPECT_TRUE(scattered("A100-SXM4-80GB", 8, 2, false));  // Megatron-LM / DeepSpeed of 2020-22
-  EXPECT_FALSE(scattered("A100-SXM4-80GB", 8, 2, true));  // already split by sequence parallelism
-  EXPECT_FALSE(scattered("A100-SXM4-80GB", 1, 2, false)); // nothing to scatter
-  EXPECT_FALSE(scattered("A100-SXM4-80GB", 8, 1, false)); // no pipeline
-  EXPECT_FALSE(scattered("H100-SXM5-80GB", 8, 2, false)); // Megatron-Core sends whole tensors
+  EXPECT_TRUE(scattered("A100-SXM4-80GB", 8, 2, false));   // Megatron-LM / DeepSpeed of 2020-22
+  EXPECT_FALSE(scattered("A100-SXM4-80GB", 8, 2, true));   // already split by sequence parallelism
+  EXPECT_FALSE(scattered("A100-SXM4-80GB", 1, 2, false));  // nothing to scatter
+  EXPECT_FALSE(scattered("A100-SXM4-80GB", 8, 1, false));  // no pipeline
+  EXPECT_FALSE(scattered("H100-SXM5-80GB", 8, 2, false));  // Megatron-Core sends whole tensors
 }
 
 TEST(TrainingCasePolicy, MegatronDeepSpeedNamedRunsDeepSpeedsPipelineWithoutSequenceParallelism) {
@@ -559,7 +562,7 @@ TEST(TrainingCasePolicy, TorchtitanPipelinesTakeItsMicroBatchAndStageDefaults) {
     const YAML::Node pl = built_with_notes(c, notes)["parallelism"];
     return std::make_pair(pl["micro_batch"].as<int>(), pl["vp"].as<int>());
   };
-  EXPECT_EQ(plan("torchtitan, pipeline schedule 1F1B", true), std::make_pair(8, 1));           // 4 micro-batches
+  EXPECT_EQ(plan("torchtitan, pipeline schedule 1F1B", true), std::make_pair(8, 1));               // 4 micro-batches
   EXPECT_EQ(plan("torchtitan, pipeline schedule Interleaved 1F1B", false), std::make_pair(4, 2));  // 8
   EXPECT_EQ(plan("torchtitan, pipeline schedule 1F1B", false), std::make_pair(8, 1));
   EXPECT_EQ(plan("Megatron-LM", false).first, 1);  // the global default elsewhere
@@ -592,7 +595,8 @@ TEST(TrainingCasePolicy, SelectiveRecomputationOfTheModulesTheNotesName) {
   moe["model"]["moe"] = YAML::Load("{experts: 8, top_k: 2}");
   moe["parallelism"]["recompute"] = "selective";
   std::string listed;
-  for (const auto& n : built_with_notes(moe, "--recompute-modules layernorm moe_act")["parallelism"]["recompute_modules"])
+  for (const auto& n :
+       built_with_notes(moe, "--recompute-modules layernorm moe_act")["parallelism"]["recompute_modules"])
     listed += n.as<std::string>() + " ";
   EXPECT_EQ(listed, "layernorm moe_act ");
 }
@@ -611,7 +615,8 @@ TEST(TrainingCasePolicy, StatedCapacityFactorTiedEmbeddingsAndAttentionBackendAr
 
   const auto tied = [](const std::string& notes) {
     const YAML::Node m = built_with_notes(training_case("H100-SXM5-80GB", ""), notes)["model"];
-    return m["tied_embeddings"] ? std::string(m["tied_embeddings"].as<bool>() ? "tied" : "untied") : std::string("unstated");
+    return m["tied_embeddings"] ? std::string(m["tied_embeddings"].as<bool>() ? "tied" : "untied")
+                                : std::string("unstated");
   };
   EXPECT_EQ(tied("SwiGLU, RMSNorm, untied embeddings, 128 experts"), "untied");
   EXPECT_EQ(tied("128 experts of FFN 768, top-8, untied, vocab 151936"), "untied");
@@ -627,7 +632,8 @@ TEST(TrainingCasePolicy, StatedCapacityFactorTiedEmbeddingsAndAttentionBackendAr
   EXPECT_FALSE(built_with_notes(gemma, "untied embeddings")["model"]["tied_embeddings"].as<bool>());
 
   YAML::Node h100 = training_case("H100-SXM5-80GB", "");
-  EXPECT_EQ(built_with_notes(h100, "env NVTE_FUSED_ATTN=0, NCCL_NVLS_ENABLE=0")["model"]["attention"].as<std::string>(), "flash2");
+  EXPECT_EQ(built_with_notes(h100, "env NVTE_FUSED_ATTN=0, NCCL_NVLS_ENABLE=0")["model"]["attention"].as<std::string>(),
+            "flash2");
   EXPECT_EQ(built_with_notes(h100, "NVTE_FUSED_ATTN=1")["model"]["attention"].as<std::string>(), "flash");
 }
 
@@ -664,8 +670,8 @@ TEST(TrainingCasePolicy, MoeLayerPatternsInTheirPublishedForms) {
   EXPECT_EQ(moe_of("[1,0]*4"), std::make_pair(0, 2));
   EXPECT_EQ(moe_of("([0]*3+[1]*1)*2"), std::make_pair(0, 4));  // one per period, moved to its start
   EXPECT_EQ(moe_of("[1]*8"), std::make_pair(0, 1));
-  EXPECT_THROW(moe_of("[1]*7"), std::runtime_error);           // not the model's 8 layers
-  EXPECT_THROW(moe_of("[1,1,0,0]*2"), std::runtime_error);     // two per period: no layer_freq says that
+  EXPECT_THROW(moe_of("[1]*7"), std::runtime_error);        // not the model's 8 layers
+  EXPECT_THROW(moe_of("[1,1,0,0]*2"), std::runtime_error);  // two per period: no layer_freq says that
   EXPECT_THROW(moe_of("some layers"), std::runtime_error);
 }
 
@@ -727,8 +733,8 @@ TEST(TrainingCasePolicy, NodeCountsFollowTheNodeTypeAndSpreadPartialNodesEvenly)
     std::vector<std::string> defaults;
     return training_case_scenario(c, defaults)["cluster"]["nics_per_node"].as<int>();
   };
-  EXPECT_EQ(nics_of(144, 4, 4), 72);   // two whole racks: 72 NICs each
-  EXPECT_EQ(nics_of(512, 4, 4), 64);   // 512 GPUs as 8 racks of 64
+  EXPECT_EQ(nics_of(144, 4, 4), 72);    // two whole racks: 72 NICs each
+  EXPECT_EQ(nics_of(512, 4, 4), 64);    // 512 GPUs as 8 racks of 64
   EXPECT_EQ(nics_of(144, 72, 18), 18);  // a stated rack of 72 with 18 NICs: as stated
   YAML::Node c = training_case("H100-SXM5-80GB", "FlashAttention-2");
   c["hardware"]["num_gpus"] = 13;
@@ -909,11 +915,13 @@ TEST(TrainingCasePolicy, AnExpertGroupBeyondDataParallelFoldsOverTensorParallelR
   EXPECT_FALSE(split.training.plan.experts_folded());
   EXPECT_EQ(split.training.plan.expert_tp(), 2);
   // Notes stating expert tensor parallel 1 fold the experts even where ep divides dp*cp.
-  for (const char* said : {"expert-tensor-parallel 1, sequence parallel", "TP2 EP4 ETP1 VPP1", "--expert-tensor-parallel-size 1"}) {
+  for (const char* said :
+       {"expert-tensor-parallel 1, sequence parallel", "TP2 EP4 ETP1 VPP1", "--expert-tensor-parallel-size 1"}) {
     const Scenario stated = scenario_from_yaml(built_with_notes(c, said), "case t");
     EXPECT_TRUE(stated.training.plan.experts_folded()) << said;
   }
-  EXPECT_FALSE(scenario_from_yaml(built_with_notes(c, "ETP2, expert-tensor-parallel 2"), "case t").training.plan.experts_folded());
+  EXPECT_FALSE(scenario_from_yaml(built_with_notes(c, "ETP2, expert-tensor-parallel 2"), "case t")
+                   .training.plan.experts_folded());
 }
 
 TEST(TrainingCasePolicy, HeadDimAndSlidingWindowAreReadFromTheAttentionText) {
@@ -932,8 +940,9 @@ TEST(TrainingCasePolicy, HeadDimAndSlidingWindowAreReadFromTheAttentionText) {
   c["model"]["attention"] = "GQA, head_dim 64";
   EXPECT_EQ(scenario_from_yaml(training_case_scenario(c, defaults), "case t").training.model.head_dim, 64);
   // MLA's "RoPE head dim" is not a head dimension.
-  EXPECT_FALSE(training_case_scenario(training_case("H100-SXM5-80GB", "MLA: kv compression 512, decoupled RoPE head dim 64"),
-                                      defaults)["model"]["head_dim"]);
+  EXPECT_FALSE(
+      training_case_scenario(training_case("H100-SXM5-80GB", "MLA: kv compression 512, decoupled RoPE head dim 64"),
+                             defaults)["model"]["head_dim"]);
 }
 
 TEST(TrainingCasePolicy, AStatedMultiTokenPredictionDepthAddsMtpLayers) {
@@ -1148,8 +1157,9 @@ bool mentions(const std::vector<std::string>& defaults, const std::string& text)
 TEST(TrainingCasePolicy, ANamedPublicModelHasItsPublicShape) {
   // "Llama 2 70B" with its whole shape unstated: the catalogue's (the Llama 2 config.json).
   YAML::Node c = training_case("H100-SXM5-80GB", "");
-  c["model"] = YAML::Load("{name: LLAMA2-70B, layers: null, hidden: null, heads: null, kv_heads: null, ffn_hidden: null,"
-                          " vocab: null, seq_len: null, mlp: null, moe: null, attention: null}");
+  c["model"] = YAML::Load(
+      "{name: LLAMA2-70B, layers: null, hidden: null, heads: null, kv_heads: null, ffn_hidden: null,"
+      " vocab: null, seq_len: null, mlp: null, moe: null, attention: null}");
   c["hardware"]["num_gpus"] = 64;
   c["parallelism"] = YAML::Load("{tp: 8, pp: 1, dp: 8, micro_batch: 1, global_batch: 64, recompute: full, zero: 1}");
   std::vector<std::string> defaults;
@@ -1183,11 +1193,13 @@ TEST(TrainingCasePolicy, ANamedPublicModelHasItsPublicShape) {
 
 TEST(TrainingCasePolicy, ANamedMoeModelHasItsExpertsAndRouting) {
   YAML::Node c = training_case("H100-SXM5-80GB", "");
-  c["model"] = YAML::Load("{name: DeepSeek-V3, layers: 61, hidden: 7168, heads: 128, kv_heads: null, ffn_hidden: null,"
-                          " vocab: null, seq_len: 4096, mlp: null, attention: null,"
-                          " moe: {experts: null, top_k: null, shared_experts: null, expert_ffn_hidden: null, moe_layer_freq: null}}");
+  c["model"] = YAML::Load(
+      "{name: DeepSeek-V3, layers: 61, hidden: 7168, heads: 128, kv_heads: null, ffn_hidden: null,"
+      " vocab: null, seq_len: 4096, mlp: null, attention: null,"
+      " moe: {experts: null, top_k: null, shared_experts: null, expert_ffn_hidden: null, moe_layer_freq: null}}");
   c["hardware"]["num_gpus"] = 64;
-  c["parallelism"] = YAML::Load("{tp: 1, pp: 8, dp: 8, ep: 8, micro_batch: 1, global_batch: 64, recompute: full, zero: 1}");
+  c["parallelism"] =
+      YAML::Load("{tp: 1, pp: 8, dp: 8, ep: 8, micro_batch: 1, global_batch: 64, recompute: full, zero: 1}");
   std::vector<std::string> defaults;
   const YAML::Node m = training_case_scenario(c, defaults)["model"];
   EXPECT_EQ(m["ffn_hidden"].as<int>(), 18432);
@@ -1224,11 +1236,14 @@ TEST(TrainingCasePolicy, TorchtitansUnstatedAttentionIsPyTorchSdpasFlashAttentio
   for (const char* notes : {"Figures from benchmarks/llama3_h100_202412_torchtitan.md.", "Megatron-LM, not torchtitan.",
                             "Shape from torchtitan/models/llama3/__init__.py"})
     EXPECT_EQ(built_with_notes(c, notes)["model"]["attention"].as<std::string>(), "flash") << notes;
-  EXPECT_EQ(built_with_notes(c, "torchtitan's FSDP2 (torchtitan.toml).")["model"]["attention"].as<std::string>(), "flash2");
+  EXPECT_EQ(built_with_notes(c, "torchtitan's FSDP2 (torchtitan.toml).")["model"]["attention"].as<std::string>(),
+            "flash2");
   // Nor does a component list pinning it at a commit (AMD Primus vendors both frameworks).
-  EXPECT_EQ(built_with_notes(c, "Primus (Megatron backend; submodules Megatron-LM 5a676b36, torchtitan 4c4388f6).")["model"]["attention"]
-                .as<std::string>(),
-            "flash");
+  EXPECT_EQ(
+      built_with_notes(
+          c, "Primus (Megatron backend; submodules Megatron-LM 5a676b36, torchtitan 4c4388f6).")["model"]["attention"]
+          .as<std::string>(),
+      "flash");
 }
 
 TEST(TrainingCasePolicy, TorchtitanWithoutAGlobalBatchTrainsOneLocalBatchPerRank) {
@@ -1237,7 +1252,7 @@ TEST(TrainingCasePolicy, TorchtitanWithoutAGlobalBatchTrainsOneLocalBatchPerRank
   c["parallelism"]["micro_batch"] = 2;
   c["measured"] = YAML::Load("{tokens_per_s_per_gpu: 3000}");  // a throughput, not a timed iteration
   EXPECT_EQ(built_with_notes(c, "torchtitan, FSDP2")["parallelism"]["global_batch"].as<int>(), 16);  // 2 x dp 8
-  EXPECT_GT(built_with_notes(c, "Megatron-LM")["parallelism"]["global_batch"].as<int>(), 16);       // the 4M-token policy
+  EXPECT_GT(built_with_notes(c, "Megatron-LM")["parallelism"]["global_batch"].as<int>(), 16);  // the 4M-token policy
 }
 
 TEST(TrainingCasePolicy, TorchtitanAndTransformersModelCodeRunsEagerUnlessCompiled) {
@@ -1306,7 +1321,8 @@ TEST(TrainingCasePolicy, ThisRoundsReadingsOfStatedSettings) {
   EXPECT_TRUE(plan("DeepSpeed ZeRO-3 with offload_optimizer device cpu")["offload_optimizer"].as<bool>());
   EXPECT_FALSE(plan("DeepSpeed ZeRO-3 with offload_optimizer device cpu")["offload_params"]);
   const std::string ds_infinity =
-      "Run settings: ZeRO stage 3 with \"offload_optimizer\": {\"device\": \"cpu\"} and \"offload_param\": {\"device\": \"cpu\"}.";
+      "Run settings: ZeRO stage 3 with \"offload_optimizer\": {\"device\": \"cpu\"} and \"offload_param\": "
+      "{\"device\": \"cpu\"}.";
   EXPECT_TRUE(plan(ds_infinity)["offload_params"].as<bool>());
   EXPECT_TRUE(plan(ds_infinity)["offload_optimizer"].as<bool>());
   EXPECT_TRUE(plan("torchtune recipe: fsdp_cpu_offload: True, bf16")["offload_params"].as<bool>());
@@ -1332,8 +1348,8 @@ TEST(TrainingCasePolicy, ThisRoundsReadingsOfStatedSettings) {
   moe["model"]["moe"] = YAML::Load("{experts: 16, top_k: 2, expert_ffn_hidden: 1024}");
   moe["parallelism"]["zero"] = 1;
   EXPECT_FALSE(built_with_notes(moe, "moe_expert_rank_capacity_factor 1.5")["model"]["moe"]["capacity_factor"]);
-  EXPECT_DOUBLE_EQ(built_with_notes(moe, "moe_expert_capacity_factor 1.0")["model"]["moe"]["capacity_factor"].as<double>(),
-                   1.0);
+  EXPECT_DOUBLE_EQ(
+      built_with_notes(moe, "moe_expert_capacity_factor 1.0")["model"]["moe"]["capacity_factor"].as<double>(), 1.0);
   // Selective recompute of named modules said in one phrase.
   moe["parallelism"]["recompute"] = "selective";
   const YAML::Node modules =
@@ -1380,7 +1396,8 @@ TEST(TrainingCasePolicy, AnUnstatedZeroStageShardsTheOptimizerWhereUnshardedDoes
 
 TEST(TrainingCasePolicy, TheGradientReductionsPrecisionIsReadInWords) {
   const auto fp32 = [](const std::string& notes) {
-    const YAML::Node r = built_with_notes(training_case("H100-SXM5-80GB", ""), notes)["parallelism"]["grad_reduce_fp32"];
+    const YAML::Node r =
+        built_with_notes(training_case("H100-SXM5-80GB", ""), notes)["parallelism"]["grad_reduce_fp32"];
     return r ? std::string(r.as<bool>() ? "fp32" : "16-bit") : std::string("unstated");
   };
   EXPECT_EQ(fp32("FSDP2 with fp32 gradient reduction."), "fp32");
@@ -1462,7 +1479,9 @@ TEST(TrainingCasePolicy, EpAllToAllOverlapIsReadWhereStatedOnAndMegatronRunsIt) 
   c["parallelism"]["ep"] = 8;
   c["parallelism"]["global_batch"] = 16;
   c["parallelism"]["zero"] = 1;
-  const auto overlap = [&](const YAML::Node& cc, const std::string& notes) { return plan_flag(cc, notes, "ep_overlap"); };
+  const auto overlap = [&](const YAML::Node& cc, const std::string& notes) {
+    return plan_flag(cc, notes, "ep_overlap");
+  };
   EXPECT_TRUE(overlap(c, "Megatron-Core, --overlap-moe-expert-parallel-comm --delay-wgrad-compute."));
   EXPECT_TRUE(overlap(c, "CommOverlapConfig(overlap_moe_expert_parallel_comm=True)."));
   EXPECT_TRUE(overlap(c, "EP A2A overlap on."));
@@ -1567,7 +1586,8 @@ TEST(TrainingCasePolicy, StatedActivationOffloadingIsRead) {
   EXPECT_TRUE(offloaded("recipe: enable_activation_offloading=True"));
   EXPECT_FALSE(offloaded("enable_activation_offloading: False"));
   // Another row's command quoted (a full stop inside a flag name does not end the clause).
-  EXPECT_FALSE(offloaded("Reproduction command of the table's final row: dataset.packed=True enable_activation_offloading=True"));
+  EXPECT_FALSE(offloaded(
+      "Reproduction command of the table's final row: dataset.packed=True enable_activation_offloading=True"));
   EXPECT_FALSE(offloaded("--cpu-offloading-weights only."));
   EXPECT_FALSE(offloaded("Activation offloading could be enabled with --cpu-offloading."));
   EXPECT_FALSE(offloaded(""));

@@ -43,7 +43,8 @@ TEST(Memory, SixteenBytesPerParameterAndZero) {
   p.zero = 3;
   f = memory_per_gpu(m, p);
   const double layer = layer_params_per_rank(m, p, 0);
-  EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes, 14.0 * P / 8 + (2 * 2.0 + 2.0 + 2.0) * layer);
+  EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes,
+                   14.0 * P / 8 + (2 * 2.0 + 2.0 + 2.0) * layer);
   // Megatron-Core's FSDP keeps 16-bit parameter shards beside the fp32 ones (16 B / dp) and
   // accumulates gradients straight into its buckets (no second copy in flight).
   p.fsdp_impl = FsdpImpl::Megatron;
@@ -52,7 +53,8 @@ TEST(Memory, SixteenBytesPerParameterAndZero) {
   p.fsdp_impl = FsdpImpl::Fsdp2;
   p.shard_size = 4;  // hybrid sharding: everything / 4 (two replicas of each shard)
   f = memory_per_gpu(m, p);
-  EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes, 14.0 * P / 4 + (2 * 2.0 + 2.0 + 2.0) * layer);
+  EXPECT_DOUBLE_EQ(f.weights_bytes + f.gradients_bytes + f.optimizer_bytes,
+                   14.0 * P / 4 + (2 * 2.0 + 2.0 + 2.0) * layer);
   // Under a pipeline FSDP keeps the stage gathered and its gradients unsharded until the last
   // micro-batch: 16-bit weights and gradients whole, only the 12 bytes sharded.
   p.shard_size = 0;
@@ -101,8 +103,9 @@ TEST(Memory, KorthikantiActivationsGpt3OnTp8) {
   const ModelConfig m = gpt3();
   const double s = 2048, b = 1, h = 12288, a = 96, t = 8;
   const double sbh = s * b * h;
-  EXPECT_NEAR(activation_bytes_per_layer(m, plan(8, false, Recompute::None), 0) /
-                  (sbh * (10 + 24 / t + 5 * a * s / (h * t))), 1.0, 1e-12);
+  EXPECT_NEAR(
+      activation_bytes_per_layer(m, plan(8, false, Recompute::None), 0) / (sbh * (10 + 24 / t + 5 * a * s / (h * t))),
+      1.0, 1e-12);
   EXPECT_NEAR(activation_bytes_per_layer(m, plan(8, true, Recompute::None), 0) / (sbh / t * (34 + 5 * a * s / h)), 1.0,
               1e-12);
   EXPECT_NEAR(activation_bytes_per_layer(m, plan(8, true, Recompute::Selective), 0) / (34 * sbh / t), 1.0, 1e-12);
@@ -257,7 +260,7 @@ TEST(Memory, RecomputeModulesDropWhatTheyRecompute) {
   EXPECT_NEAR(without(kRecomputeMlaUpProj), 2 * sb * (q + k + v), 1.0);  // Q, K (RoPE'd), V
   EXPECT_NEAR(without(kRecomputeLayernorm), 4 * sb * h, 1.0);            // two 16-bit norm outputs
   const double routed = sb * m.moe.top_k * m.moe.load_factor(), ffn = m.moe.expert_ffn_hidden;
-  EXPECT_NEAR(without(kRecomputeMoeAct), 2 * routed * ffn, 1.0);         // the experts' activation outputs
+  EXPECT_NEAR(without(kRecomputeMoeAct), 2 * routed * ffn, 1.0);  // the experts' activation outputs
   // The whole routed part: the dispatched tokens, fc1 outputs (gate + up) and activation outputs.
   EXPECT_NEAR(without(kRecomputeMoe), 2 * routed * h + 6 * routed * ffn, 1.0);
   EXPECT_NEAR(without(kRecomputeSharedExperts), 6 * sb * m.moe.shared_experts * ffn, 1.0);
@@ -287,9 +290,8 @@ TEST(Memory, TorchtitanOpCheckpointingKeepsTheInputAndTheSavedOutputs) {
   // tp 2 with sequence parallelism: the input and the column-parallel outputs split; w2's output
   // (row-parallel: whole before its reduce-scatter) not; the two reduce-scatters' outputs kept.
   ParallelPlan t2 = plan(2, true, Recompute::Op);
-  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, t2, 0),
-                   2 * T * h / 2 + 2 * T * (q + kv + f) / 2 + 2 * T * h + (2 * T * q + 4 * T * heads) / 2 +
-                       2 * (2 * T * h / 2));
+  EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, t2, 0), 2 * T * h / 2 + 2 * T * (q + kv + f) / 2 + 2 * T * h +
+                                                             (2 * T * q + 4 * T * heads) / 2 + 2 * (2 * T * h / 2));
   // FP8 linears keep nothing: the input and the attention's output only.
   p.precision = Precision::FP8;
   EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, p, 0), 2 * T * h + 2 * T * q + 4 * T * heads);

@@ -89,21 +89,36 @@ TEST(ModelCatalog, ParameterCountsAreThePublishedOnes) {
   // the Pythia README's table; Gemma and Gemma 2 reports (Table 2: embedding + non-embedding);
   // TinyLlama, InternLM2 (checkpoint counts); DeepSeekMoE (16.4B, 2.8B active); Grok-1 (314B).
   const Published published[] = {
-      {"Llama 3 8B", 8.03e9, 0, 0.01},        {"Llama 3 70B", 70.6e9, 0, 0.01},
-      {"Llama 3.1 405B", 405e9, 0, 0.01},     {"Llama 2 70B", 69e9, 0, 0.01},
-      {"LLaMA 65B", 65.2e9, 0, 0.01},         {"Mixtral 8x7B", 46.7e9, 12.9e9, 0.01},
-      {"Mixtral 8x22B", 141e9, 39e9, 0.01},   {"DeepSeek-V3", 671e9, 37e9, 0.02},
-      {"DeepSeek-V2", 236e9, 21e9, 0.02},     {"Qwen3 235B-A22B", 235e9, 22e9, 0.02},
-      {"Qwen3 30B-A3B", 30.5e9, 3.3e9, 0.03}, {"GPT-3 175B", 175e9, 0, 0.01},
-      {"BLOOM 176B", 176e9, 0, 0.01},         {"Nemotron-4 340B", 341e9, 0, 0.01},
-      {"DBRX", 132e9, 36e9, 0.02},            {"MT-NLG 530B", 530e9, 0, 0.01},
-      {"GPT 1T", 1008e9, 0, 0.01},            {"GPT 39B", 39.1e9, 0, 0.02},
-      {"MPT-7b", 6.7e9, 0, 0.01},             {"BloombergGPT", 50.6e9, 0, 0.01},
-      {"Kimi K2", 1.04e12, 32.6e9, 0.02},     {"GLM-4.5", 355e9, 32e9, 0.02, true},
-      {"Pythia 12B", 11.846e9, 0, 0.01},      {"Pythia 1.4B", 1.415e9, 0, 0.01},
-      {"Gemma 7B", 8.538e9, 0, 0.01},         {"Gemma 2 27B", 27.227e9, 0, 0.01},
-      {"TinyLlama 1.1B", 1.100e9, 0, 0.01},   {"DeepSeekMoE 16B", 16.4e9, 2.8e9, 0.02},
-      {"InternLM2 7B", 7.738e9, 0, 0.01},     {"Grok-1", 314e9, 0, 0.01},
+      {"Llama 3 8B", 8.03e9, 0, 0.01},
+      {"Llama 3 70B", 70.6e9, 0, 0.01},
+      {"Llama 3.1 405B", 405e9, 0, 0.01},
+      {"Llama 2 70B", 69e9, 0, 0.01},
+      {"LLaMA 65B", 65.2e9, 0, 0.01},
+      {"Mixtral 8x7B", 46.7e9, 12.9e9, 0.01},
+      {"Mixtral 8x22B", 141e9, 39e9, 0.01},
+      {"DeepSeek-V3", 671e9, 37e9, 0.02},
+      {"DeepSeek-V2", 236e9, 21e9, 0.02},
+      {"Qwen3 235B-A22B", 235e9, 22e9, 0.02},
+      {"Qwen3 30B-A3B", 30.5e9, 3.3e9, 0.03},
+      {"GPT-3 175B", 175e9, 0, 0.01},
+      {"BLOOM 176B", 176e9, 0, 0.01},
+      {"Nemotron-4 340B", 341e9, 0, 0.01},
+      {"DBRX", 132e9, 36e9, 0.02},
+      {"MT-NLG 530B", 530e9, 0, 0.01},
+      {"GPT 1T", 1008e9, 0, 0.01},
+      {"GPT 39B", 39.1e9, 0, 0.02},
+      {"MPT-7b", 6.7e9, 0, 0.01},
+      {"BloombergGPT", 50.6e9, 0, 0.01},
+      {"Kimi K2", 1.04e12, 32.6e9, 0.02},
+      {"GLM-4.5", 355e9, 32e9, 0.02, true},
+      {"Pythia 12B", 11.846e9, 0, 0.01},
+      {"Pythia 1.4B", 1.415e9, 0, 0.01},
+      {"Gemma 7B", 8.538e9, 0, 0.01},
+      {"Gemma 2 27B", 27.227e9, 0, 0.01},
+      {"TinyLlama 1.1B", 1.100e9, 0, 0.01},
+      {"DeepSeekMoE 16B", 16.4e9, 2.8e9, 0.02},
+      {"InternLM2 7B", 7.738e9, 0, 0.01},
+      {"Grok-1", 314e9, 0, 0.01},
   };
   for (const auto& p : published) {
     const ModelConfig& m = entry(p.name);
@@ -116,8 +131,8 @@ TEST(ModelCatalog, ParameterCountsAreThePublishedOnes) {
 TEST(ModelCatalog, NamesMatchWhateverTheSpelling) {
   const CatalogModel* llama = catalog().find("Llama 3 8B");
   ASSERT_NE(llama, nullptr);
-  for (const char* spelling : {"LLAMA3_8B", "Llama-3-8B", "llama3-8b", "meta-llama/Meta-Llama-3-8B", "Llama 3.1 8B",
-                               "Llama 3 8B (Table 4)"})
+  for (const char* spelling :
+       {"LLAMA3_8B", "Llama-3-8B", "llama3-8b", "meta-llama/Meta-Llama-3-8B", "Llama 3.1 8B", "Llama 3 8B (Table 4)"})
     EXPECT_EQ(catalog().find(spelling), llama) << spelling;
   EXPECT_EQ(catalog().find("Llama 3 80B"), nullptr);
   EXPECT_EQ(catalog().find("GPT-2 style 8B"), nullptr);

@@ -62,7 +62,7 @@ TEST(HfConfig, Qwen2_7B) {
   EXPECT_TRUE(m.qkv_bias);
   EXPECT_EQ(m.kv_heads, 4);
   EXPECT_NEAR(m.total_params() / 7.6e9, 1.0, 0.02);  // Qwen2 report: 7.6B (7.62B)
-  EXPECT_EQ(m.sliding_window, 0);  // Qwen2 ships a window with use_sliding_window: false
+  EXPECT_EQ(m.sliding_window, 0);                    // Qwen2 ships a window with use_sliding_window: false
 }
 
 TEST(HfConfig, GptOss120BAlternatesSlidingAndFullAttention) {
@@ -72,8 +72,8 @@ TEST(HfConfig, GptOss120BAlternatesSlidingAndFullAttention) {
   EXPECT_EQ(m.head_dim, 64);
   EXPECT_EQ(m.sliding_window, 128);
   EXPECT_EQ(m.full_attention_every, 2);
-  EXPECT_EQ(m.attention_window(0), 128);  // layer 1 (1-based) slides
-  EXPECT_EQ(m.attention_window(1), 0);    // layer 2 attends the whole context
+  EXPECT_EQ(m.attention_window(0), 128);               // layer 1 (1-based) slides
+  EXPECT_EQ(m.attention_window(1), 0);                 // layer 2 attends the whole context
   EXPECT_NEAR(m.total_params() / 116.8e9, 1.0, 0.01);  // model card: 116.8B parameters
 }
 
@@ -111,8 +111,8 @@ TEST(ModelYaml, HfConfigWithOverrides) {
 }
 
 TEST(ModelYaml, Gpt3Defaults) {
-  const ModelConfig m = from_yaml(
-      "model: {layers: 96, hidden: 12288, heads: 96, vocab: 51200, seq_len: 2048, tied_embeddings: true}\n");
+  const ModelConfig m =
+      from_yaml("model: {layers: 96, hidden: 12288, heads: 96, vocab: 51200, seq_len: 2048, tied_embeddings: true}\n");
   EXPECT_EQ(m.head_dim, 128);
   EXPECT_EQ(m.kv_heads, 96);
   EXPECT_EQ(m.ffn_hidden, 4 * 12288);
@@ -136,7 +136,8 @@ TEST(ModelYaml, MoeAndMla) {
   EXPECT_DOUBLE_EQ(m.moe.load_factor(), 1.05);  // min(imbalance 1.1, capacity 1.05)
   // MLA weights: h*q_lora + q_lora*heads*96 + h*(kv_lora + rope) + kv_lora*heads*(64 + 64) + heads*64*h.
   const double h = 1024;
-  EXPECT_DOUBLE_EQ(m.attention_gemm_params(), h * 256 + 256.0 * 8 * 96 + h * (128 + 32) + 128.0 * 8 * 128 + 8.0 * 64 * h);
+  EXPECT_DOUBLE_EQ(m.attention_gemm_params(),
+                   h * 256 + 256.0 * 8 * 96 + h * (128 + 32) + 128.0 * 8 * 128 + 8.0 * 64 * h);
 }
 
 TEST(ModelYaml, InputErrorsNameKeyAndFix) {
@@ -159,13 +160,15 @@ TEST(ModelYaml, InputErrorsNameKeyAndFix) {
   });
   EXPECT_NE(top_k.find("top_k"), std::string::npos) << top_k;
   const std::string groups = error_of([] {
-    from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, moe: {experts: 16, top_k: 2,"
-              " groups: 3, groups_per_token: 1}}\n");
+    from_yaml(
+        "model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, moe: {experts: 16, top_k: 2,"
+        " groups: 3, groups_per_token: 1}}\n");
   });
   EXPECT_NE(groups.find("moe.groups"), std::string::npos) << groups;
   const std::string per_token = error_of([] {
-    from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, moe: {experts: 16, top_k: 2,"
-              " groups: 4, groups_per_token: 5}}\n");
+    from_yaml(
+        "model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, moe: {experts: 16, top_k: 2,"
+        " groups: 4, groups_per_token: 5}}\n");
   });
   EXPECT_NE(per_token.find("moe.groups_per_token"), std::string::npos) << per_token;
   const std::string every = error_of([] {
@@ -173,11 +176,12 @@ TEST(ModelYaml, InputErrorsNameKeyAndFix) {
   });
   EXPECT_NE(every.find("add sliding_window"), std::string::npos) << every;
   const std::string unfused = error_of([] {
-    from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, sliding_window: 4, attention: unfused}\n");
+    from_yaml(
+        "model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, sliding_window: 4, attention: unfused}\n");
   });
   EXPECT_NE(unfused.find("needs a fused kernel"), std::string::npos) << unfused;
-  const std::string mtp =
-      error_of([] { from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, mtp_layers: 17}\n"); });
+  const std::string mtp = error_of(
+      [] { from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, mtp_layers: 17}\n"); });
   EXPECT_NE(mtp.find("mtp_layers"), std::string::npos) << mtp;
   const std::string experts = error_of([] {
     from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, moe: {experts: 100000, top_k: 2}}\n");
@@ -190,7 +194,8 @@ TEST(ModelYaml, SlidingWindowEveryLayerOrAllButEveryNth) {
       from_yaml("model: {layers: 4, hidden: 1024, heads: 16, vocab: 10, seq_len: 8192, sliding_window: 4096}\n");
   for (int l = 0; l < 4; ++l) EXPECT_EQ(mistral.attention_window(l), 4096);
   const ModelConfig gemma3 = from_yaml(
-      "model: {layers: 12, hidden: 1024, heads: 16, vocab: 10, seq_len: 8192, sliding_window: 1024, full_attention_every: 6}\n");
+      "model: {layers: 12, hidden: 1024, heads: 16, vocab: 10, seq_len: 8192, sliding_window: 1024, "
+      "full_attention_every: 6}\n");
   EXPECT_EQ(gemma3.attention_window(4), 1024);
   EXPECT_EQ(gemma3.attention_window(5), 0);
   EXPECT_EQ(gemma3.attention_window(11), 0);

@@ -32,16 +32,18 @@ double sum(const std::vector<Op>& ops, const std::function<bool(const Op&)>& pic
   return total;
 }
 double flops_of(const std::vector<Op>& ops, OpKind kind) {
-  return sum(ops, [&](const Op& o) { return o.kind == kind && !o.recompute; }, [](const Op& o) { return o.flops; });
+  return sum(
+      ops, [&](const Op& o) { return o.kind == kind && !o.recompute; }, [](const Op& o) { return o.flops; });
 }
 int count(const std::vector<Op>& ops, CommKind kind, CommGroup group) {
-  return static_cast<int>(
-      sum(ops, [&](const Op& o) { return o.kind == OpKind::Comm && o.comm == kind && o.group == group; },
-          [](const Op&) { return 1.0; }));
+  return static_cast<int>(sum(
+      ops, [&](const Op& o) { return o.kind == OpKind::Comm && o.comm == kind && o.group == group; },
+      [](const Op&) { return 1.0; }));
 }
 double comm_bytes(const std::vector<Op>& ops, CommKind kind, CommGroup group) {
-  return sum(ops, [&](const Op& o) { return o.kind == OpKind::Comm && o.comm == kind && o.group == group; },
-             [](const Op& o) { return o.comm_bytes; });
+  return sum(
+      ops, [&](const Op& o) { return o.kind == OpKind::Comm && o.comm == kind && o.group == group; },
+      [](const Op& o) { return o.comm_bytes; });
 }
 
 TEST(LayerOps, ForwardFlopsMatchTheMegatronClosedForm) {
@@ -100,7 +102,8 @@ TEST(LayerOps, TensorParallelCollectives) {
   EXPECT_EQ(count(fwd_sp, CommKind::AllReduce, CommGroup::TP), 0);
   EXPECT_EQ(count(fwd_sp, CommKind::AllGather, CommGroup::TP), 2);
   EXPECT_EQ(count(fwd_sp, CommKind::ReduceScatter, CommGroup::TP), 2);
-  EXPECT_DOUBLE_EQ(comm_bytes(fwd_sp, CommKind::AllGather, CommGroup::TP), comm_bytes(fwd, CommKind::AllReduce, CommGroup::TP));
+  EXPECT_DOUBLE_EQ(comm_bytes(fwd_sp, CommKind::AllGather, CommGroup::TP),
+                   comm_bytes(fwd, CommKind::AllReduce, CommGroup::TP));
   EXPECT_DOUBLE_EQ(comm_bytes(fwd_sp, CommKind::ReduceScatter, CommGroup::TP),
                    comm_bytes(fwd, CommKind::AllReduce, CommGroup::TP));
   EXPECT_EQ(count(bwd_sp, CommKind::AllGather, CommGroup::TP), 4);
@@ -116,10 +119,21 @@ TEST(LayerOps, MegatronLayerOrderWithSequenceParallelism) {
   const ModelConfig m = gpt();
   std::vector<std::string> names;
   for (const Op& o : layer_forward_ops(m, plan(2, true), 0)) names.push_back(o.name);
-  const std::vector<std::string> expected{
-      "input norm", "tp all-gather (attention)", "qkv projection", "rotary embedding", "attention",
-      "attention output projection", "tp reduce-scatter (attention)", "dropout + residual", "post-attention norm",
-      "tp all-gather (mlp)", "mlp fc1", "mlp gelu", "mlp fc2", "tp reduce-scatter (mlp)", "dropout + residual"};
+  const std::vector<std::string> expected{"input norm",
+                                          "tp all-gather (attention)",
+                                          "qkv projection",
+                                          "rotary embedding",
+                                          "attention",
+                                          "attention output projection",
+                                          "tp reduce-scatter (attention)",
+                                          "dropout + residual",
+                                          "post-attention norm",
+                                          "tp all-gather (mlp)",
+                                          "mlp fc1",
+                                          "mlp gelu",
+                                          "mlp fc2",
+                                          "tp reduce-scatter (mlp)",
+                                          "dropout + residual"};
   EXPECT_EQ(names, expected);
 }
 
@@ -130,11 +144,12 @@ TEST(LayerOps, AsyncTensorParallelBackward) {
   const ModelConfig m = gpt();
   auto names = [&](const ParallelPlan& p) {
     std::vector<std::string> out;
-    for (const Op& o : layer_backward_ops(m, p, 0))
-      out.push_back(o.name + (o.overlaps_next ? " [async]" : ""));
+    for (const Op& o : layer_backward_ops(m, p, 0)) out.push_back(o.name + (o.overlaps_next ? " [async]" : ""));
     return out;
   };
-  auto tail = [](const std::vector<std::string>& v, size_t n) { return std::vector<std::string>(v.end() - n, v.end()); };
+  auto tail = [](const std::vector<std::string>& v, size_t n) {
+    return std::vector<std::string>(v.end() - n, v.end());
+  };
   ParallelPlan sp = plan(2, true);
   EXPECT_EQ(tail(names(sp), 5),
             (std::vector<std::string>{"tp all-gather (attention) (wgrad input) [async]", "qkv projection dgrad",
@@ -161,11 +176,21 @@ TEST(LayerOps, TensorParallelCommOverlapPipelinesTheSequenceParallelCollectivesW
   p.tp_comm_overlap = true;
   std::vector<std::string> names;
   for (const Op& o : layer_forward_ops(m, p, 0)) names.push_back(o.name + (o.overlaps_next ? " [async]" : ""));
-  const std::vector<std::string> expected{
-      "input norm", "tp all-gather (attention) [async]", "qkv projection", "rotary embedding", "attention",
-      "tp reduce-scatter (attention) [async]", "attention output projection", "dropout + residual",
-      "post-attention norm", "tp all-gather (mlp) [async]", "mlp fc1", "mlp gelu", "tp reduce-scatter (mlp) [async]",
-      "mlp fc2", "dropout + residual"};
+  const std::vector<std::string> expected{"input norm",
+                                          "tp all-gather (attention) [async]",
+                                          "qkv projection",
+                                          "rotary embedding",
+                                          "attention",
+                                          "tp reduce-scatter (attention) [async]",
+                                          "attention output projection",
+                                          "dropout + residual",
+                                          "post-attention norm",
+                                          "tp all-gather (mlp) [async]",
+                                          "mlp fc1",
+                                          "mlp gelu",
+                                          "tp reduce-scatter (mlp) [async]",
+                                          "mlp fc2",
+                                          "dropout + residual"};
   EXPECT_EQ(names, expected);
   const std::vector<Op> backward = layer_backward_ops(m, p, 0);
   const auto gather = std::find_if(backward.begin(), backward.end(),
@@ -211,8 +236,8 @@ TEST(LayerOps, GqaAndSwiGluShapes) {
   EXPECT_EQ(qkv.n, (64 + 2 * 8) * 128 / 4);  // Q heads + K and V of kv_heads, split by tp
   EXPECT_EQ(qkv.k, 8192);
   // SwiGLU: 3 weight matrices (gate, up fused into fc1; down) = 3 * 2*T*h*ffn/t FLOPs.
-  const double mlp = sum(fwd, [](const Op& o) { return o.name.rfind("mlp fc", 0) == 0; },
-                         [](const Op& o) { return o.flops; });
+  const double mlp = sum(
+      fwd, [](const Op& o) { return o.name.rfind("mlp fc", 0) == 0; }, [](const Op& o) { return o.flops; });
   EXPECT_DOUBLE_EQ(mlp, 3.0 * 2 * 2048 * 8192 * 28672 / 4);
   for (const Op& o : fwd)
     if (o.kind == OpKind::Attention) {
@@ -230,10 +255,12 @@ TEST(LayerOps, EagerElementwiseKernelsMoveMoreBytesThanFusedOnes) {
   ParallelPlan fused = plan(1, false, 2), eager = fused;
   eager.kernels = Kernels::Eager;
   auto bytes_of = [](const std::vector<Op>& ops, const std::string& name) {
-    return sum(ops, [&](const Op& o) { return o.name == name; }, [](const Op& o) { return o.bytes; });
+    return sum(
+        ops, [&](const Op& o) { return o.name == name; }, [](const Op& o) { return o.bytes; });
   };
   auto kernels_of = [](const std::vector<Op>& ops, const std::string& name) {
-    return sum(ops, [&](const Op& o) { return o.name == name; }, [](const Op& o) { return 1.0 * o.kernels; });
+    return sum(
+        ops, [&](const Op& o) { return o.name == name; }, [](const Op& o) { return 1.0 * o.kernels; });
   };
   const double T = 2.0 * 2048, h = 4096, qk = (32 + 8) * 128.0, f = 14336;
   const auto f_ops = layer_forward_ops(m, fused, 0), e_ops = layer_forward_ops(m, eager, 0);
@@ -251,7 +278,8 @@ TEST(LayerOps, EagerElementwiseKernelsMoveMoreBytesThanFusedOnes) {
   // LayerNorm and GELU are one PyTorch kernel either way; the GEMMs do not change.
   ModelConfig g = gpt(4096, 32);
   EXPECT_DOUBLE_EQ(bytes_of(layer_forward_ops(g, eager, 0), "input norm"), 4 * T * h);
-  EXPECT_DOUBLE_EQ(bytes_of(layer_forward_ops(g, eager, 0), "mlp gelu"), bytes_of(layer_forward_ops(g, fused, 0), "mlp gelu"));
+  EXPECT_DOUBLE_EQ(bytes_of(layer_forward_ops(g, eager, 0), "mlp gelu"),
+                   bytes_of(layer_forward_ops(g, fused, 0), "mlp gelu"));
   EXPECT_DOUBLE_EQ(flops_of(e_ops, OpKind::Gemm), flops_of(f_ops, OpKind::Gemm));
 }
 
@@ -287,8 +315,8 @@ TEST(LayerOps, SelectiveRecomputationReRunsTheNamedModules) {
   std::vector<std::string> recomputed;
   for (const Op& o : layer_backward_ops(m, p, 3))
     if (o.recompute) recomputed.push_back(o.name);
-  const std::vector<std::string> expected{"recompute input norm",       "recompute q up projection",
-                                          "recompute kv up projection", "recompute rotary embedding",
+  const std::vector<std::string> expected{"recompute input norm",          "recompute q up projection",
+                                          "recompute kv up projection",    "recompute rotary embedding",
                                           "recompute post-attention norm", "recompute expert swiglu"};
   EXPECT_EQ(recomputed, expected);
   // The whole MoE layer: its dispatch and combine all-to-alls are re-run too.
@@ -310,8 +338,9 @@ TEST(LayerOps, TorchtitanOpCheckpointingRecomputesEverySecondMatmulAndKeepsTheAt
   m.ffn_hidden = 14336;
   const double T = 2048, h = 4096, kv = 8 * 128, f = 14336;
   const auto recomputed_gemm_flops = [&](const ParallelPlan& p) {
-    return sum(layer_backward_ops(m, p, 0), [](const Op& o) { return o.recompute && o.kind == OpKind::Gemm; },
-               [](const Op& o) { return o.flops; });
+    return sum(
+        layer_backward_ops(m, p, 0), [](const Op& o) { return o.recompute && o.kind == OpKind::Gemm; },
+        [](const Op& o) { return o.flops; });
   };
   ParallelPlan p = plan();
   p.recompute = Recompute::Op;
@@ -401,7 +430,9 @@ TEST(LayerOps, ContextParallelExchangeRunsUnderTheAttentionOnlyWithP2p) {
       if (pred(ops[i])) return static_cast<int>(i);
     return -1;
   };
-  auto is_cp = [](CommKind k) { return [k](const Op& o) { return o.kind == OpKind::Comm && o.group == CommGroup::CP && o.comm == k; }; };
+  auto is_cp = [](CommKind k) {
+    return [k](const Op& o) { return o.kind == OpKind::Comm && o.group == CommGroup::CP && o.comm == k; };
+  };
   auto is_attention = [](const Op& o) { return o.kind == OpKind::Attention; };
   for (const CpComm mode : {CpComm::P2P, CpComm::AllGather}) {
     p.cp_comm = mode;
@@ -418,7 +449,9 @@ TEST(LayerOps, ContextParallelExchangeRunsUnderTheAttentionOnlyWithP2p) {
     EXPECT_EQ(rs < att, ring);
     EXPECT_EQ(bwd[ag].overlaps_next, ring);
     EXPECT_EQ(bwd[rs].overlaps_next, ring);
-    if (ring) { EXPECT_EQ(att, std::max(ag, rs) + 1); }
+    if (ring) {
+      EXPECT_EQ(att, std::max(ag, rs) + 1);
+    }
   }
 }
 
@@ -448,8 +481,8 @@ TEST(LayerOps, MoeExpertsAndAllToAll) {
   EXPECT_DOUBLE_EQ(comm_bytes(fwd, CommKind::AllToAll, CommGroup::EP), 2 * 2048.0 * 2 * 4096 * 2);
   // One local expert processes the ep ranks' s*top_k/E*ep = s*top_k tokens on average:
   // expert FLOPs = 3 matrices x 2 x (s*top_k) x h x f.
-  const double experts = sum(fwd, [](const Op& o) { return o.name.rfind("expert fc", 0) == 0; },
-                             [](const Op& o) { return o.flops; });
+  const double experts = sum(
+      fwd, [](const Op& o) { return o.name.rfind("expert fc", 0) == 0; }, [](const Op& o) { return o.flops; });
   EXPECT_DOUBLE_EQ(experts, 3.0 * 2 * 2048 * 2 * 4096 * 14336);
   EXPECT_EQ(count(layer_backward_ops(m, p, 0), CommKind::AllToAll, CommGroup::EP), 2);
   // With TP + SP the dispatched tokens (s*top_k of them) are gathered over TP and kept for the
@@ -460,15 +493,20 @@ TEST(LayerOps, MoeExpertsAndAllToAll) {
   const auto fwd_tp = layer_forward_ops(m, p, 0);
   const auto bwd_tp = layer_backward_ops(m, p, 0);
   auto expert_comm = [](const std::vector<Op>& ops, CommKind k) {
-    return static_cast<int>(sum(ops, [&](const Op& o) { return o.kind == OpKind::Comm && o.comm == k &&
-                                                                o.name.find("(experts)") != std::string::npos; },
-                                [](const Op&) { return 1.0; }));
+    return static_cast<int>(sum(
+        ops,
+        [&](const Op& o) {
+          return o.kind == OpKind::Comm && o.comm == k && o.name.find("(experts)") != std::string::npos;
+        },
+        [](const Op&) { return 1.0; }));
   };
   EXPECT_EQ(expert_comm(fwd_tp, CommKind::AllGather), 1);
   EXPECT_EQ(expert_comm(bwd_tp, CommKind::AllGather), 1);
   EXPECT_EQ(expert_comm(bwd_tp, CommKind::ReduceScatter), 1);
   for (const Op& o : fwd_tp)
-    if (o.name == "tp all-gather (experts)") { EXPECT_DOUBLE_EQ(o.comm_bytes, 2048.0 * 2 * 4096 * 2); }
+    if (o.name == "tp all-gather (experts)") {
+      EXPECT_DOUBLE_EQ(o.comm_bytes, 2048.0 * 2 * 4096 * 2);
+    }
   // Parallel folding (etp 1): whole experts on this rank's own sequence-parallel tokens, no TP
   // collectives around them; the tp ranks together do the same expert work as one rank of the
   // unfolded plan, and each holds E/ep whole experts.
@@ -476,8 +514,8 @@ TEST(LayerOps, MoeExpertsAndAllToAll) {
   const auto fwd_folded = layer_forward_ops(m, p, 0);
   EXPECT_EQ(expert_comm(fwd_folded, CommKind::AllGather), 0);
   EXPECT_EQ(expert_comm(layer_backward_ops(m, p, 0), CommKind::ReduceScatter), 0);
-  const double folded = sum(fwd_folded, [](const Op& o) { return o.name.rfind("expert fc", 0) == 0; },
-                            [](const Op& o) { return o.flops; });
+  const double folded = sum(
+      fwd_folded, [](const Op& o) { return o.name.rfind("expert fc", 0) == 0; }, [](const Op& o) { return o.flops; });
   EXPECT_DOUBLE_EQ(folded * p.tp, experts);
   EXPECT_DOUBLE_EQ(comm_bytes(fwd_folded, CommKind::AllToAll, CommGroup::EP), 2 * 1024.0 * 2 * 4096 * 2);
   EXPECT_DOUBLE_EQ(layer_expert_params_per_rank(m, p, 0), m.expert_params() * 8 / p.ep);
@@ -487,8 +525,9 @@ TEST(LayerOps, MoeExpertsAndAllToAll) {
   m.moe.imbalance = 1.25;
   p.tp = 1;
   p.etp = 0;
-  const double busier = sum(layer_forward_ops(m, p, 0), [](const Op& o) { return o.name.rfind("expert fc", 0) == 0; },
-                            [](const Op& o) { return o.flops; });
+  const double busier = sum(
+      layer_forward_ops(m, p, 0), [](const Op& o) { return o.name.rfind("expert fc", 0) == 0; },
+      [](const Op& o) { return o.flops; });
   EXPECT_NEAR(busier / experts, 1.25, 1e-9);
 }
 
@@ -498,8 +537,9 @@ TEST(LayerOps, AllToAllDispatcherSortsTokensBySeveralLocalExperts) {
   const ModelConfig m = moe_gpt(32, 4, 1024);
   ParallelPlan p = ep_plan(8);
   const auto sorts = [&](const std::vector<Op>& ops) {
-    return sum(ops, [](const Op& o) { return o.name.rfind("sort tokens", 0) == 0 || o.name.rfind("restore tokens", 0) == 0; },
-               [](const Op& o) { return o.bytes; });
+    return sum(
+        ops, [](const Op& o) { return o.name.rfind("sort tokens", 0) == 0 || o.name.rfind("restore tokens", 0) == 0; },
+        [](const Op& o) { return o.bytes; });
   };
   const double received = 2048.0 * 4;  // s * top_k copies reach this rank's 4 experts on average
   EXPECT_DOUBLE_EQ(sorts(layer_forward_ops(m, p, 0)), 2 * (2 * 2.0 * received * 4096));
@@ -547,14 +587,15 @@ TEST(StepOps, OpFlopsOverAStepAreTheModelFlops) {
       for (const auto& ops : {layer_forward_ops(m, p, l), layer_backward_ops(m, p, l)})
         per_rank += flops_of(ops, OpKind::Gemm) + flops_of(ops, OpKind::Attention);
     }
-    for (const auto& ops : {head_forward_ops(m, p), head_backward_ops(m, p), mtp_forward_ops(m, p), mtp_backward_ops(m, p)})
+    for (const auto& ops :
+         {head_forward_ops(m, p), head_backward_ops(m, p), mtp_forward_ops(m, p), mtp_backward_ops(m, p)})
       per_rank += flops_of(ops, OpKind::Gemm) + flops_of(ops, OpKind::Attention);
     const double step = per_rank * p.num_micro_batches() * p.dp * p.tp;
     EXPECT_NEAR(step / model_flops_per_step(m, p), 1.0, 1e-12) << "mtp_layers " << mtp;
   }
   // The MTP module's parameters sit on the last stage: a layer, two norms and the 2h x h projection.
-  EXPECT_DOUBLE_EQ(mtp_params_per_rank(m, p),
-                   layer_params_per_rank(m, p, m.layers - 1) + 2.0 * m.norm_params() + 2.0 * m.hidden * m.hidden / p.tp);
+  EXPECT_DOUBLE_EQ(mtp_params_per_rank(m, p), layer_params_per_rank(m, p, m.layers - 1) + 2.0 * m.norm_params() +
+                                                  2.0 * m.hidden * m.hidden / p.tp);
 }
 
 TEST(StepOps, MtpProjectionCollectivesAndRecomputation) {
@@ -586,10 +627,12 @@ TEST(StepOps, MtpProjectionCollectivesAndRecomputation) {
   full.recompute = Recompute::Full;
   full.recompute_layers = 1;
   auto recomputed = [](const std::vector<Op>& ops) {
-    return static_cast<int>(sum(ops, [](const Op& o) { return o.recompute; }, [](const Op&) { return 1.0; }));
+    return static_cast<int>(sum(
+        ops, [](const Op& o) { return o.recompute; }, [](const Op&) { return 1.0; }));
   };
   const int layer_ops = static_cast<int>(layer_forward_ops(m, full, m.layers - 1).size());
-  const int projection_ops = static_cast<int>(mtp_forward_ops(m, full).size() - layer_ops - head_forward_ops(m, full).size());
+  const int projection_ops =
+      static_cast<int>(mtp_forward_ops(m, full).size() - layer_ops - head_forward_ops(m, full).size());
   EXPECT_EQ(recomputed(mtp_backward_ops(m, full)), layer_ops + projection_ops);
   m.mtp_layers = 2;
   EXPECT_EQ(recomputed(mtp_backward_ops(m, full)), 2 * (layer_ops + projection_ops));
@@ -599,7 +642,7 @@ TEST(StepOps, MtpProjectionCollectivesAndRecomputation) {
 TEST(StepOps, HeadAndEmbeddingCollectives) {
   const ModelConfig m = gpt();
   const auto head = head_forward_ops(m, plan(8));
-  EXPECT_EQ(count(head, CommKind::AllReduce, CommGroup::TP), 3);  // cross-entropy statistics
+  EXPECT_EQ(count(head, CommKind::AllReduce, CommGroup::TP), 3);                           // cross-entropy statistics
   EXPECT_EQ(count(head_backward_ops(m, plan(8)), CommKind::AllReduce, CommGroup::TP), 1);  // input grad
   EXPECT_EQ(count(embedding_forward_ops(m, plan(8)), CommKind::AllReduce, CommGroup::TP), 1);
   EXPECT_EQ(count(embedding_forward_ops(m, plan(8, true)), CommKind::ReduceScatter, CommGroup::TP), 1);

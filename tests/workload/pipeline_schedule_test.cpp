@@ -18,8 +18,10 @@ void expect_complete(const std::vector<PipelineItem>& items, int m, int vp) {
   std::set<std::pair<int, int>> forwarded;
   for (const auto& it : items) {
     EXPECT_TRUE(seen.insert({it.micro_batch, it.chunk, it.backward}).second);
-    if (!it.backward) forwarded.insert({it.micro_batch, it.chunk});
-    else EXPECT_TRUE(forwarded.count({it.micro_batch, it.chunk})) << "backward before forward";
+    if (!it.backward)
+      forwarded.insert({it.micro_batch, it.chunk});
+    else
+      EXPECT_TRUE(forwarded.count({it.micro_batch, it.chunk})) << "backward before forward";
   }
 }
 
@@ -111,7 +113,8 @@ TEST(PipelineSchedule, RejectsBadShapes) {
 TEST(PipelineSchedule, PairedOneFOneBWarmsUpOneMoreAndPairsEachSteadyForwardWithTheNextBackward) {
   // Megatron-Core's EP all-to-all overlap: one extra warm-up forward, then F(i + w) beside B(i),
   // never a forward beside its own micro-batch's backward.
-  for (const auto& [kind, pp, vp] : {std::tuple{ScheduleKind::OneFOneB, 1, 1}, std::tuple{ScheduleKind::Interleaved, 4, 2}}) {
+  for (const auto& [kind, pp, vp] :
+       {std::tuple{ScheduleKind::OneFOneB, 1, 1}, std::tuple{ScheduleKind::Interleaved, 4, 2}}) {
     const int m = 8;
     for (int s = 0; s < pp; ++s) {
       const auto plain = stage_schedule(kind, pp, vp, m, s);

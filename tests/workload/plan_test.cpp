@@ -85,7 +85,8 @@ TEST(Plan, AutocastNeedsA16BitComputeDtypeAndNoFsdp) {
 
 TEST(Plan, CudaGraphScopesParseAndNeedWhatTheyCapture) {
   const auto scopes = [](const std::string& v) {
-    const config::Node root = config::Node::load_string("parallelism: {global_batch: 1, cuda_graphs: " + v + "}\n", "plan.yaml");
+    const config::Node root =
+        config::Node::load_string("parallelism: {global_batch: 1, cuda_graphs: " + v + "}\n", "plan.yaml");
     return parse_plan(root["parallelism"]).cuda_graphs;
   };
   EXPECT_EQ(scopes("none"), 0u);
@@ -149,8 +150,9 @@ TEST(Plan, LayersMustDivideByStages) {
   EXPECT_TRUE(has(e, "first_stage_layers")) << e;
   // An uneven split that works: 126 layers = 7 + 14 x 8 + 7 on 16 stages (Llama 3 405B).
   EXPECT_EQ(check(gpt(126, 128, 8), "{pp: 16, first_stage_layers: 7, last_stage_layers: 7, global_batch: 16}", 16), "");
-  EXPECT_TRUE(has(check(gpt(126, 128, 8), "{pp: 16, first_stage_layers: 6, last_stage_layers: 7, global_batch: 16}", 16),
-                  "do not split evenly"));
+  EXPECT_TRUE(
+      has(check(gpt(126, 128, 8), "{pp: 16, first_stage_layers: 6, last_stage_layers: 7, global_batch: 16}", 16),
+          "do not split evenly"));
 }
 
 TEST(Plan, AnExplicitLayoutGivesEveryVirtualStageItsLayers) {
@@ -196,8 +198,8 @@ TEST(Plan, EmbeddingAndLossCountedInThePipelineSplit) {
   EXPECT_TRUE(has(check(m, "{pp: 16, vp: 4, global_batch: 16, account_for_embedding_in_pipeline_split: true}", 16),
                   "layers + 1 = 127 do not divide by pp*vp = 64"));
   EXPECT_TRUE(has(check(gpt(14, 128, 8), "{pp: 16, global_batch: 16, " + both + "}", 16), "no transformer layer"));
-  EXPECT_TRUE(has(check(m, "{pp: 16, vp: 8, global_batch: 16, first_stage_layers: 7, " + both + "}", 16),
-                  "one or the other"));
+  EXPECT_TRUE(
+      has(check(m, "{pp: 16, vp: 8, global_batch: 16, first_stage_layers: 7, " + both + "}", 16), "one or the other"));
 }
 
 TEST(Plan, InterleavingNeedsMultiplesOfPpMicroBatches) {
@@ -239,7 +241,8 @@ TEST(Plan, DualPipeRules) {
   const std::string odd = check(gpt(), "{pp: 4, schedule: dualpipe, global_batch: 9}", 4);
   EXPECT_TRUE(has(odd, "even") && has(odd, "use global_batch 10")) << odd;
   EXPECT_TRUE(has(check(gpt(), "{pp: 4, vp: 2, schedule: dualpipe, global_batch: 8}", 4), "set vp: 1"));
-  EXPECT_TRUE(has(check(gpt(), "{pp: 4, dp: 2, zero: 3, schedule: dualpipe, global_batch: 16}", 8), "'parallelism.zero'"));
+  EXPECT_TRUE(
+      has(check(gpt(), "{pp: 4, dp: 2, zero: 3, schedule: dualpipe, global_batch: 16}", 8), "'parallelism.zero'"));
 }
 
 TEST(Plan, GlobalBatchMustDivideByMicroBatchTimesDp) {
@@ -273,7 +276,8 @@ TEST(Plan, ExpertParallelRules) {
   const std::string beyond = check(moe, "{tp: 2, dp: 4, ep: 8, sequence_parallel: true, global_batch: 8}", 8);
   EXPECT_TRUE(has(beyond, "or etp: 1 to carve ep out of tp*cp*dp")) << beyond;
   EXPECT_EQ(check(moe, "{tp: 2, dp: 4, ep: 8, etp: 1, sequence_parallel: true, global_batch: 8}", 8), "");
-  const std::string folded_too_big = check(moe, "{tp: 2, dp: 2, ep: 8, etp: 1, sequence_parallel: true, global_batch: 8}", 4);
+  const std::string folded_too_big =
+      check(moe, "{tp: 2, dp: 2, ep: 8, etp: 1, sequence_parallel: true, global_batch: 8}", 4);
   EXPECT_TRUE(has(folded_too_big, "must divide tp*cp*dp (2*1*2)")) << folded_too_big;
   const std::string no_sp = check(moe, "{tp: 2, dp: 4, ep: 8, etp: 1, global_batch: 8}", 8);
   EXPECT_TRUE(has(no_sp, "set sequence_parallel: true")) << no_sp;
@@ -304,10 +308,12 @@ TEST(Plan, BadValuesAreInputErrors) {
   const std::string cp_comm = check(gpt(), "{cp_comm: ring, global_batch: 1}", 1);
   EXPECT_TRUE(has(cp_comm, "'parallelism.cp_comm'") && has(cp_comm, "p2p") && has(cp_comm, "all_gather")) << cp_comm;
   const std::string fsdp_impl = check(gpt(), "{fsdp_impl: deepspeed, global_batch: 1}", 1);
-  EXPECT_TRUE(has(fsdp_impl, "'parallelism.fsdp_impl'") && has(fsdp_impl, "fsdp1") && has(fsdp_impl, "megatron")) << fsdp_impl;
+  EXPECT_TRUE(has(fsdp_impl, "'parallelism.fsdp_impl'") && has(fsdp_impl, "fsdp1") && has(fsdp_impl, "megatron"))
+      << fsdp_impl;
   const std::string recipe = check(gpt(), "{fp8_recipe: tensorwise, global_batch: 1}", 1);
   EXPECT_TRUE(has(recipe, "'parallelism.fp8_recipe'") && has(recipe, "delayed") && has(recipe, "current") &&
-              has(recipe, "mxfp8")) << recipe;
+              has(recipe, "mxfp8"))
+      << recipe;
 }
 
 TEST(Plan, Fp8QuantizationBytesFollowTheRecipeAndTheGemmLayouts) {
@@ -334,12 +340,12 @@ TEST(Plan, FsdpElementWisePassBytesFollowTheImplementation) {
     return parse_plan(config::Node::load_string("parallelism: " + yaml + "\n", "p")["parallelism"]);
   };
   const ParallelPlan v2 = plan("{zero: 3, global_batch: 1, grad_reduce_fp32: true}");
-  EXPECT_EQ(v2.fsdp_impl, FsdpImpl::Fsdp2);          // PyTorch's current API is the default
-  EXPECT_DOUBLE_EQ(v2.fsdp_grad_prep_bytes_per_param(), 2 + 4);  // copy-in with the cast to fp32
+  EXPECT_EQ(v2.fsdp_impl, FsdpImpl::Fsdp2);                        // PyTorch's current API is the default
+  EXPECT_DOUBLE_EQ(v2.fsdp_grad_prep_bytes_per_param(), 2 + 4);    // copy-in with the cast to fp32
   EXPECT_DOUBLE_EQ(v2.fsdp_gather_copy_bytes_per_param(), 2 + 2);  // copy-out after the gather
   const ParallelPlan v1 = plan("{zero: 3, global_batch: 1, grad_reduce_fp32: true, fsdp_impl: fsdp1}");
   EXPECT_DOUBLE_EQ(v1.fsdp_grad_prep_bytes_per_param(), (2 + 4) + (4 + 4));  // cast, then pre-divide
-  EXPECT_DOUBLE_EQ(v1.fsdp_gather_copy_bytes_per_param(), 0.0);                // flat-parameter views
+  EXPECT_DOUBLE_EQ(v1.fsdp_gather_copy_bytes_per_param(), 0.0);              // flat-parameter views
   const ParallelPlan pure = plan("{zero: 3, global_batch: 1, fsdp_impl: fsdp1}");
   EXPECT_DOUBLE_EQ(pure.fsdp_grad_prep_bytes_per_param(), 2 + 2);  // no cast: the pre-divide only
   const ParallelPlan fp32 = plan("{zero: 3, global_batch: 1, precision: fp32}");
@@ -356,9 +362,11 @@ TEST(Plan, RecomputeLayersRules) {
   const std::string selective =
       check(m, "{tp: 8, pp: 8, dp: 1, global_batch: 8, recompute: selective, recompute_layers: 4}", 64);
   EXPECT_TRUE(has(selective, "recompute_layers") && has(selective, "full only")) << selective;
-  const std::string too_many = check(m, "{tp: 8, pp: 8, dp: 1, global_batch: 8, recompute: full, recompute_layers: 13}", 64);
+  const std::string too_many =
+      check(m, "{tp: 8, pp: 8, dp: 1, global_batch: 8, recompute: full, recompute_layers: 13}", 64);
   EXPECT_TRUE(has(too_many, "recompute_layers") && has(too_many, "1..12")) << too_many;
-  EXPECT_TRUE(has(check(m, "{tp: 8, pp: 8, dp: 1, global_batch: 8, recompute: full, recompute_layers: -1}", 64), ">= 0"));
+  EXPECT_TRUE(
+      has(check(m, "{tp: 8, pp: 8, dp: 1, global_batch: 8, recompute: full, recompute_layers: -1}", 64), ">= 0"));
 }
 
 }  // namespace

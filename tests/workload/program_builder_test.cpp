@@ -10,7 +10,6 @@
 namespace stacksim::workload {
 namespace {
 
-
 compute::GpuModel gpu() {
   hw::GpuSpec s;
   s.name = "ideal";
@@ -70,7 +69,8 @@ TEST(StepProgram, RoutedExpertGradientsGoToTheirOwnGroupOnceExpertParallelismIsC
   for (int l = 0; l < m.layers; ++l) routed += layer_expert_params_per_rank(m, p, l);
   EXPECT_DOUBLE_EQ(routed, m.layers * m.expert_params() * 2);
   EXPECT_DOUBLE_EQ(expert_grad_bytes(prog), 2.0 * routed);
-  EXPECT_NEAR(reduced_grad_bytes(prog) + expert_grad_bytes(prog), 2.0 * (m.total_params() - 3 * routed), 1.0);  // 6 of 8 experts elsewhere
+  EXPECT_NEAR(reduced_grad_bytes(prog) + expert_grad_bytes(prog), 2.0 * (m.total_params() - 3 * routed),
+              1.0);  // 6 of 8 experts elsewhere
 }
 
 TEST(StepProgram, UnderFp8TheOutputLayerStaysA16BitGemmWithoutCasts) {
@@ -147,8 +147,6 @@ TEST(StepProgram, WindowedAndFullAttentionLayersAreCostedApart) {
   EXPECT_DOUBLE_EQ(seconds(prog.layers[3].backward), seconds(prog.layers[1].backward));
 }
 
-
-
 TEST(StepProgram, LaunchesCountTheKernelsTheHostIssues) {
   // A grouped expert GEMM is one GEMM per local expert; the fused attention backward is three
   // kernels; an eager element-wise chain one per step; the sync rides on the MoE dispatch.
@@ -180,7 +178,6 @@ TEST(StepProgram, LaunchesCountTheKernelsTheHostIssues) {
   const StepProgram eager = build_step_program(m, p, gpu());
   EXPECT_GT(find(eager.layers[0].forward, "input norm").launches, 1);
 }
-
 
 TEST(StepProgram, ACudaGraphIsOneLaunchForTheOpsItCaptures) {
   // tp 2 with an MoE layer (experts over ep 2): the attention block, collectives included, is one
@@ -275,7 +272,8 @@ TEST(StepProgram, TheHostShortcutGivesTheFullHostChainsResult) {
     SCOPED_TRACE("hidden " + std::to_string(hidden) + " pp " + std::to_string(pp));
     ReplayOptions full;
     full.host_shortcut = false;
-    const ReplayResult a = replay_step(p, cluster, coll::CommTuning{}, {}), b = replay_step(p, cluster, coll::CommTuning{}, full);
+    const ReplayResult a = replay_step(p, cluster, coll::CommTuning{}, {}),
+                       b = replay_step(p, cluster, coll::CommTuning{}, full);
     EXPECT_NEAR(a.step_time_s, b.step_time_s, 1e-12 * b.step_time_s) << "hidden " << hidden;
     for (size_t c = 0; c < a.breakdown_s.size(); ++c)
       EXPECT_NEAR(a.breakdown_s[c], b.breakdown_s[c], 1e-9 * b.step_time_s) << "hidden " << hidden << " category " << c;

@@ -23,8 +23,7 @@ topo::Cluster ideal_cluster(int gpus, double link_Bps = 1e15) {
   topo::Cluster c;
   const topo::DeviceId sw = c.add_device({topo::DeviceKind::NvSwitch, "switch", 0, 0, 0, false});
   for (int i = 0; i < gpus; ++i) {
-    const topo::DeviceId g =
-        c.add_device({topo::DeviceKind::Gpu, "gpu" + std::to_string(i), 0, i, 0, false});
+    const topo::DeviceId g = c.add_device({topo::DeviceKind::Gpu, "gpu" + std::to_string(i), 0, i, 0, false});
     c.add_duplex(g, sw, {topo::LinkKind::NvLink, link_Bps, 0.0});
   }
   c.set_shape(1, gpus);
@@ -124,7 +123,7 @@ double dualpipe_recurrence(int pp, int m, double F, double B, double W) {
           const PipelineItem& it = items[r][i];
           const int p = position(it, r);
           if (!it.weight) {
-            const auto need = !it.backward ? std::make_tuple(false, it.micro_batch, p - 1)
+            const auto need = !it.backward  ? std::make_tuple(false, it.micro_batch, p - 1)
                               : p == pp - 1 ? std::make_tuple(false, it.micro_batch, p)
                                             : std::make_tuple(true, it.micro_batch, p + 1);
             if (!it.backward && p == 0) {
@@ -378,7 +377,9 @@ TEST(Replay, RoutedExpertsAreReducedOverTheirOwnDataParallelGroup) {
   p.layers.front().expert_grad_bytes = G;
   p.layers.front().expert_param_bytes = P;
   const topo::Cluster cluster = two_nodes(2, nic_Bps);
-  const auto dp_s = [&](const StepProgram& q) { return replay_step(q, cluster, coll::CommTuning{}, {}).breakdown_s[kCatDpComm]; };
+  const auto dp_s = [&](const StepProgram& q) {
+    return replay_step(q, cluster, coll::CommTuning{}, {}).breakdown_s[kCatDpComm];
+  };
   EXPECT_EQ(group_size(p, Group::ExpertDp), 2);
   EXPECT_NEAR(dp_s(p), (G + P) / 2 / nic_Bps, 0.01 * (G + P) / 2 / nic_Bps);
   // Whole experts folded along tp 2 (dp 2): the group is again the two ranks of the same tp
@@ -481,8 +482,8 @@ TEST(Replay, FsdpElementWisePassesCostTheirGpuTime) {
   };
   const double base = step(0, 0);
   EXPECT_NEAR(base, 4 * 3 * t_f, 1e-3);
-  EXPECT_NEAR(step(prep, 0) - base, 4 * prep, 1e-6);       // one cast per layer and micro-batch
-  EXPECT_NEAR(step(0, copy) - base, 2 * 4 * copy, 1e-6);   // forward and backward gathers
+  EXPECT_NEAR(step(prep, 0) - base, 4 * prep, 1e-6);      // one cast per layer and micro-batch
+  EXPECT_NEAR(step(0, copy) - base, 2 * 4 * copy, 1e-6);  // forward and backward gathers
 }
 
 TEST(Replay, OverlappedParameterGatherWaitsOnlyForEachLayersOwnBucket) {
@@ -510,7 +511,8 @@ TEST(Replay, LongStepsExtendTheSteadyStateExactly) {
   // 1F1B, interleaved and DualPipe pipelines with activations on finite links and blocking sends:
   // past the fill, every round of pp micro-batches takes the same time, so replaying 16 and 32
   // micro-batches (8 rounds of pp at least) and extending the line gives the full replay of 40.
-  for (const auto& [vp, schedule] : {std::pair{1, ScheduleKind::OneFOneB}, std::pair{2, ScheduleKind::OneFOneB}, std::pair{1, ScheduleKind::DualPipe}}) {
+  for (const auto& [vp, schedule] : {std::pair{1, ScheduleKind::OneFOneB}, std::pair{2, ScheduleKind::OneFOneB},
+                                     std::pair{1, ScheduleKind::DualPipe}}) {
     StepProgram p = pipeline(4, vp, 40, 1e-3, schedule);
     p.p2p_bytes = 20e6;
     p.blocking_p2p = true;
@@ -519,7 +521,8 @@ TEST(Replay, LongStepsExtendTheSteadyStateExactly) {
     bool extrapolated = false;
     const ReplayResult bounded = replay_step_bounded(p, c, coll::CommTuning{}, {}, 16, &extrapolated);
     EXPECT_TRUE(extrapolated);
-    EXPECT_NEAR(bounded.step_time_s, full.step_time_s, 1e-9 * full.step_time_s) << "vp " << vp << " schedule " << static_cast<int>(schedule);
+    EXPECT_NEAR(bounded.step_time_s, full.step_time_s, 1e-9 * full.step_time_s)
+        << "vp " << vp << " schedule " << static_cast<int>(schedule);
     for (size_t k = 0; k < full.breakdown_s.size(); ++k)
       EXPECT_NEAR(bounded.breakdown_s[k], full.breakdown_s[k], 1e-9 * full.step_time_s) << category_name(k);
   }
@@ -544,9 +547,11 @@ TEST(Replay, DualPipeHidesOneChunksCommunicationUnderTheOthersCompute) {
     return replay_step(p, cluster, coll::CommTuning{}, {}).step_time_s;
   };
   const double bytes = 1e6;  // about 1 ms on a 1 GB/s link
-  const double one_f_one_b = step(ScheduleKind::OneFOneB, bytes) - step(ScheduleKind::OneFOneB, 0);  // every all-reduce exposed
+  const double one_f_one_b =
+      step(ScheduleKind::OneFOneB, bytes) - step(ScheduleKind::OneFOneB, 0);  // every all-reduce exposed
   ASSERT_GT(one_f_one_b, 0.5 * 2 * m * t);
-  const double dualpipe = step(ScheduleKind::DualPipe, bytes) - step(ScheduleKind::DualPipe, 0);      // of twice the communication
+  const double dualpipe =
+      step(ScheduleKind::DualPipe, bytes) - step(ScheduleKind::DualPipe, 0);  // of twice the communication
   EXPECT_LT(dualpipe, 0.6 * 2 * one_f_one_b);
   EXPECT_GT(dualpipe, 0.3 * 2 * one_f_one_b);  // the second all-reduce of each pair stays exposed
 }
@@ -765,8 +770,8 @@ TEST(Replay, OffloadedActivationsGoToTheHostAfterTheForwardAndComeBackOneLayerAh
   const ReplayResult one = replay_step(program(fast, 1), cluster, coll::CommTuning{}, {});
   EXPECT_NEAR(one.step_time_s, layers * (t_f + t_b) + 0.2, 1e-6);
   EXPECT_NEAR(one.breakdown_s[kCatOffload], 0.2, 1e-6);
-  EXPECT_NEAR(replay_step(program(fast, 2), cluster, coll::CommTuning{}, {}).step_time_s, 2 * (layers * (t_f + t_b) + 0.2),
-              1e-6);
+  EXPECT_NEAR(replay_step(program(fast, 2), cluster, coll::CommTuning{}, {}).step_time_s,
+              2 * (layers * (t_f + t_b) + 0.2), 1e-6);
   // Copies slower than the compute (B / P = 3 s > t_b): the copies out share the device-to-host
   // direction back to back from the first forward's end (1 + 4 x 3 = 13 s), then each layer's
   // copy back (3 s) paces the backward: 13 + 3 x 3 + 3 + 2 = 27 s.
