@@ -158,6 +158,8 @@ std::vector<std::pair<std::string, double>> serving_case_measured(const YAML::No
   return out;
 }
 
+namespace {
+
 // Engine limits the notes quote as flags become the scenario's serving keys (a per-rank batch
 // limit times the attention data-parallel ranks).
 void apply_engine_flags(const std::string& notes, long long dp_ranks, YAML::Node& srv,
@@ -179,6 +181,91 @@ void apply_engine_flags(const std::string& notes, long long dp_ranks, YAML::Node
     defaults.push_back("serving." + f.key + " from the notes ('" + f.spelling + "')");
   }
 }
+
+// The request stream a case describes: arrival mode, request count and lengths (the policy in
+// docs/serving.md: published counts, then the dataset text's, then 10 x the concurrency or 1,000).
+YAML::Node workload_section(const YAML::Node& c, const YAML::Node& sv, std::vector<std::string>& defaults) {
+  const std::vector<std::pair<std::string, double>> measured = serving_case_measured(c);
+  const bool ttft_only = !measured.empty() && std::all_of(measured.begin(), measured.end(), [](const auto& m) {
+    return m.first.rfind("ttft_ms", 0) == 0;
+  });
+  // A prefill pool measured alone: a disaggregated case whose only figure is the total (prompt)
+  // token rate, nothing generated.
+  const bool prefill_only =
+      has(sv, "disaggregated") && measured.size() == 1 && measured[0].first == "total_tokens_per_s";
+  YAML::Node w;
+  const std::string mode = has(sv, "mode") ? field<std::string>(sv, "mode") : "";
+  const YAML::Node other = c["measured"]["other"];
+  const long long published_requests =
+      other && other.IsMap() && other["num_requests"] && other["num_requests"].IsScalar()
+          ? other["num_requests"].as<long long>()
+          : 0;
+  long long requests = published_requests;
+  if (requests == 0 && has(sv, "dataset")) {  // "sharegpt (200 prompts, fixed seed)": the count the source ran
+    static const std::regex count_words(R"((\d+)\s+(prompts|requests|samples)\b)");
+    std::smatch m;
+    const std::string text = field<std::string>(sv, "dataset");
+    if (std::regex_search(text, m, count_words)) requests = std::stoll(m[1].str());
+  }
+  if (mode == "offline" || mode == "server") {
+    w["mode"] = "offline";
+  } else if (mode == "fixed_batch") {
+    if (!has(sv, "batch_size")) throw std::runtime_error("serving.batch_size is null in mode fixed_batch");
+    w["mode"] = "fixed_batch";
+    w["batch_size"] = count_field(sv, "batch_size");
+    if (requests == 0) requests = count_field(sv, "batch_size");  // one batch: what a latency test times
+  } else if (mode == "concurrency") {
+    if (has(sv, "max_concurrency")) {
+      w["mode"] = "concurrency";
+      w["concurrency"] = count_field(sv, "max_concurrency");
+      if (requests == 0) {
+        requests = std::max(10 * count_field(sv, "max_concurrency"), 64LL);
+        defaults.push_back("workload.requests: " + std::to_string(requests) +
+                           " (10 x the concurrency, at least 64; not stated)");
+      }
+    } else {
+      w["mode"] = "offline";
+      defaults.push_back("workload.mode: offline (concurrency not stated: the engine's own limit)");
+    }
+  } else if (mode == "request_rate") {
+    if (!has(sv, "request_rate_per_s"))
+      throw std::runtime_error("serving.request_rate_per_s is null in mode request_rate");
+    w["mode"] = "poisson";
+    w["rate_per_s"] = field<double>(sv, "request_rate_per_s");
+  } else {
+    throw std::runtime_error("serving.mode '" + mode +
+                             "' is not one of offline, server, fixed_batch, concurrency, request_rate");
+  }
+  if (requests == 0) {
+    requests = 1000;
+    defaults.push_back("workload.requests: 1000 (not stated)");
+  }
+  w["requests"] = requests;
+  const std::string dataset = has(sv, "dataset") ? field<std::string>(sv, "dataset") : "";
+  const ServingDataset* ds = dataset.empty() ? nullptr : find_serving_dataset(dataset);
+  for (const char* k : {"input_len", "output_len"}) {
+    const std::string key = std::string(k) == "input_len" ? "input" : "output";
+    if (has(sv, k)) {
+      w[key] = count_field(sv, k);
+    } else if (ds && (key == "input" ? ds->input.mean : ds->output.mean)) {
+      w["dataset"] = ds->name;
+      defaults.push_back("workload." + key + ": " + ds->name + "'s published mean (serving." + k + " null)");
+    } else if (key == "output" && ttft_only) {
+      w[key] = 1;
+      defaults.push_back("workload.output: 1 token (only the time to the first token is measured)");
+    } else if (key == "output" && prefill_only) {
+      w[key] = 1;
+      defaults.push_back("workload.output: 1 token (a disaggregated prefill pool measured alone: only tokens/s in)");
+    } else {
+      throw std::runtime_error(
+          "serving." + std::string(k) + " is null" +
+          (dataset.empty() ? std::string() : " and the dataset '" + dataset + "' has no published " + key + " length"));
+    }
+  }
+  return w;
+}
+
+}  // namespace
 
 YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& defaults) {
   const YAML::Node hw = c["hardware"], sv = c["serving"];
@@ -296,84 +383,8 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
   s["model"] = model_section(c, defaults);
 
   // The request stream.
-  const std::vector<std::pair<std::string, double>> measured = serving_case_measured(c);
-  const bool ttft_only = !measured.empty() && std::all_of(measured.begin(), measured.end(), [](const auto& m) {
-    return m.first.rfind("ttft_ms", 0) == 0;
-  });
-  // A prefill pool measured alone: a disaggregated case whose only figure is the total (prompt)
-  // token rate, nothing generated.
-  const bool prefill_only =
-      has(sv, "disaggregated") && measured.size() == 1 && measured[0].first == "total_tokens_per_s";
-  YAML::Node w;
+  s["workload"] = workload_section(c, sv, defaults);
   const std::string mode = has(sv, "mode") ? field<std::string>(sv, "mode") : "";
-  const YAML::Node other = c["measured"]["other"];
-  const long long published_requests =
-      other && other.IsMap() && other["num_requests"] && other["num_requests"].IsScalar()
-          ? other["num_requests"].as<long long>()
-          : 0;
-  long long requests = published_requests;
-  if (requests == 0 && has(sv, "dataset")) {  // "sharegpt (200 prompts, fixed seed)": the count the source ran
-    static const std::regex count_words(R"((\d+)\s+(prompts|requests|samples)\b)");
-    std::smatch m;
-    const std::string text = field<std::string>(sv, "dataset");
-    if (std::regex_search(text, m, count_words)) requests = std::stoll(m[1].str());
-  }
-  if (mode == "offline" || mode == "server") {
-    w["mode"] = "offline";
-  } else if (mode == "fixed_batch") {
-    if (!has(sv, "batch_size")) throw std::runtime_error("serving.batch_size is null in mode fixed_batch");
-    w["mode"] = "fixed_batch";
-    w["batch_size"] = count_field(sv, "batch_size");
-    if (requests == 0) requests = count_field(sv, "batch_size");  // one batch: what a latency test times
-  } else if (mode == "concurrency") {
-    if (has(sv, "max_concurrency")) {
-      w["mode"] = "concurrency";
-      w["concurrency"] = count_field(sv, "max_concurrency");
-      if (requests == 0) {
-        requests = std::max(10 * count_field(sv, "max_concurrency"), 64LL);
-        defaults.push_back("workload.requests: " + std::to_string(requests) +
-                           " (10 x the concurrency, at least 64; not stated)");
-      }
-    } else {
-      w["mode"] = "offline";
-      defaults.push_back("workload.mode: offline (concurrency not stated: the engine's own limit)");
-    }
-  } else if (mode == "request_rate") {
-    if (!has(sv, "request_rate_per_s"))
-      throw std::runtime_error("serving.request_rate_per_s is null in mode request_rate");
-    w["mode"] = "poisson";
-    w["rate_per_s"] = field<double>(sv, "request_rate_per_s");
-  } else {
-    throw std::runtime_error("serving.mode '" + mode +
-                             "' is not one of offline, server, fixed_batch, concurrency, request_rate");
-  }
-  if (requests == 0) {
-    requests = 1000;
-    defaults.push_back("workload.requests: 1000 (not stated)");
-  }
-  w["requests"] = requests;
-  const std::string dataset = has(sv, "dataset") ? field<std::string>(sv, "dataset") : "";
-  const ServingDataset* ds = dataset.empty() ? nullptr : find_serving_dataset(dataset);
-  for (const char* k : {"input_len", "output_len"}) {
-    const std::string key = std::string(k) == "input_len" ? "input" : "output";
-    if (has(sv, k)) {
-      w[key] = count_field(sv, k);
-    } else if (ds && (key == "input" ? ds->input.mean : ds->output.mean)) {
-      w["dataset"] = ds->name;
-      defaults.push_back("workload." + key + ": " + ds->name + "'s published mean (serving." + k + " null)");
-    } else if (key == "output" && ttft_only) {
-      w[key] = 1;
-      defaults.push_back("workload.output: 1 token (only the time to the first token is measured)");
-    } else if (key == "output" && prefill_only) {
-      w[key] = 1;
-      defaults.push_back("workload.output: 1 token (a disaggregated prefill pool measured alone: only tokens/s in)");
-    } else {
-      throw std::runtime_error(
-          "serving." + std::string(k) + " is null" +
-          (dataset.empty() ? std::string() : " and the dataset '" + dataset + "' has no published " + key + " length"));
-    }
-  }
-  s["workload"] = w;
   if (mode == "server") {
     const YAML::Node lc = sv["latency_constraints"];
     if (!has(sv, "latency_constraints")) throw std::runtime_error("mode server without latency_constraints");

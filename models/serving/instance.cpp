@@ -181,11 +181,18 @@ StepOutcome Instance::step(double now, std::vector<Seq>& done) {
     }
     if (s.generated >= s.output_tokens) leaving[it.index] = 1;
   }
+  retire(leaving, end, done);
+  return out;
+}
+
+// Finished sequences (and a prefill pool's handed-off ones) leave with their blocks freed; the
+// rest keep their order.
+void Instance::retire(const std::vector<char>& leaving, double end_s, std::vector<Seq>& done) {
   size_t kept = 0;
   for (size_t i = 0; i < running_.size(); ++i) {
     if (leaving[i]) {
       Seq& s = running_[i];
-      s.finish_s = end;
+      s.finish_s = end_s;
       free_blocks_ += s.blocks;
       s.blocks = 0;
       done.push_back(std::move(s));
@@ -195,7 +202,6 @@ StepOutcome Instance::step(double now, std::vector<Seq>& done) {
     }
   }
   running_.resize(kept);
-  return out;
 }
 
 }  // namespace stacksim::serving

@@ -64,6 +64,7 @@ class Instance {
   std::vector<Seq> pending_done;  // handed over when the step ends
 
  private:
+  void retire(const std::vector<char>& leaving, double end_s, std::vector<Seq>& done);
   bool next_waiting();
   void preempt(size_t index);
   const ServingConfig& config_;
