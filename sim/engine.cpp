@@ -214,8 +214,7 @@ ResourceId Engine::add_resource(const ResourceSpec& spec) {
 void Engine::set_capacity(ResourceId id, double capacity) {
   if (!(capacity > 0) || std::isinf(capacity))
     throw std::invalid_argument("resource capacity must be positive and finite");
-  if (!impl_->resources.at(id).members.empty())
-    throw std::logic_error("set_capacity on a resource in use");
+  if (!impl_->resources.at(id).members.empty()) throw std::logic_error("set_capacity on a resource in use");
   impl_->resources[id].spec.capacity = capacity;
   impl_->constraints[id].capacity = capacity;
 }
@@ -268,8 +267,9 @@ Time Engine::run(Time until) {
         const Activity& a = m.acts[static_cast<ActivityId>(e.payload)];
         if (a.state != State::Flowing || a.version != static_cast<uint32_t>(e.payload >> 32)) continue;
       }
-      throw HorizonError("the simulation would run past its horizon of about 26 days of simulated time: a rate, "
-                         "bandwidth or duration of the scenario is out of any realistic range");
+      throw HorizonError(
+          "the simulation would run past its horizon of about 26 days of simulated time: a rate, "
+          "bandwidth or duration of the scenario is out of any realistic range");
     }
     if (t > until) break;
     m.now = t;
