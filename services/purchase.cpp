@@ -147,19 +147,26 @@ bool better(const PurchaseOption& a, const PurchaseOption& b, bool fastest) {
 
 }  // namespace
 
+PurchaseInput load_purchase_input(const std::string& path, const std::vector<std::string>& base_sets,
+                                  const std::string& purchase_path) {
+  YAML::Node root = config::Node::load_file(path).yaml();
+  for (const auto& o : base_sets) apply_scenario_override(root, o, "--set " + o);
+  PurchaseInput in{root, config::Node(root["purchase"], path, "purchase"), ""};
+  if (!purchase_path.empty()) {
+    const config::Node p = config::Node::load_file(purchase_path);
+    in.spec = p.has("purchase") ? p["purchase"] : p;
+  }
+  in.base_dir = std::filesystem::path(path).parent_path().string();
+  return in;
+}
+
 PurchaseResult search_purchase(const std::string& path, const std::vector<std::string>& base_sets,
                                const std::string& purchase_path, bool progress) {
   const auto t0 = std::chrono::steady_clock::now();
-  const config::Node file = config::Node::load_file(path);
-  YAML::Node root = file.yaml();
-  for (const auto& o : base_sets) apply_scenario_override(root, o, "--set " + o);
-  config::Node spec_node(root["purchase"], path, "purchase");
-  if (!purchase_path.empty()) {
-    const config::Node p = config::Node::load_file(purchase_path);
-    spec_node = p.has("purchase") ? p["purchase"] : p;
-  }
-  const Spec spec = parse_spec(spec_node);
-  const std::string base_dir = std::filesystem::path(path).parent_path().string();
+  const PurchaseInput in = load_purchase_input(path, base_sets, purchase_path);
+  YAML::Node root = in.root;
+  const Spec spec = parse_spec(in.spec);
+  const std::string& base_dir = in.base_dir;
   PurchaseResult out;
   out.objective = spec.fastest ? "fastest" : "cheapest";
   out.tokens = spec.tokens, out.deadline_days = spec.deadline_days, out.budget_usd = spec.budget_usd;

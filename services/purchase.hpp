@@ -64,6 +64,17 @@ struct PurchaseHardwareOption {
 };
 std::vector<PurchaseHardwareOption> parse_purchase_options(const config::Node& purchase);
 
+// A purchase search's input, shared by the training and serving searches: the scenario tree with
+// the --set overrides applied, its purchase: section (or the --purchase FILE's) and the folder
+// relative paths resolve against.
+struct PurchaseInput {
+  YAML::Node root;
+  config::Node spec;
+  std::string base_dir;
+};
+PurchaseInput load_purchase_input(const std::string& scenario_path, const std::vector<std::string>& base_sets,
+                                  const std::string& purchase_path);
+
 // `purchase_path` empty: the scenario's own purchase: section.
 PurchaseResult search_purchase(const std::string& scenario_path, const std::vector<std::string>& base_sets,
                                const std::string& purchase_path, bool progress);

@@ -124,22 +124,16 @@ std::string why_loses(const ServingPurchaseOption& o, const ServingPurchaseOptio
 ServingPurchaseResult search_serving_purchase(const std::string& path, const std::vector<std::string>& base_sets,
                                               const std::string& purchase_path, bool progress) {
   const auto t0 = std::chrono::steady_clock::now();
-  const config::Node file = config::Node::load_file(path);
-  YAML::Node root = file.yaml();
-  for (const auto& o : base_sets) apply_scenario_override(root, o, "--set " + o);
-  config::Node spec_node(root["purchase"], path, "purchase");
-  if (!purchase_path.empty()) {
-    const config::Node p = config::Node::load_file(purchase_path);
-    spec_node = p.has("purchase") ? p["purchase"] : p;
-  }
-  const Spec spec = parse_spec(spec_node);
+  const PurchaseInput in = load_purchase_input(path, base_sets, purchase_path);
+  const YAML::Node& root = in.root;
+  const Spec spec = parse_spec(in.spec);
   const config::Node top(root, path, "");
   if (!top.has("slo"))
     top.fail("slo", "missing: a serving purchase meets a latency target",
              "add slo: {ttft_ms: {p99: 2000}, tpot_ms: {p99: 100}}");
   if (root["serving"]["disaggregated"])
     top.fail("serving.disaggregated", "the purchase search sizes aggregated replicas", "remove serving.disaggregated");
-  const std::string base_dir = std::filesystem::path(path).parent_path().string();
+  const std::string& base_dir = in.base_dir;
   std::vector<Candidate> candidates;
   for (const PurchaseHardwareOption& opt : spec.options) {
     int node_gpus = 0;
