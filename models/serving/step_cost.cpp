@@ -97,6 +97,15 @@ StepCostModel::Gemm StepCostModel::gemm(double m, double n, double k, double wei
   return {std::sqrt(compute_s * compute_s + memory_s * memory_s) + kernel_s_, memory_s >= compute_s};
 }
 
+// The LM head (16-bit weights, vocabulary split over tp) for `rows` tokens, memoised by the row
+// count: it runs every step, and its tiling search need not.
+StepCostModel::Gemm StepCostModel::lm_head(double rows) {
+  auto [it, fresh] = lm_head_memo_.try_emplace(static_cast<long long>(rows));
+  if (fresh)
+    it->second = gemm(rows, static_cast<double>(model_.vocab) / par_.tp, static_cast<double>(model_.hidden), 2);
+  return it->second;
+}
+
 double StepCostModel::collective_s(coll::CollectiveOp op, const std::vector<int>& ranks, double bytes,
                                    const coll::MoeDispatch& dispatch) {
   if (ranks.size() < 2 || bytes <= 0) return 0;
@@ -261,7 +270,7 @@ StepCost StepCostModel::cost(const StepShape& s) {
   if (s.logits_tokens > 0) {
     const double vocab_gpu = static_cast<double>(model_.vocab) / par_.tp;
     const double rows = std::ceil(static_cast<double>(s.logits_tokens) / par_.dp);  // spread over the ranks
-    const Gemm g = gemm(rows, vocab_gpu, static_cast<double>(model_.hidden), 2);
+    const Gemm g = lm_head(rows);
     r.by_category[static_cast<size_t>(g.memory_bound ? StepCategory::WeightRead : StepCategory::GemmCompute)] +=
         g.seconds;
     r.by_category[static_cast<size_t>(StepCategory::Elementwise)] +=
@@ -275,8 +284,7 @@ StepCost StepCostModel::cost(const StepShape& s) {
     double draft_s = spec.draft_cost_ratio * target_s;
     if (spec.draft_cost_ratio <= 0) {  // MTP / EAGLE: one layer of the target and the LM head
       const double rows = std::ceil(static_cast<double>(s.decode_seqs) / par_.dp);
-      draft_s = target_s / model_.layers +
-                gemm(rows, static_cast<double>(model_.vocab) / par_.tp, static_cast<double>(model_.hidden), 2).seconds;
+      draft_s = target_s / model_.layers + lm_head(rows).seconds;
     }
     r.by_category[static_cast<size_t>(StepCategory::SpeculativeDraft)] += spec.draft_tokens * draft_s;
   }

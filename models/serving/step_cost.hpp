@@ -91,6 +91,7 @@ class StepCostModel {
     bool memory_bound;
   };
   Gemm gemm(double m, double n, double k, double weight_bytes_per_elem) const;
+  Gemm lm_head(double rows);
   const CategorySeconds& token_part(long long tokens, long long rank_tokens);
   double collective_s(coll::CollectiveOp op, const std::vector<int>& ranks, double bytes,
                       const coll::MoeDispatch& dispatch = {});
@@ -111,6 +112,7 @@ class StepCostModel {
   double kv_token_layer_bytes_ = 0;
   std::unordered_map<uint64_t, CategorySeconds> memo_;  // by (rank tokens, tokens)
   std::map<std::tuple<int, double, size_t>, double> coll_memo_;
+  std::unordered_map<long long, Gemm> lm_head_memo_;  // by row count
 };
 
 }  // namespace stacksim::serving
