@@ -356,6 +356,10 @@ void apply_override(YAML::Node& root, const std::string& assignment, const std::
                      "write e.g. --set hardware.gpu=H200-SXM-141GB");
   const std::string key = assignment.substr(0, eq);
   const std::string value = assignment.substr(eq + 1);
+  // A file's text is checked as it is read; an override's must be too (outputs are JSON).
+  if (!valid_utf8(assignment))
+    throw InputError(origin, 0, valid_utf8(key) ? key : std::string("(override)"), "is not valid UTF-8 text",
+                     "write the override in UTF-8 (check the terminal's locale)");
   // An empty value would parse as null, which reads as "key absent": a silent default.
   if (value.find_first_not_of(" \t") == std::string::npos)
     throw InputError(origin, 0, key, "the override has no value", "write " + key + "=VALUE");

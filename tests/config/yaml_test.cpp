@@ -67,6 +67,17 @@ TEST(Yaml, OverridesEditNestedKeysAndRejectBadSyntax) {
             std::string::npos);
 }
 
+TEST(Yaml, OverridesInvalidUtf8AreRefusedNotDropped) {
+  YAML::Node root = YAML::Load("model: {name: a}\n");
+  const std::string latin1 = "model.name=caf\xe9";  // Latin-1, not UTF-8
+  const std::string why = message_of([&] { apply_override(root, latin1, "--set"); });
+  EXPECT_NE(why.find("model.name"), std::string::npos) << why;
+  EXPECT_NE(why.find("UTF-8"), std::string::npos) << why;
+  EXPECT_EQ(root["model"]["name"].as<std::string>(), "a");  // the tree is left as it was
+  apply_override(root, "model.name=caf\xc3\xa9", "--set");  // the same word in UTF-8 is fine
+  EXPECT_EQ(root["model"]["name"].as<std::string>(), "caf\xc3\xa9");
+}
+
 TEST(Yaml, NearestOnlySuggestsCloseNames) {
   EXPECT_EQ(nearest("H100-SXM-80GB", {"H100-SXM5-80GB", "A100-SXM4-80GB"}), "H100-SXM5-80GB");
   EXPECT_EQ(nearest("zzzzzz", {"tp", "pp"}), "");
