@@ -227,9 +227,13 @@ void plan_tensor_parallel(CaseContext& x) {
         "parallelism nor selective recompute: pre-2022, TP backward collectives in sequence)");
   }
   // Transformer Engine's userbuffer overlap of the sequence-parallel collectives with their GEMMs,
-  // where the notes say it ran ("--tp-comm-overlap", "TP_COMM_OVERLAP True", "ub_tp_comm_overlap=true").
-  // A line commented out ("#export TP_COMM_OVERLAP=True") did not run.
-  static const std::regex tp_overlap(R"(--tp-comm-overlap\b|tp_comm_overlap\s*[=:]?\s*(true|1)\b)");
+  // where the notes say it ran ("--tp-comm-overlap", "TP_COMM_OVERLAP True", "ub_tp_comm_overlap=true"),
+  // and PyTorch's async tensor parallelism, the same mechanism (all-gather/reduce-scatter split and
+  // pipelined with the TP matmuls): torchtitan's enable_async_tensor_parallel, "Async TP on",
+  // "Float8 + Async TP". A line commented out ("#export TP_COMM_OVERLAP=True") did not run.
+  static const std::regex tp_overlap(
+      R"(--tp-comm-overlap\b|tp_comm_overlap\s*[=:]?\s*(true|1)\b|)"
+      R"(enable_async_tensor_parallel\b(?!\s*[=:]\s*(false|0)\b)|\basync (tp|tensor parallel(ism)?) on\b|\+ ?async tp\b)");
   if (tp > 1 && sequence_parallel && set_not_commented_out(low_notes, tp_overlap)) {
     pl["tp_comm_overlap"] = true;
     defaults.push_back("parallelism.tp_comm_overlap: true (the notes: TP communication overlapped with the GEMMs)");
