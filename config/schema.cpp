@@ -281,11 +281,28 @@ const KeySpec* find_key(std::string_view path) {
   const auto& idx = index();
   if (const auto it = idx.find(path); it != idx.end()) return it->second;
   // Below a key that takes another section's keys (or an item of a list of maps): look there.
-  for (auto dot = path.rfind('.'); dot != std::string_view::npos && dot > 0; dot = path.rfind('.', dot - 1)) {
-    const std::string root = children_root(std::string(path.substr(0, dot)));
-    if (root != path.substr(0, dot)) return find_key(root + std::string(path.substr(dot)));
+  // Resolved top-down, one component at a time (each prefix already mapped to the declared path
+  // its children hang under), so the work is linear in the key's length; resolving each prefix
+  // from the right recursively was exponential in the number of dots (a fuzzer's "s......s" key).
+  const auto exact = [&](const std::string& p) -> const KeySpec* {
+    const auto it = idx.find(p);
+    return it == idx.end() ? nullptr : it->second;
+  };
+  std::string section;
+  for (size_t start = 0;;) {
+    const size_t dot = path.find('.', start);
+    const std::string part(path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+    const std::string here = section.empty() ? part : section + "." + part;
+    if (dot == std::string_view::npos) return exact(here);
+    section = here;
+    if (here.size() > 2 && here.compare(here.size() - 2, 2, "[]") == 0) {
+      const KeySpec* list = exact(here.substr(0, here.size() - 2));
+      if (list && !list->values.empty()) section = std::string(list->values);
+    } else if (const KeySpec* k = exact(here); k && !alias_of(*k).empty()) {
+      section = std::string(alias_of(*k));
+    }
+    start = dot + 1;
   }
-  return nullptr;
 }
 
 std::vector<std::string> scenario_keys(std::string_view section) {

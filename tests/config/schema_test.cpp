@@ -86,6 +86,18 @@ TEST(Schema, UnknownKeyNamesFileLineKeyAndTheNearestWithItsType) {
   EXPECT_EQ(d.suggestion(), "purchase.options[0].prices.gpu_hour_usd");
 }
 
+// A key of many dots (a fuzzer's find): resolving each prefix recursively took 2^dots steps (25
+// dots: 2.5 s, 30: minutes); resolved top-down it is refused at once. A regression hangs here.
+TEST(Schema, AKeyOfManyDotsIsRefusedNotExplored) {
+  const std::string key = "s" + std::string(200, '.') + "s";
+  const InputError e = error_of([&] { check_text("slo:\n" + key + ": 1\n"); });
+  EXPECT_EQ(e.key(), key);
+  EXPECT_NE(e.reason().find("unknown key"), std::string::npos) << e.reason();
+  EXPECT_EQ(find_key("slo." + std::string(200, '.')), nullptr);
+  EXPECT_NE(find_key("slo.ttft_ms.p99"), nullptr);  // a nested key still resolves
+  EXPECT_NE(find_key("purchase.options[].prices.gpu_hour_usd"), nullptr);  // and one under a list's alias
+}
+
 TEST(Schema, WrongTypesNameTheExpectedTypeUnitAndRange) {
   InputError e = error_of([] { check_text("parallelism:\n  tp: four\n"); });
   EXPECT_EQ(e.line(), 2);
