@@ -94,7 +94,7 @@ TEST(Schema, AKeyOfManyDotsIsRefusedNotExplored) {
   EXPECT_EQ(e.key(), key);
   EXPECT_NE(e.reason().find("unknown key"), std::string::npos) << e.reason();
   EXPECT_EQ(find_key("slo." + std::string(200, '.')), nullptr);
-  EXPECT_NE(find_key("slo.ttft_ms.p99"), nullptr);  // a nested key still resolves
+  EXPECT_NE(find_key("slo.ttft_ms.p99"), nullptr);                         // a nested key still resolves
   EXPECT_NE(find_key("purchase.options[].prices.gpu_hour_usd"), nullptr);  // and one under a list's alias
 }
 
