@@ -39,6 +39,7 @@ void add_serving(std::vector<KeySpec>& t) {
   t.push_back(
       number("serving.prefix_cache_hit_rate", "fraction", "0", 0, 1, "share of prompt tokens cached (below 1)"));
   t.push_back(flag("serving.cuda_graphs", "the engine's", "decode steps replayed as CUDA graphs"));
+  t.push_back(flag("serving.expert_load_balancer", "false", "EPLB: experts replicated and placed by measured load"));
   t.push_back(section("serving.speculative", "speculative decoding"));
   t.push_back(integer("serving.speculative.draft_tokens", "tokens", "1", 1, kMaxServingCount, "drafted per step"));
   t.push_back(number("serving.speculative.acceptance_rate", "fraction", "", 0, 1, "measured acceptance (required)"));

@@ -368,6 +368,7 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
   if (c.prefix_cache_hit_rate >= 1)
     n.fail("prefix_cache_hit_rate", "must be below 1 (some of each prompt is new)", "use e.g. 0.5");
   c.cuda_graphs = n.bool_or("cuda_graphs", c.cuda_graphs);
+  c.expert_load_balancer = n.bool_or("expert_load_balancer", c.expert_load_balancer);
   if (n.has("speculative")) {
     const config::Node sp = n["speculative"];
     sp.require_map();

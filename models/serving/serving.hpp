@@ -78,6 +78,9 @@ struct ServingConfig {
   bool chunked_prefill = true;
   double prefix_cache_hit_rate = 0;  // share of each prompt found in the prefix cache (0..1)
   bool cuda_graphs = true;
+  // Experts placed by measured load, hot ones replicated (DeepSeek's EPLB, TensorRT-LLM's
+  // moe_config.load_balancer): the EP ranks' loads nearly even (expert_balance.hpp).
+  bool expert_load_balancer = false;
   SpeculativeConfig speculative;
   DisaggregationConfig disaggregated;
 };

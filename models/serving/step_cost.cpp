@@ -1,5 +1,7 @@
 #include "models/serving/step_cost.hpp"
 
+#include "models/serving/expert_balance.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -183,7 +185,10 @@ const CategorySeconds& StepCostModel::token_part(long long tokens, long long ran
     const double experts_gpu = moe.experts / ep;
     const double hit = 1 - std::pow(1 - 1.0 / moe.experts, copies);
     const double active = experts_gpu * hit;
-    const double rows = copies / ep * moe.load_factor();
+    // The busiest EP rank's routed rows set the step (expert_balance.hpp); one rank holding a slice
+    // of every expert (ep 1) has no spread.
+    const double busiest = busiest_expert_rank_factor(moe.experts, par_.ep, copies, config_.expert_load_balancer);
+    const double rows = copies / ep * busiest;
     const double expert_params_gpu = m.expert_params() / etp;
     // Each active expert's grouped-GEMM slice: its share of the rows against its FFN width.
     const double expert_fraction = gpu_model_.gemm_compute_fraction(std::max(1.0, rows / std::max(1.0, active)),
@@ -203,8 +208,9 @@ const CategorySeconds& StepCostModel::token_part(long long tokens, long long ran
       d.top_k = moe.top_k;
       d.groups = moe.groups;
       d.groups_per_token = moe.groups_per_token;
-      const double dispatch_bytes = t_rank * moe.top_k * h * std::min(a_bytes_, kActivationBytes);
-      const double combine_bytes = t_rank * moe.top_k * h * kActivationBytes;
+      // The busiest rank receives `busiest` x the mean: the all-to-all ends when it has.
+      const double dispatch_bytes = t_rank * moe.top_k * h * std::min(a_bytes_, kActivationBytes) * busiest;
+      const double combine_bytes = t_rank * moe.top_k * h * kActivationBytes * busiest;
       c[static_cast<size_t>(StepCategory::EpComm)] +=
           moe_layers_ * (collective_s(coll::CollectiveOp::AllToAll, ep_ranks_, dispatch_bytes, d) +
                          collective_s(coll::CollectiveOp::AllToAll, ep_ranks_, combine_bytes, d));
@@ -263,7 +269,15 @@ void StepCostModel::attention(const StepShape& s, CategorySeconds& out) const {
 StepCost StepCostModel::cost(const StepShape& s) {
   StepCost r;
   const long long tokens = s.decode_query_tokens + s.prefill_tokens;
-  const long long rank_tokens = std::max((tokens + par_.dp - 1) / par_.dp, std::min(tokens, s.largest_item_tokens));
+  // With dp attention ranks, each rank decodes its own sequences (an even share) and the new
+  // prompts are dealt round-robin, longest first (TensorRT-LLM tech blog 10, "ADP Balance
+  // Strategy": the baseline scheduler); the rank that gets the largest chunk still runs its decodes,
+  // and every rank waits for it at the MoE all-to-all.
+  const long long dp = par_.dp;
+  const long long rank_prefill =
+      std::max((s.prefill_tokens + dp - 1) / dp, std::min(s.prefill_tokens, s.largest_item_tokens));
+  const long long rank_tokens =
+      std::min(tokens, std::max((s.decode_query_tokens + dp - 1) / dp + rank_prefill, s.largest_item_tokens));
   r.by_category = token_part(tokens, rank_tokens);
   attention(s, r.by_category);
   // LM head (16-bit weights, vocabulary split over tp) and sampling over the logits.
