@@ -155,6 +155,17 @@ const CategorySeconds& StepCostModel::token_part(long long tokens, long long ran
   // Attention projections: attention_gemm_params / hidden is the summed output width (q, k, v, o).
   const double attn_width = m.attention_gemm_params() / h / tp;
   add_gemm(layers, t_rank, attn_width, h, w_bytes_);
+  // ...run as separate launches, each with its floor: the fused QKV and the output GEMM (attention
+  // runs between them); MLA's fused q/kv down-projection, q up-projection, the absorbed k and v
+  // up-projections (two batched GEMMs) and the output GEMM, with the two latent RMSNorms between
+  // (TensorRT-LLM tech blog 1's MLA module list, Modules 1-8).
+  const bool q_lora = m.is_mla() && m.mla.q_lora_rank > 0;
+  const double attn_launches = m.is_mla() ? (q_lora ? 5 : 4) : 2;
+  const double latent_norms = m.is_mla() ? (q_lora ? 2 : 1) : 0;
+  const bool attn_memory_bound = gemm(t_rank, attn_width, h, w_bytes_).memory_bound;
+  c[static_cast<size_t>(attn_memory_bound ? StepCategory::WeightRead : StepCategory::GemmCompute)] +=
+      layers * (attn_launches - 1) * kernel_s_;
+  c[static_cast<size_t>(StepCategory::Elementwise)] += layers * latent_norms * kernel_s_;
   // Dense MLPs (every non-MoE layer).
   const double ffn_gpu = static_cast<double>(m.ffn_hidden) / tp;
   add_gemm(dense_layers_, t_rank, (m.mlp_gemms() - 1) * ffn_gpu, h, w_bytes_);
@@ -183,12 +194,12 @@ const CategorySeconds& StepCostModel::token_part(long long tokens, long long ran
     const double tokens_seen = par_.ep > 1 ? static_cast<double>(tokens) : t_rank;
     const double copies = tokens_seen * moe.top_k;
     const double experts_gpu = moe.experts / ep;
-    const double hit = 1 - std::pow(1 - 1.0 / moe.experts, copies);
-    const double active = experts_gpu * hit;
     // The busiest EP rank's routed rows set the step (expert_balance.hpp); one rank holding a slice
-    // of every expert (ep 1) has no spread.
+    // of every expert (ep 1) has no spread. Its distinct experts (whose weights it reads) follow
+    // from its rows: 1 - (1 - 1/experts_gpu)^rows of them.
     const double busiest = busiest_expert_rank_factor(moe.experts, par_.ep, copies, config_.expert_load_balancer);
     const double rows = copies / ep * busiest;
+    const double active = experts_gpu * (1 - std::pow(1 - 1.0 / std::max(1.0, experts_gpu), rows));
     const double expert_params_gpu = m.expert_params() / etp;
     // Each active expert's grouped-GEMM slice: its share of the rows against its FFN width.
     const double expert_fraction = gpu_model_.gemm_compute_fraction(std::max(1.0, rows / std::max(1.0, active)),
