@@ -9,8 +9,9 @@
 //   attention    decode: every sequence's KV read at the KV format (grows with context); prefill:
 //                causal FLOPs of each chunk against its prior context; MLA reads the latent cache
 //   element-wise fused residual-add + norm (x2), rotary, activation: bytes over HBM
-//   MoE          router, the experts a step touches (1 - (1 - 1/E)^(tokens x top_k) of them) read
-//                once, tokens x top_k x imbalance through the busiest rank's grouped GEMM
+//   MoE          router; the busiest EP rank (expert_balance.hpp: expert popularity and sampling,
+//                the expected max over ep ranks) sets the step: its rows through its grouped
+//                GEMM, the distinct experts they touch (1 - (1 - 1/g)^rows of its g) read once
 //   collectives  TP all-reduce (2 per layer), EP dispatch + combine all-to-all, PP send/recv:
 //                the collectives model's analytical time on the cluster (NCCL's tuner), memoised
 //   host         the engine profile's per-step overhead (CUDA graphs or eager) + per sequence;
