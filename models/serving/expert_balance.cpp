@@ -25,7 +25,7 @@ double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 
 double expected_max_standard_normal(int n) {
   if (n <= 1) return 0;
-  static std::map<int, double> memo;
+  thread_local std::map<int, double> memo;  // serving compare and purchase run deployments on threads
   auto it = memo.find(n);
   if (it != memo.end()) return it->second;
   // E[max] = integral of x n phi(x) Phi(x)^(n-1) dx, trapezoid on [-10, 10].
