@@ -81,6 +81,23 @@ TEST(StepCost, BusiestAttentionDpRankRunsItsDecodesAndTheWholePrompt) {
   EXPECT_GT(ranks.cost(all).seconds, rank.cost(prompt_only).seconds);
 }
 
+TEST(StepCost, SixteenBitAttentionReadsItsExtraBytesAtBatch1) {
+  // Attention projections kept at 16 bits in an 8-bit checkpoint: a batch-1 decode reads each of
+  // their weights with one more byte.
+  const ServingHardware h = dgx_h100();
+  ServingConfig c = tp8_fp8();
+  const workload::ModelConfig m = llama3_70b();
+  const auto tuning = coll::tuning_for(h.cluster.node, h.cluster.nic);
+  StepCostModel fp8(c, c.parallel, m, h.gpu, cluster_of(h), tuning, 0);
+  c.attention_weights_dtype = Dtype::BF16;
+  StepCostModel bf16_attention(c, c.parallel, m, h.gpu, cluster_of(h), tuning, 0);
+  StepShape s;
+  s.decode_seqs = s.decode_query_tokens = s.decode_context_tokens = s.logits_tokens = 1;
+  const double extra_bytes = m.layers * m.attention_gemm_params() / c.parallel.tp * 1.0;
+  const double extra_s = extra_bytes / (h.gpu.hbm_Bps * h.gpu.hbm_efficiency);
+  EXPECT_NEAR(bf16_attention.cost(s).gpu_seconds - fp8.cost(s).gpu_seconds, extra_s, 0.02 * extra_s);
+}
+
 TEST(Memory, KvCapacityIsFreeHbmOverBytesPerToken) {
   const ServingHardware h = dgx_h100();
   const ServingConfig c = tp8_fp8();
