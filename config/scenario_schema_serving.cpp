@@ -26,6 +26,8 @@ void add_serving(std::vector<KeySpec>& t) {
   t.push_back(choice("serving.weights_dtype", kDtypes, "bf16", "weight format"));
   t.push_back(choice("serving.activations_dtype", kDtypes, "from the weights and GPU", "activation format"));
   t.push_back(choice("serving.kv_cache_dtype", kDtypes, "bf16 (fp16 without bf16)", "KV-cache format"));
+  t.push_back(choice("serving.attention_weights_dtype", kDtypes, "the weights' (bf16: an MLA model's fp4 checkpoint)",
+                     "attention projections' weight format"));
   add_pool(t, "serving.replicas", "serving.tp", "serving.pp", "serving.ep", "serving.dp", "1");
   t.push_back(integer("serving.max_num_seqs", "sequences", "the engine's", 1, kMaxServingCount, "batch limit"));
   t.push_back(integer("serving.max_num_batched_tokens", "tokens", "the engine's", 1, kMaxServingCount,
@@ -39,11 +41,14 @@ void add_serving(std::vector<KeySpec>& t) {
   t.push_back(
       number("serving.prefix_cache_hit_rate", "fraction", "0", 0, 1, "share of prompt tokens cached (below 1)"));
   t.push_back(flag("serving.cuda_graphs", "the engine's", "decode steps replayed as CUDA graphs"));
+  t.push_back(flag("serving.expert_load_balancer", "false", "EPLB: experts replicated and placed by measured load"));
   t.push_back(section("serving.speculative", "speculative decoding"));
   t.push_back(integer("serving.speculative.draft_tokens", "tokens", "1", 1, kMaxServingCount, "drafted per step"));
   t.push_back(number("serving.speculative.acceptance_rate", "fraction", "", 0, 1, "measured acceptance (required)"));
   t.push_back(number("serving.speculative.draft_cost_ratio", "x target", "the engine's", 0, kNoLimit,
                      "a draft token's cost over the target's"));
+  t.push_back(choice("serving.speculative.draft_weights_dtype", kDtypes,
+                     "the weights' (bf16: an MLA model's fp4 checkpoint)", "an MTP module's weight format"));
   t.push_back(section("serving.disaggregated", "separate prefill and decode pools"));
   t.push_back(section("serving.disaggregated.prefill", "the prefill pool (required)"));
   add_pool(t, "serving.disaggregated.prefill.replicas", "serving.disaggregated.prefill.tp",

@@ -282,6 +282,17 @@ serving::Dtype default_kv_dtype(const serving::ServingConfig& c, const serving::
   return gpu.peak("bf16") > 0 ? serving::Dtype::BF16 : serving::Dtype::FP16;
 }
 
+// NVIDIA's NVFP4 checkpoints of MLA models (DeepSeek-R1/V3) quantize the MLPs and experts only:
+// ModelOpt's examples/deepseek/ptq.py disables the "*attn*" quantizers unless asked for an MLA
+// format (TensorRT-LLM tech blog 1's precision table: attention BF16, MoE NVFP4), and
+// nvidia/DeepSeek-R1-FP4's hf_quant_config.json excludes the MTP layer ("model.layers.61*", vLLM
+// PR 25987). Elsewhere every projection takes the weights' format.
+std::optional<serving::Dtype> default_unquantized_part(const serving::ServingConfig& c, const workload::ModelConfig& m,
+                                                       const hw::GpuSpec& gpu) {
+  if (c.weights_dtype != serving::Dtype::FP4 || !m.is_mla()) return std::nullopt;
+  return gpu.peak("bf16") > 0 ? serving::Dtype::BF16 : serving::Dtype::FP16;
+}
+
 serving::Dtype default_activations(serving::Dtype w, const hw::GpuSpec& gpu) {
   using D = serving::Dtype;
   if (w != D::INT4) {
@@ -350,6 +361,14 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
       n.has("activations_dtype") ? parse_dtype_key(n, "activations_dtype") : default_activations(c.weights_dtype, gpu);
   c.kv_dtype =
       n.has("kv_cache_dtype") ? parse_dtype_key(n, "kv_cache_dtype") : default_kv_dtype(c, profile, gpu, s.notes);
+  const std::optional<serving::Dtype> unquantized = default_unquantized_part(c, s.model, gpu);
+  if (n.has("attention_weights_dtype")) {
+    c.attention_weights_dtype = parse_dtype_key(n, "attention_weights_dtype");
+  } else if (unquantized) {
+    c.attention_weights_dtype = unquantized;
+    s.notes.push_back(std::string("serving.attention_weights_dtype: ") + serving::dtype_name(*unquantized) +
+                      " (not given; NVFP4 checkpoints of MLA models leave attention unquantized)");
+  }
   try {  // the GPU must compute in the formats named (FP8 on an A100 is an input error)
     serving::tensor_peak_flops_per_s(gpu, c.weights_dtype, c.activations_dtype);
   } catch (const std::invalid_argument& e) {
@@ -368,6 +387,7 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
   if (c.prefix_cache_hit_rate >= 1)
     n.fail("prefix_cache_hit_rate", "must be below 1 (some of each prompt is new)", "use e.g. 0.5");
   c.cuda_graphs = n.bool_or("cuda_graphs", c.cuda_graphs);
+  c.expert_load_balancer = n.bool_or("expert_load_balancer", c.expert_load_balancer);
   if (n.has("speculative")) {
     const config::Node sp = n["speculative"];
     sp.require_map();
@@ -376,6 +396,13 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
     c.speculative.acceptance_rate = fraction(sp, "acceptance_rate", 0.7, true);
     if (!sp.has("acceptance_rate"))
       sp.fail("acceptance_rate", "missing", "give the measured acceptance rate, e.g. 0.7");
+    if (sp.has("draft_weights_dtype")) {
+      c.speculative.draft_weights_dtype = parse_dtype_key(sp, "draft_weights_dtype");
+    } else if (unquantized) {
+      c.speculative.draft_weights_dtype = unquantized;
+      s.notes.push_back(std::string("serving.speculative.draft_weights_dtype: ") + serving::dtype_name(*unquantized) +
+                        " (not given; NVFP4 checkpoints of MLA models leave the MTP layer unquantized)");
+    }
     if (sp.has("draft_cost_ratio"))
       c.speculative.draft_cost_ratio = sp.non_negative("draft_cost_ratio", sp.required_number("draft_cost_ratio"));
   }

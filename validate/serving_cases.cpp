@@ -135,6 +135,25 @@ std::optional<double> scaled_other(const YAML::Node& c, const std::string& metri
   return std::nullopt;
 }
 
+// Per-token acceptance of a draft chain of `draft` tokens when the source does not state one: the
+// geometric rate a whose chain yields (1 - a^(k+1)) / (1 - a) tokens per step equal to the mean
+// accepted length TensorRT-LLM measured for DeepSeek-R1's MTP drafting k tokens autoregressively
+// (tech blog 1, "Pushing Latency Boundaries: Optimizing DeepSeek-R1 Performance on NVIDIA B200
+// GPUs", table "Autoregressive MTP Layers", strict acceptance, ISL 1k / OSL 2k): 1.92, 2.58,
+// 2.82, 2.99, 3.01 tokens per step for k = 1..5 (the acceptance falls with the draft position,
+// which the DeepSeek-V3 report's 85-90 % for the first drafted token alone does not show).
+double mtp_acceptance_for_draft(long long draft) {
+  static constexpr double kAcceptedLength[] = {1.92, 2.58, 2.82, 2.99, 3.01};
+  const long long k = std::clamp<long long>(draft, 1, 5);
+  const double target = kAcceptedLength[k - 1];
+  double lo = 0, hi = 1;
+  for (int i = 0; i < 60; ++i) {
+    const double a = (lo + hi) / 2;
+    ((1 - std::pow(a, k + 1)) / (1 - a) < target ? lo : hi) = a;
+  }
+  return (lo + hi) / 2;
+}
+
 }  // namespace
 
 bool is_throughput_metric(const std::string& m) { return m.find("_per_s") != std::string::npos; }
@@ -320,6 +339,10 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
   srv["pp"] = pp;
   if (dp_attention) srv["dp"] = dp;
   if (ep > 1) srv["ep"] = ep;
+  if (ep > 1 && states_expert_load_balancer(notes)) {
+    srv["expert_load_balancer"] = true;
+    defaults.push_back("serving.expert_load_balancer: true (the notes state EPLB)");
+  }
   srv["replicas"] = replicas;
   const std::vector<std::string> engines = serving::engine_names();
   const std::string engine = has(sv, "engine") ? field<std::string>(sv, "engine") : "";
@@ -346,12 +369,12 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
   // FP16 checkpoints on GPUs without BF16 are the same cost; a stated fp16 stays fp16.
   if (has(sv, "speculative")) {
     // A map {draft_tokens, acceptance_rate}, or the source's words naming the draft length
-    // ("MTP, num_nextn_predict_layers 3", "draft length 4"). An unstated acceptance rate is 0.85:
-    // the low end of the 85-90 % second-token acceptance the DeepSeek-V3 report (arXiv:2412.19437,
-    // section 5.4.3) measured for its MTP module, the one published figure for a production drafter.
+    // ("MTP, num_nextn_predict_layers 3", "draft length 4"). An unstated acceptance rate is the
+    // one whose chain yields the mean accepted length measured for that draft length
+    // (mtp_acceptance_for_draft).
     const YAML::Node sp = sv["speculative"];
     long long draft = 0;
-    double acceptance = 0.85;
+    double acceptance = 0;
     bool acceptance_stated = false;
     if (sp.IsMap()) {
       if (!has(sp, "draft_tokens")) throw std::runtime_error("serving.speculative.draft_tokens is null");
@@ -367,12 +390,14 @@ YAML::Node serving_case_scenario(const YAML::Node& c, std::vector<std::string>& 
         throw std::runtime_error("serving.speculative ('" + text + "') does not state a draft length");
       draft = std::stoll(mm[4].str());
     }
+    if (!acceptance_stated) acceptance = mtp_acceptance_for_draft(draft);
     srv["speculative"]["draft_tokens"] = draft;
     srv["speculative"]["acceptance_rate"] = acceptance;
     if (!acceptance_stated)
       defaults.push_back(
-          "serving.speculative.acceptance_rate: 0.85 (DeepSeek-V3 report's MTP second-token acceptance, low end; not "
-          "stated)");
+          "serving.speculative.acceptance_rate: " + std::to_string(acceptance).substr(0, 5) +
+          " (a chain yielding the mean accepted length TensorRT-LLM measured for DeepSeek-R1's MTP at this "
+          "draft length; not stated)");
   }
   if (has(sv, "disaggregated") && sv["disaggregated"].IsMap()) srv["disaggregated"] = sv["disaggregated"];
   apply_engine_flags(notes, dp_attention ? dp : 1, srv, defaults);

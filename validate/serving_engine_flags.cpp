@@ -108,4 +108,10 @@ bool states_attention_dp(const std::string& text) {
   return std::regex_search(text, re);
 }
 
+bool states_expert_load_balancer(const std::string& text) {
+  static const std::regex re(R"(\bEPLB\b|expert[ -]parallel(ism)? load balancer|load_balancer\s*:)", std::regex::icase);
+  static const std::regex negated(R"((without|no|w/o)\s+(an?\s+)?(EPLB|expert[ -]parallel))", std::regex::icase);
+  return std::regex_search(text, re) && !std::regex_search(text, negated);
+}
+
 }  // namespace stacksim::analysis

@@ -23,5 +23,7 @@ std::vector<EngineFlag> engine_flags_in(const std::string& text);
 std::string engine_named_in(const std::string& text);
 // Whether the text says attention runs data-parallel across the instance's GPUs.
 bool states_attention_dp(const std::string& text);
+// Whether the text says the experts were placed by an expert-parallel load balancer (EPLB).
+bool states_expert_load_balancer(const std::string& text);
 
 }  // namespace stacksim::analysis

@@ -34,7 +34,9 @@ MemoryPlan plan_memory(const ServingConfig& config, const workload::ModelConfig&
   const double layers_gpu = std::ceil(static_cast<double>(m.layers) / pp);
   // One layer's weights on a GPU: attention and dense MLP split over tp; routed experts over ep
   // ranks and, inside an expert, over the rest of the stage's tp x dp GPUs.
-  double per_layer = m.attention_params() / tp;
+  const double attention_w = config.attention_weights_dtype ? dtype_bytes(*config.attention_weights_dtype) : w;
+  const double attention = m.attention_params() / tp * attention_w / w;  // in weights_dtype-equivalent params
+  double per_layer = attention;
   double moe_layers = 0;
   for (int l = 0; l < m.layers; ++l) moe_layers += m.is_moe_layer(l) ? 1 : 0;
   const double dense_share = (m.layers - moe_layers) / m.layers;

@@ -14,6 +14,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ struct SpeculativeConfig {
   // small draft model (its size ratio). 0 = an MTP module or EAGLE head: one transformer layer of
   // the target plus its LM head, timed by the same operator model.
   double draft_cost_ratio = 0;
+  // Weight format of an MTP module (unset: the target's). NVIDIA's NVFP4 DeepSeek-R1 checkpoint
+  // leaves the MTP layer unquantized (hf_quant_config.json exclude_modules "model.layers.61*").
+  std::optional<Dtype> draft_weights_dtype;
   // Expected tokens emitted per sequence per step: (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023).
   double tokens_per_step() const;
 };
@@ -78,6 +82,12 @@ struct ServingConfig {
   bool chunked_prefill = true;
   double prefix_cache_hit_rate = 0;  // share of each prompt found in the prefix cache (0..1)
   bool cuda_graphs = true;
+  // Experts placed by measured load, hot ones replicated (DeepSeek's EPLB, TensorRT-LLM's
+  // moe_config.load_balancer): the EP ranks' loads nearly even (expert_balance.hpp).
+  bool expert_load_balancer = false;
+  // Weight format of the attention projections (unset: weights_dtype): ModelOpt's DeepSeek FP4
+  // recipe quantizes the MLPs and experts and leaves MLA at 16 bits.
+  std::optional<Dtype> attention_weights_dtype;
   SpeculativeConfig speculative;
   DisaggregationConfig disaggregated;
 };

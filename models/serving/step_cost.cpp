@@ -1,5 +1,7 @@
 #include "models/serving/step_cost.hpp"
 
+#include "models/serving/expert_balance.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -80,6 +82,24 @@ StepCostModel::StepCostModel(const ServingConfig& config, const Parallelism& par
   kernel_s_ = gpu.kernel_overhead_s;
   w_bytes_ = dtype_bytes(config.weights_dtype);
   a_bytes_ = dtype_bytes(config.activations_dtype);
+  // A part kept at another (16-bit) format runs its GEMMs in that format.
+  auto rate = [&](Dtype w) {
+    const Dtype a = w == config.weights_dtype ? config.activations_dtype : w;
+    return tensor_peak_flops_per_s(gpu, w, a) * gpu.max_efficiency(gemm_efficiency_key(a)) *
+           config.engine.gemm_efficiency;
+  };
+  const Dtype attn_w = config.attention_weights_dtype.value_or(config.weights_dtype);
+  attn_w_bytes_ = dtype_bytes(attn_w);
+  attn_a_bytes_ = attn_w == config.weights_dtype ? a_bytes_ : dtype_bytes(attn_w);
+  attn_flops_ = attn_w == config.weights_dtype ? tensor_flops_ : rate(attn_w);
+  const Dtype draft_w = config.speculative.draft_weights_dtype.value_or(config.weights_dtype);
+  if (config.speculative.draft_tokens > 0 && draft_w != config.weights_dtype) {
+    ServingConfig d = config;
+    d.weights_dtype = d.activations_dtype = draft_w;
+    d.attention_weights_dtype.reset();
+    d.speculative = {};
+    draft_model_ = std::make_unique<StepCostModel>(d, parallel, model, gpu, cluster_, tuning, first_rank);
+  }
   kv_bytes_ = dtype_bytes(config.kv_dtype);
   if (model.is_mla()) {
     // MLA caches the joint latent and the shared rotary key, whole on every TP rank.
@@ -91,8 +111,13 @@ StepCostModel::StepCostModel(const ServingConfig& config, const Parallelism& par
 }
 
 StepCostModel::Gemm StepCostModel::gemm(double m, double n, double k, double weight_bytes_per_elem) const {
-  const double compute_s = 2 * m * n * k / (tensor_flops_ * gpu_model_.gemm_compute_fraction(m, n, k, a_bytes_));
-  const double bytes = n * k * weight_bytes_per_elem + m * k * a_bytes_ + m * n * kActivationBytes;
+  return gemm_at(m, n, k, weight_bytes_per_elem, tensor_flops_, a_bytes_);
+}
+
+StepCostModel::Gemm StepCostModel::gemm_at(double m, double n, double k, double weight_bytes_per_elem,
+                                           double flops_per_s, double a_bytes) const {
+  const double compute_s = 2 * m * n * k / (flops_per_s * gpu_model_.gemm_compute_fraction(m, n, k, a_bytes));
+  const double bytes = n * k * weight_bytes_per_elem + m * k * a_bytes + m * n * kActivationBytes;
   const double memory_s = bytes / hbm_Bps_;
   return {std::sqrt(compute_s * compute_s + memory_s * memory_s) + kernel_s_, memory_s >= compute_s};
 }
@@ -152,7 +177,19 @@ const CategorySeconds& StepCostModel::token_part(long long tokens, long long ran
   const double layers = static_cast<double>(m.layers);
   // Attention projections: attention_gemm_params / hidden is the summed output width (q, k, v, o).
   const double attn_width = m.attention_gemm_params() / h / tp;
-  add_gemm(layers, t_rank, attn_width, h, w_bytes_);
+  const Gemm attn = gemm_at(t_rank, attn_width, h, attn_w_bytes_, attn_flops_, attn_a_bytes_);
+  c[static_cast<size_t>(attn.memory_bound ? StepCategory::WeightRead : StepCategory::GemmCompute)] +=
+      layers * attn.seconds;
+  // ...run as separate launches, each with its floor: the fused QKV and the output GEMM (attention
+  // runs between them); MLA's fused q/kv down-projection, q up-projection, the absorbed k and v
+  // up-projections (two batched GEMMs) and the output GEMM, with the two latent RMSNorms between
+  // (TensorRT-LLM tech blog 1's MLA module list, Modules 1-8).
+  const bool q_lora = m.is_mla() && m.mla.q_lora_rank > 0;
+  const double attn_launches = m.is_mla() ? (q_lora ? 5 : 4) : 2;
+  const double latent_norms = m.is_mla() ? (q_lora ? 2 : 1) : 0;
+  c[static_cast<size_t>(attn.memory_bound ? StepCategory::WeightRead : StepCategory::GemmCompute)] +=
+      layers * (attn_launches - 1) * kernel_s_;
+  c[static_cast<size_t>(StepCategory::Elementwise)] += layers * latent_norms * kernel_s_;
   // Dense MLPs (every non-MoE layer).
   const double ffn_gpu = static_cast<double>(m.ffn_hidden) / tp;
   add_gemm(dense_layers_, t_rank, (m.mlp_gemms() - 1) * ffn_gpu, h, w_bytes_);
@@ -181,9 +218,12 @@ const CategorySeconds& StepCostModel::token_part(long long tokens, long long ran
     const double tokens_seen = par_.ep > 1 ? static_cast<double>(tokens) : t_rank;
     const double copies = tokens_seen * moe.top_k;
     const double experts_gpu = moe.experts / ep;
-    const double hit = 1 - std::pow(1 - 1.0 / moe.experts, copies);
-    const double active = experts_gpu * hit;
-    const double rows = copies / ep * moe.load_factor();
+    // The busiest EP rank's routed rows set the step (expert_balance.hpp); one rank holding a slice
+    // of every expert (ep 1) has no spread. Its distinct experts (whose weights it reads) follow
+    // from its rows: 1 - (1 - 1/experts_gpu)^rows of them.
+    const double busiest = busiest_expert_rank_factor(moe.experts, par_.ep, copies, config_.expert_load_balancer);
+    const double rows = copies / ep * busiest;
+    const double active = experts_gpu * (1 - std::pow(1 - 1.0 / std::max(1.0, experts_gpu), rows));
     const double expert_params_gpu = m.expert_params() / etp;
     // Each active expert's grouped-GEMM slice: its share of the rows against its FFN width.
     const double expert_fraction = gpu_model_.gemm_compute_fraction(std::max(1.0, rows / std::max(1.0, active)),
@@ -203,8 +243,9 @@ const CategorySeconds& StepCostModel::token_part(long long tokens, long long ran
       d.top_k = moe.top_k;
       d.groups = moe.groups;
       d.groups_per_token = moe.groups_per_token;
-      const double dispatch_bytes = t_rank * moe.top_k * h * std::min(a_bytes_, kActivationBytes);
-      const double combine_bytes = t_rank * moe.top_k * h * kActivationBytes;
+      // The busiest rank receives `busiest` x the mean: the all-to-all ends when it has.
+      const double dispatch_bytes = t_rank * moe.top_k * h * std::min(a_bytes_, kActivationBytes) * busiest;
+      const double combine_bytes = t_rank * moe.top_k * h * kActivationBytes * busiest;
       c[static_cast<size_t>(StepCategory::EpComm)] +=
           moe_layers_ * (collective_s(coll::CollectiveOp::AllToAll, ep_ranks_, dispatch_bytes, d) +
                          collective_s(coll::CollectiveOp::AllToAll, ep_ranks_, combine_bytes, d));
@@ -263,7 +304,15 @@ void StepCostModel::attention(const StepShape& s, CategorySeconds& out) const {
 StepCost StepCostModel::cost(const StepShape& s) {
   StepCost r;
   const long long tokens = s.decode_query_tokens + s.prefill_tokens;
-  const long long rank_tokens = std::max((tokens + par_.dp - 1) / par_.dp, std::min(tokens, s.largest_item_tokens));
+  // With dp attention ranks, each rank decodes its own sequences (an even share) and the new
+  // prompts are dealt round-robin, longest first (TensorRT-LLM tech blog 10, "ADP Balance
+  // Strategy": the baseline scheduler); the rank that gets the largest chunk still runs its decodes,
+  // and every rank waits for it at the MoE all-to-all.
+  const long long dp = par_.dp;
+  const long long rank_prefill =
+      std::max((s.prefill_tokens + dp - 1) / dp, std::min(s.prefill_tokens, s.largest_item_tokens));
+  const long long rank_tokens =
+      std::min(tokens, std::max((s.decode_query_tokens + dp - 1) / dp + rank_prefill, s.largest_item_tokens));
   r.by_category = token_part(tokens, rank_tokens);
   attention(s, r.by_category);
   // LM head (16-bit weights, vocabulary split over tp) and sampling over the logits.
@@ -283,8 +332,14 @@ StepCost StepCostModel::cost(const StepShape& s) {
     const double target_s = std::accumulate(d.begin(), d.end(), 0.0);
     double draft_s = spec.draft_cost_ratio * target_s;
     if (spec.draft_cost_ratio <= 0) {  // MTP / EAGLE: one layer of the target and the LM head
+      // A module kept at another format is timed as a layer of the model at that format.
+      double layer_s = target_s;
+      if (draft_model_) {
+        const CategorySeconds& dd = draft_model_->token_part(s.decode_seqs, (s.decode_seqs + par_.dp - 1) / par_.dp);
+        layer_s = std::accumulate(dd.begin(), dd.end(), 0.0);
+      }
       const double rows = std::ceil(static_cast<double>(s.decode_seqs) / par_.dp);
-      draft_s = target_s / model_.layers + lm_head(rows).seconds;
+      draft_s = layer_s / model_.layers + lm_head(rows).seconds;
     }
     r.by_category[static_cast<size_t>(StepCategory::SpeculativeDraft)] += spec.draft_tokens * draft_s;
   }

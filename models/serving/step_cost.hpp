@@ -9,8 +9,9 @@
 //   attention    decode: every sequence's KV read at the KV format (grows with context); prefill:
 //                causal FLOPs of each chunk against its prior context; MLA reads the latent cache
 //   element-wise fused residual-add + norm (x2), rotary, activation: bytes over HBM
-//   MoE          router, the experts a step touches (1 - (1 - 1/E)^(tokens x top_k) of them) read
-//                once, tokens x top_k x imbalance through the busiest rank's grouped GEMM
+//   MoE          router; the busiest EP rank (expert_balance.hpp: expert popularity and sampling,
+//                the expected max over ep ranks) sets the step: its rows through its grouped
+//                GEMM, the distinct experts they touch (1 - (1 - 1/g)^rows of its g) read once
 //   collectives  TP all-reduce (2 per layer), EP dispatch + combine all-to-all, PP send/recv:
 //                the collectives model's analytical time on the cluster (NCCL's tuner), memoised
 //   host         the engine profile's per-step overhead (CUDA graphs or eager) + per sequence;
@@ -91,6 +92,8 @@ class StepCostModel {
     bool memory_bound;
   };
   Gemm gemm(double m, double n, double k, double weight_bytes_per_elem) const;
+  // The same at another format's tensor rate and activation width (16-bit attention projections).
+  Gemm gemm_at(double m, double n, double k, double weight_bytes_per_elem, double flops_per_s, double a_bytes) const;
   Gemm lm_head(double rows);
   const CategorySeconds& token_part(long long tokens, long long rank_tokens);
   double collective_s(coll::CollectiveOp op, const std::vector<int>& ranks, double bytes,
@@ -109,6 +112,8 @@ class StepCostModel {
   int layers_per_stage_ = 0, moe_layers_ = 0, dense_layers_ = 0;
   double tensor_flops_ = 0, f16_flops_ = 0, hbm_Bps_ = 0, kernel_s_ = 0;
   double w_bytes_ = 2, a_bytes_ = 2, kv_bytes_ = 2;
+  double attn_w_bytes_ = 2, attn_a_bytes_ = 2, attn_flops_ = 0;  // attention projections' format
+  std::unique_ptr<StepCostModel> draft_model_;                   // an MTP module kept at another format
   double kv_token_layer_bytes_ = 0;
   std::unordered_map<uint64_t, CategorySeconds> memo_;  // by (rank tokens, tokens)
   std::map<std::tuple<int, double, size_t>, double> coll_memo_;

@@ -37,12 +37,65 @@ TEST(StepCost, Batch1DecodeReadsTheWeightsOnceAtHbmRate) {
   // A decode step reads every weight but the input embedding's (a row lookup).
   const double input_embedding_bytes = static_cast<double>(m.vocab) * m.hidden / 8 * 2;
   const double weight_s = (plan.weights_bytes - input_embedding_bytes) / (h.gpu.hbm_Bps * h.gpu.hbm_efficiency);
-  // Launch floors: per layer 4 GEMMs, attention and 3 element-wise kernels; 2 all-reduces.
+  // Launch floors: per layer 5 GEMMs (QKV, output, gate/up, down... as launched), attention and 3
+  // element-wise kernels; 2 all-reduces.
   const double tp_comm_s = cost.by_category[static_cast<size_t>(StepCategory::TpComm)];
-  const double launch_s = m.layers * 8 * h.gpu.kernel_overhead_s;
+  const double launch_s = m.layers * 9 * h.gpu.kernel_overhead_s;
   EXPECT_GT(cost.gpu_seconds - tp_comm_s, weight_s * 0.99);
   EXPECT_LT(cost.gpu_seconds - tp_comm_s, weight_s * 1.03 + launch_s);
   EXPECT_GT(tp_comm_s, 0);
+}
+
+TEST(StepCost, BusiestAttentionDpRankRunsItsDecodesAndTheWholePrompt) {
+  // Attention DP: each of 8 ranks decodes an eighth of the sequences; a new prompt goes to one
+  // rank, which still runs its decodes, and every rank waits for it (TensorRT-LLM tech blog 10).
+  // So a dp-8 step costs what one rank's share of decodes plus the whole prompt costs on dp 1.
+  const ServingHardware h = dgx_h100();
+  ServingConfig c = tp8_fp8();
+  c.engine.step_overhead_cuda_graph_s = 0;
+  c.engine.per_sequence_overhead_s = 0;
+  const workload::ModelConfig m = llama3_70b();
+  const auto tuning = coll::tuning_for(h.cluster.node, h.cluster.nic);
+  Parallelism dp8;
+  dp8.tp = 1;
+  dp8.dp = 8;
+  Parallelism one;
+  one.tp = 1;
+  StepCostModel ranks(c, dp8, m, h.gpu, cluster_of(h), tuning, 0);
+  StepCostModel rank(c, one, m, h.gpu, cluster_of(h), tuning, 0);
+  StepShape all;
+  all.decode_seqs = all.decode_query_tokens = 512;
+  all.decode_context_tokens = 512.0 * 1000;
+  all.prefill_seqs = 1;
+  all.prefill_tokens = all.largest_item_tokens = 1024;
+  all.prefill_pair_tokens = all.largest_prefill_pairs = 1024.0 * 512;
+  all.prefill_context_tokens = 1024;
+  StepShape busiest = all;
+  busiest.decode_seqs = busiest.decode_query_tokens = 64;
+  busiest.decode_context_tokens = 64.0 * 1000;
+  EXPECT_NEAR(ranks.cost(all).seconds, rank.cost(busiest).seconds, 1e-12);
+  // More than the prompt alone (the earlier rule: max(tokens / dp, largest prompt)).
+  StepShape prompt_only = busiest;
+  prompt_only.decode_seqs = prompt_only.decode_query_tokens = 0;
+  prompt_only.decode_context_tokens = 0;
+  EXPECT_GT(ranks.cost(all).seconds, rank.cost(prompt_only).seconds);
+}
+
+TEST(StepCost, SixteenBitAttentionReadsItsExtraBytesAtBatch1) {
+  // Attention projections kept at 16 bits in an 8-bit checkpoint: a batch-1 decode reads each of
+  // their weights with one more byte.
+  const ServingHardware h = dgx_h100();
+  ServingConfig c = tp8_fp8();
+  const workload::ModelConfig m = llama3_70b();
+  const auto tuning = coll::tuning_for(h.cluster.node, h.cluster.nic);
+  StepCostModel fp8(c, c.parallel, m, h.gpu, cluster_of(h), tuning, 0);
+  c.attention_weights_dtype = Dtype::BF16;
+  StepCostModel bf16_attention(c, c.parallel, m, h.gpu, cluster_of(h), tuning, 0);
+  StepShape s;
+  s.decode_seqs = s.decode_query_tokens = s.decode_context_tokens = s.logits_tokens = 1;
+  const double extra_bytes = m.layers * m.attention_gemm_params() / c.parallel.tp * 1.0;
+  const double extra_s = extra_bytes / (h.gpu.hbm_Bps * h.gpu.hbm_efficiency);
+  EXPECT_NEAR(bf16_attention.cost(s).gpu_seconds - fp8.cost(s).gpu_seconds, extra_s, 0.02 * extra_s);
 }
 
 TEST(Memory, KvCapacityIsFreeHbmOverBytesPerToken) {
