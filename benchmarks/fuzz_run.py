@@ -7,6 +7,9 @@ sanitizer report fails the run, and its input is copied to fuzz/regressions/<tar
 
     /usr/bin/python3 benchmarks/fuzz_run.py [--build build-sanitize] [--seconds 45] [--jobs 1]
     # a longer run, e.g. ten million executions in all: --seconds 3600 --jobs 2
+    # CI's reproducible smoke run: a fixed seed and execution count instead of a time, so the
+    # inputs CI tries are the ones tried here (fuzz_cases gets a tenth: its inputs are whole case files)
+    /usr/bin/python3 benchmarks/fuzz_run.py --runs 20000 --seed 1
 """
 import argparse
 import glob
@@ -15,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import yaml
 
@@ -35,12 +39,15 @@ def case_seeds(folder):
     return n
 
 
-def run(binary, corpus, seeds, dictionary, seconds, jobs, artifacts):
+def run(binary, corpus, seeds, dictionary, seconds, jobs, artifacts, runs=None, seed=None):
     os.makedirs(corpus, exist_ok=True)
     os.makedirs(artifacts, exist_ok=True)
-    cmd = [binary, corpus] + seeds + [f"-dict={dictionary}", f"-max_total_time={seconds}", "-print_final_stats=1",
+    limit = [f"-runs={runs}"] if runs else [f"-max_total_time={seconds}"]
+    if seed is not None:
+        limit.append(f"-seed={seed}")
+    cmd = [binary, corpus] + seeds + [f"-dict={dictionary}", "-print_final_stats=1",
                                       "-max_len=8192", "-timeout=20", "-rss_limit_mb=2048",
-                                      f"-artifact_prefix={artifacts}/"]
+                                      f"-artifact_prefix={artifacts}/"] + limit
     if jobs > 1:
         cmd += [f"-fork={jobs}"]
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1",
@@ -58,23 +65,32 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build-sanitize"))
     ap.add_argument("--seconds", type=int, default=45)
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=None,
+                    help="executions of fuzz_scenario (fuzz_cases: a tenth) instead of --seconds")
+    ap.add_argument("--seed", type=int, default=None, help="libFuzzer's random seed (reproducible with --runs)")
     a = ap.parse_args()
+    if a.runs and a.jobs > 1:
+        ap.error("--runs counts one process's executions: use it with --jobs 1")
     work = os.path.join(a.build, "fuzz-work")
+    if a.runs:  # a reproducible run starts from the seeds alone, not from an earlier run's corpus
+        shutil.rmtree(work, ignore_errors=True)
     seeds_cases = os.path.join(work, "seeds-cases")
     n = case_seeds(seeds_cases)
     targets = [
-        ("fuzz_scenario", "scenario", [os.path.join(ROOT, "scenarios")], "scenario.dict"),
-        ("fuzz_cases", "cases", [seeds_cases], "cases.dict"),
+        ("fuzz_scenario", "scenario", [os.path.join(ROOT, "scenarios")], "scenario.dict", a.runs),
+        ("fuzz_cases", "cases", [seeds_cases], "cases.dict", a.runs and max(1, a.runs // 10)),
     ]
     failed, total = False, 0
-    for binary, name, seeds, dictionary in targets:
+    for binary, name, seeds, dictionary, runs in targets:
         path = os.path.join(a.build, "bin", binary)
         artifacts = os.path.join(work, "artifacts-" + name)
+        start = time.monotonic()
         shutil.rmtree(artifacts, ignore_errors=True)
         rc, execs, log = run(path, os.path.join(work, "corpus-" + name), seeds + [os.path.join(ROOT, "fuzz", "regressions", name)],
-                             os.path.join(ROOT, "fuzz", dictionary), a.seconds, a.jobs, artifacts)
+                             os.path.join(ROOT, "fuzz", dictionary), a.seconds, a.jobs, artifacts, runs, a.seed)
         total += execs
-        print(f"{binary}: {execs} executions in {a.seconds} s ({execs / max(1, a.seconds):.0f}/s), exit {rc}")
+        seconds = time.monotonic() - start
+        print(f"{binary}: {execs} executions in {seconds:.0f} s ({execs / max(1, seconds):.0f}/s), exit {rc}", flush=True)
         if rc != 0:
             failed = True
             kept = os.path.join(ROOT, "fuzz", "regressions", name)
