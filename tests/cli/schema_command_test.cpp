@@ -6,22 +6,17 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "config/error.hpp"
 #include "config/schema.hpp"
+#include "tests/cli/cli_helpers.hpp"
 #include "tests/test_tmp.hpp"
 
 using namespace stacksim;
+using cli_test::kTraining;
 
 namespace {
 
 std::string error_of(const std::string& cmd, const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  try {
-    analysis::run_command(cmd, args, out, err);
-  } catch (const config::InputError& e) {
-    return e.what();
-  }
-  return "";
+  return cli_test::input_error(cmd, args);
 }
 
 std::string write(const std::string& name, const std::string& text) {
@@ -29,12 +24,6 @@ std::string write(const std::string& name, const std::string& text) {
   std::ofstream(path) << text;
   return path;
 }
-
-const char* kTraining =
-    "name: t\n"
-    "cluster: {node: dgx-h100, nodes: 2}\n"
-    "model: {layers: 4, hidden: 1024, heads: 16, ffn_hidden: 4096, vocab: 32000, seq_len: 1024}\n"
-    "parallelism: {tp: 2, pp: 2, dp: 4, micro_batch: 1, global_batch: 16}\n";
 
 }  // namespace
 
