@@ -46,7 +46,7 @@ std::string layer_key(const workload::ParallelPlan& p) {
 }
 }  // namespace
 
-std::shared_ptr<const std::vector<workload::LayerProgram>> FastTier::layers_for(const workload::ParallelPlan& plan) {
+std::shared_ptr<const FastTier::Layers> FastTier::layers_for(const workload::ParallelPlan& plan) {
   const std::string key = layer_key(plan);
   {
     std::lock_guard<std::mutex> lock(layers_mutex_);
@@ -54,8 +54,10 @@ std::shared_ptr<const std::vector<workload::LayerProgram>> FastTier::layers_for(
     if (it != layers_.end()) return it->second;
   }
   // Outside the lock: the same key always costs the same layers.
-  auto layers = std::make_shared<const std::vector<workload::LayerProgram>>(
-      step_program(setup_for(plan), plan, *gpu_model_, cc_).layers);
+  auto costed = std::make_shared<Layers>();
+  costed->layers = step_program(setup_for(plan), plan, *gpu_model_, cc_).layers;
+  costed->kinds = workload::layer_kinds(costed->layers);
+  std::shared_ptr<const Layers> layers = std::move(costed);
   std::lock_guard<std::mutex> lock(layers_mutex_);
   return layers_.emplace(key, std::move(layers)).first->second;
 }
@@ -64,7 +66,7 @@ FastTrainingResult FastTier::estimate(const workload::ParallelPlan& plan) {
   const TrainingSetup setup = setup_for(plan);
   const auto layers = layers_for(plan);
   const workload::StepProgram program = step_program(setup, plan, *gpu_model_, cc_, false);
-  const workload::FastEstimate e = workload::fast_estimate_step(program, *layers, *collectives_);
+  const workload::FastEstimate e = workload::fast_estimate_step(program, layers->layers, layers->kinds, *collectives_);
   const StepAroundGpu around = step_around_gpu(setup, plan, e.step_time_s);
   FastTrainingResult r;
   r.gpu_step_s = e.step_time_s;

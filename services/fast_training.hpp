@@ -49,10 +49,15 @@ class FastTier {
   std::unique_ptr<topo::Cluster> cluster_;
   coll::CommTuning tuning_;
   std::unique_ptr<workload::CollectiveTimes> collectives_;
-  // Costed layers by what they depend on (layer_key): tp, cp, ep, micro-batch, recompute, ...
+  // Costed layers by what they depend on (layer_key): tp, cp, ep, micro-batch, recompute, ...,
+  // with which of them run the same op lists.
+  struct Layers {
+    std::vector<workload::LayerProgram> layers;
+    workload::LayerKinds kinds;
+  };
   std::mutex layers_mutex_;
-  std::map<std::string, std::shared_ptr<const std::vector<workload::LayerProgram>>> layers_;
-  std::shared_ptr<const std::vector<workload::LayerProgram>> layers_for(const workload::ParallelPlan& plan);
+  std::map<std::string, std::shared_ptr<const Layers>> layers_;
+  std::shared_ptr<const Layers> layers_for(const workload::ParallelPlan& plan);
 };
 
 }  // namespace stacksim::analysis

@@ -2,21 +2,10 @@
 
 #include <algorithm>
 
-namespace stacksim::workload {
+#include "models/workload/dualpipe_walk.hpp"
+#include "models/workload/fb_pair.hpp"
 
-double CollectiveTimes::seconds(const coll::Collective& c) {
-  const auto key = std::make_tuple(static_cast<int>(c.op), c.peer, c.dispatch, c.bytes, c.ranks);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
-  }
-  // Outside the lock: a pure function of the key, so a race only computes it twice.
-  const double s = coll::estimate_seconds(cluster_, tuning_, c);
-  std::lock_guard<std::mutex> lock(mutex_);
-  cache_.emplace(key, s);
-  return s;
-}
+namespace stacksim::workload {
 
 namespace {
 
@@ -45,8 +34,8 @@ bool same_ops(const std::vector<CostedOp>& a, const std::vector<CostedOp>& b) {
 
 class Estimator {
  public:
-  Estimator(const StepProgram& p, const std::vector<LayerProgram>& layers, CollectiveTimes& ct)
-      : p_(p), L_(layers), ct_(ct) {}
+  Estimator(const StepProgram& p, const std::vector<LayerProgram>& layers, const LayerKinds& kinds, CollectiveTimes& ct)
+      : p_(p), L_(layers), ct_(ct), kinds_(kinds) {}
 
   FastEstimate run() {
     const int chunks = dualpipe() ? 2 : p_.vp, pp = p_.pp, m = p_.micro_batches;
@@ -103,6 +92,7 @@ class Estimator {
 
     // Per stage per micro-batch: forward F, backward B, the steady-state period C.
     std::vector<double> F(pp), B(pp), C(pp), W(pp), FB(pp);  // FB: F + B, no faster than its launches
+    std::vector<DualPipeRankTimes> dual(dualpipe() ? pp : 0);
     for (int s = 0; s < pp; ++s) {
       ListTime all;
       double f = 0, b = 0, fc = 0, bc = 0, w = 0;
@@ -124,14 +114,16 @@ class Estimator {
       FB[s] = period;
       if (paired()) {
         // F&B pairs: a forward chunk and a backward chunk (DualPipe: of the other direction) share
-        // the GPU, each one's communication under the other's compute (pair_s).
+        // the GPU, each one's communication under the other's compute (pair_seconds).
         // The pair's two chunks launch from two host chains (the replay's paired chain), so a
         // pair is no faster than the busier of its two launch sequences.
         period = all.syncs * h;
         for (int c = 0; c < chunks; ++c) {
           const int cb = dualpipe() ? 1 - c : c;
-          period += std::max(pair_s(chain(s, c, false), chain(s, cb, true)),
-                             std::max(fwd[s][c].launches, bwd[s][cb].launches) * h);
+          const double pair = std::max(pair_seconds(chain(s, c, false), chain(s, cb, true)),
+                                       std::max(fwd[s][c].launches, bwd[s][cb].launches) * h);
+          period += pair;
+          if (dualpipe()) dual[s].pair[c] = pair + (fwd[s][c].syncs + bwd[s][cb].syncs) * h;
         }
       }
       (void)fc, (void)bc;
@@ -146,12 +138,10 @@ class Estimator {
       for (int s = 0; s < pp; ++s) fmax = std::max(fmax, F[s]), bmax = std::max(bmax, B[s]), fs += F[s], bs += B[s];
       pipe = fs + bs + (m - 1) * (fmax + bmax) + 2 * (pp - 1) * p2p_max;
     } else if (dualpipe()) {
-      // DualPipe: m F&B pairs per rank and the report's bubble, (pp/2 - 1)(F&B + B - 3W), per chunk.
-      for (int s = 0; s < pp; ++s) {
-        const double pair = C[s] / 2, b = B[s] / 2, w = W[s] / 2;
-        pipe = std::max(pipe, m * pair + (pp / 2.0 - 1) * std::max(0.0, pair + b - 3 * w) + (F[s] + B[s]) / 2 +
-                                  2 * (pp - 1) * p2p_max);
-      }
+      // DualPipe: its item order walked with these item times (dualpipe_walk.hpp).
+      const std::vector<double> ends = dualpipe_ends(fwd, bwd, dual, p2p);
+      pipe = *std::max_element(ends.begin(), ends.end());
+      for (int s = 0; s < pp; ++s) drain[s] = pipe - ends[s];
     } else {
       // 1F1B: (m - 1) periods of the slowest stage plus every stage's fill and drain; interleaving
       // divides the fill and drain by vp.
@@ -185,6 +175,24 @@ class Estimator {
 
  private:
   bool dualpipe() const { return p_.schedule == ScheduleKind::DualPipe; }
+
+  // Each rank's end of its DualPipe items: the pairs' times (in `dual`) with each chunk's
+  // forward, backward and deferred weight gradients alone, no faster than their launches.
+  std::vector<double> dualpipe_ends(const std::vector<std::vector<ListTime>>& fwd,
+                                    const std::vector<std::vector<ListTime>>& bwd, std::vector<DualPipeRankTimes>& dual,
+                                    const std::vector<double>& p2p) const {
+    const double h = p_.host_launch_s;
+    const auto alone = [h](const ListTime& t) { return std::max(t.stream_s, t.launches * h) + t.syncs * h; };
+    for (int s = 0; s < p_.pp; ++s)
+      for (int c = 0; c < 2; ++c) {
+        DualPipeRankTimes& d = dual[s];
+        d.forward[c] = alone(fwd[s][c]);
+        d.backward[c] = alone(bwd[s][c]);
+        d.weight[c] = bwd[s][c].wgrad_s;
+        d.backward_input[c] = std::max(0.0, d.backward[c] - d.weight[c]);
+      }
+    return dualpipe_rank_ends(p_.pp, p_.micro_batches, dual, p2p);
+  }
   bool paired() const { return dualpipe() || p_.pair_forward_backward; }
   int positions() const { return dualpipe() ? 2 * p_.pp : p_.pp * p_.vp; }
   int vstage(int chunk, int s) const { return dualpipe() ? (chunk == 0 ? s : 2 * p_.pp - 1 - s) : chunk * p_.pp + s; }
@@ -260,8 +268,9 @@ class Estimator {
   // the next op overlaps (overlaps_next) runs beside that op alone, with any others pending.
   ListTime list(const std::vector<CostedOp>& ops) {
     ListTime t;
-    double pending_s = 0, pending_sm_s = 0;
-    bool pending = false;
+    ConcurrentCollectives pending;
+    double pending_sm_s = 0;
+    bool any_pending = false;
     const double sm = ct_.tuning().sm_fraction;
     for (const CostedOp& op : ops) {
       if (op.kind == CostedOp::Kind::Collective) {
@@ -269,8 +278,8 @@ class Estimator {
         if (op.bytes > 0 && group_size(p_, op.group) >= 2) t.launches += op.launches;
         if (op.host_sync) ++t.syncs;
         if (op.overlaps_next) {
-          pending = true;
-          pending_s = std::max(pending_s, s);
+          any_pending = true;
+          pending.add(op.group, s);
           if (op.group != Group::TP && op.group != Group::EP) pending_sm_s += sm * s;
         } else {
           t.stream_s += s, t.comm_s += s;
@@ -280,50 +289,51 @@ class Estimator {
       t.launches += op.launches;
       if (op.host_sync) ++t.syncs;
       if (op.weight_grad) t.wgrad_s += op.seconds;
-      if (pending) {
-        const double with = std::max(op.seconds + pending_sm_s, pending_s);
+      if (any_pending) {
+        const double with = std::max(op.seconds + pending_sm_s, pending.seconds());
         t.stream_s += with, t.comm_s += with - op.seconds;
-        pending = false, pending_s = pending_sm_s = 0;
+        any_pending = false, pending = ConcurrentCollectives{}, pending_sm_s = 0;
       } else {
         t.stream_s += op.seconds;
       }
     }
-    if (pending) t.stream_s += pending_s, t.comm_s += pending_s;
+    if (any_pending) t.stream_s += pending.seconds(), t.comm_s += pending.seconds();
     return t;
   }
 
   // A chunk's forward or backward of one micro-batch as a chain of stream segments: compute
-  // (GPU seconds) and collective waits (wall seconds); a collective under the next op leaves only
-  // what outlasts that op.
-  struct Segment {
-    bool comm;
-    double s;
-  };
-  void append_segments(const std::vector<CostedOp>& ops, std::vector<Segment>& out) {
-    const auto add = [&](bool comm, double t) {
+  // (GPU seconds) and collective waits (wall seconds, with the group whose links they use); a
+  // collective under the next op leaves only what outlasts that op (and the SMs it takes).
+  void append_segments(const std::vector<CostedOp>& ops, std::vector<PairSegment>& out) {
+    const auto add = [&](int group, double t) {
       if (t <= 0) return;
-      if (!out.empty() && out.back().comm == comm)
+      if (!out.empty() && out.back().group == group)
         out.back().s += t;
       else
-        out.push_back({comm, t});
+        out.push_back({group, t});
     };
-    double pending_s = 0;
+    ConcurrentCollectives pending;
+    double pending_sm_s = 0;  // the SMs an off-stream collective holds (list()'s share)
+    const double sm = ct_.tuning().sm_fraction;
     for (const CostedOp& op : ops) {
       if (op.kind == CostedOp::Kind::Collective) {
         const double t = coll_s(op.group, op.op, op.bytes, op.dispatch);
-        if (op.overlaps_next)
-          pending_s = std::max(pending_s, t);
-        else
-          add(true, t);
+        if (op.overlaps_next) {
+          pending.add(op.group, t);
+          if (op.group != Group::TP && op.group != Group::EP) pending_sm_s += sm * t;
+        } else {
+          add(static_cast<int>(op.group), t);
+        }
         continue;
       }
-      add(false, op.seconds);
-      if (pending_s > 0) add(true, pending_s - op.seconds), pending_s = 0;
+      add(-1, op.seconds + pending_sm_s);
+      if (pending.seconds() > 0) add(pending.group(), pending.seconds() - op.seconds - pending_sm_s);
+      pending = ConcurrentCollectives{}, pending_sm_s = 0;
     }
-    add(true, pending_s);
+    add(pending.group(), pending.seconds());
   }
-  std::vector<Segment> chain(int s, int c, bool backward) {
-    std::vector<Segment> out;
+  std::vector<PairSegment> chain(int s, int c, bool backward) {
+    std::vector<PairSegment> out;
     const int vs = vstage(c, s);
     const auto [l0, l1] = layer_range(model_stage(vs));
     if (!backward) {
@@ -337,39 +347,16 @@ class Estimator {
     }
     return out;
   }
-  // Two chains started together on one GPU, as the replay runs an F&B pair: compute shares the
-  // GPU max-min (half each while both compute, all of it while the other waits on a collective),
-  // collectives take their own time. Returns when both are done.
-  static double pair_s(const std::vector<Segment>& a, const std::vector<Segment>& b) {
-    size_t i = 0, j = 0;
-    double ra = a.empty() ? 0 : a[0].s, rb = b.empty() ? 0 : b[0].s, t = 0;
-    while (i < a.size() || j < b.size()) {
-      const bool ca = i < a.size() && !a[i].comm, cb = j < b.size() && !b[j].comm;
-      const double rate_a = i < a.size() ? (a[i].comm ? 1.0 : cb ? 0.5 : 1.0) : 0.0;
-      const double rate_b = j < b.size() ? (b[j].comm ? 1.0 : ca ? 0.5 : 1.0) : 0.0;
-      double dt = 1e300;
-      if (rate_a > 0) dt = std::min(dt, ra / rate_a);
-      if (rate_b > 0) dt = std::min(dt, rb / rate_b);
-      t += dt;
-      ra -= dt * rate_a, rb -= dt * rate_b;
-      if (i < a.size() && ra <= 1e-15 * (1 + t)) ra = ++i < a.size() ? a[i].s : 0;
-      if (j < b.size() && rb <= 1e-15 * (1 + t)) rb = ++j < b.size() ? b[j].s : 0;
-    }
-    return t;
-  }
-
-  // Layers share costed programs by kind: time each distinct list once.
+  // Layers share costed programs by kind (kinds_): time each distinct list once.
   ListTime layer_list(int l, bool backward) {
+    const int first = (backward ? kinds_.backward : kinds_.forward)[l];
     std::vector<int>& of_layer = backward ? backward_memo_ : forward_memo_;
     if (of_layer.empty()) of_layer.assign(L_.size(), -1);
-    if (of_layer[l] >= 0) return memo_[of_layer[l]].second;
-    const std::vector<CostedOp>& ops = backward ? L_[l].backward : L_[l].forward;
-    for (size_t i = 0; i < memo_.size(); ++i)
-      if (memo_[i].first == &ops || same_ops(*memo_[i].first, ops))
-        return memo_[of_layer[l] = static_cast<int>(i)].second;
-    memo_.push_back({&ops, list(ops)});
-    of_layer[l] = static_cast<int>(memo_.size() - 1);
-    return memo_.back().second;
+    if (of_layer[first] < 0) {
+      memo_.push_back(list(backward ? L_[first].backward : L_[first].forward));
+      of_layer[first] = static_cast<int>(memo_.size() - 1);
+    }
+    return memo_[of_layer[first]];
   }
 
   double reduce_scatter_over_shards_s(double bytes) {
@@ -511,8 +498,9 @@ class Estimator {
   const std::vector<LayerProgram>& L_;
   CollectiveTimes& ct_;
   std::vector<int> groups_[7];
-  std::vector<std::pair<const std::vector<CostedOp>*, ListTime>> memo_;
-  std::vector<int> forward_memo_, backward_memo_;  // per layer: its entry in memo_ (-1: not yet)
+  const LayerKinds& kinds_;
+  std::vector<ListTime> memo_;
+  std::vector<int> forward_memo_, backward_memo_;  // per kind's first layer: its entry in memo_ (-1: not yet)
   struct Known {
     int group;
     coll::CollectiveOp op;
@@ -525,13 +513,35 @@ class Estimator {
 
 }  // namespace
 
+LayerKinds layer_kinds(const std::vector<LayerProgram>& layers) {
+  LayerKinds k;
+  for (size_t l = 0; l < layers.size(); ++l)
+    for (bool backward : {false, true}) {
+      std::vector<int>& of = backward ? k.backward : k.forward;
+      const auto ops = [&](size_t i) -> const std::vector<CostedOp>& {
+        return backward ? layers[i].backward : layers[i].forward;
+      };
+      size_t first = 0;
+      while (first < l && !(of[first] == static_cast<int>(first) && same_ops(ops(first), ops(l)))) ++first;
+      of.push_back(static_cast<int>(first));
+    }
+  return k;
+}
+
 FastEstimate fast_estimate_step(const StepProgram& program, CollectiveTimes& collectives) {
-  return Estimator(program, program.layers, collectives).run();
+  const LayerKinds kinds = layer_kinds(program.layers);
+  return Estimator(program, program.layers, kinds, collectives).run();
 }
 
 FastEstimate fast_estimate_step(const StepProgram& program, const std::vector<LayerProgram>& layers,
                                 CollectiveTimes& collectives) {
-  return Estimator(program, layers, collectives).run();
+  const LayerKinds kinds = layer_kinds(layers);
+  return Estimator(program, layers, kinds, collectives).run();
+}
+
+FastEstimate fast_estimate_step(const StepProgram& program, const std::vector<LayerProgram>& layers,
+                                const LayerKinds& kinds, CollectiveTimes& collectives) {
+  return Estimator(program, layers, kinds, collectives).run();
 }
 
 }  // namespace stacksim::workload

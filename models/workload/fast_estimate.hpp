@@ -8,8 +8,11 @@
 //    collective takes (CommTuning::sm_fraction of its time, as the replay's companion task);
 //  - the pipeline in closed form: (m - 1) periods of the slowest stage plus every stage's fill
 //    and drain (1F1B), the fill divided by vp (interleaved), F&B pairs hiding each other's
-//    communication (DualPipe, ep_overlap) with DualPipe's (pp/2 - 1) bubble; blocking sends add
-//    their transfer to every item;
+//    communication (DualPipe, ep_overlap; fb_pair.hpp: the GPU shared max-min, and one group's
+//    links when both chunks' collectives of that group run at once); blocking sends add their
+//    transfer to every item; DualPipe's item order walked with these item times and its blocking
+//    sends (dualpipe_walk.hpp), not the report's bubble formula, which that order does not reach;
+//  - collectives that run at once beside one op share their group's links: their times add up;
 //  - data-parallel reduction as the replay buckets it: each bucket's collective starts when its
 //    last gradient of the last micro-batch is ready, one after another on the stream, and only
 //    what runs past the stage's backward is exposed; ZeRO-1/2 gathers under the next step's first
@@ -55,10 +58,20 @@ struct FastEstimate {
   int critical_stage = 0;
 };
 
+// Which layers run the same op lists (forward and backward apart): per layer, the first layer
+// with its list. Worked out once per set of costed layers (FastTier keeps it with them), so a
+// plan's estimate times each distinct list once without comparing lists.
+struct LayerKinds {
+  std::vector<int> forward, backward;
+};
+LayerKinds layer_kinds(const std::vector<LayerProgram>& layers);
+
 FastEstimate fast_estimate_step(const StepProgram& program, CollectiveTimes& collectives);
 // The same with the layers given apart (`program.layers` is ignored): plans that cost their
 // layers alike share one set.
 FastEstimate fast_estimate_step(const StepProgram& program, const std::vector<LayerProgram>& layers,
                                 CollectiveTimes& collectives);
+FastEstimate fast_estimate_step(const StepProgram& program, const std::vector<LayerProgram>& layers,
+                                const LayerKinds& kinds, CollectiveTimes& collectives);
 
 }  // namespace stacksim::workload
