@@ -57,5 +57,30 @@ TEST(HostOverhead, OverlappedHostWorkShowsOnlyBeyondTheGpuStep) {
   EXPECT_NEAR(many.seconds, 4096 * 100e-6, 1e-12);
 }
 
+TEST(HostOverhead, PipelineStagesServeTheirMicroBatchesOnOneHostLoop) {
+  // pp 8: each rank's loop prepares all 8 micro-batches in flight in turn, so a micro-batch's step
+  // lasts at least 8 host steps, even where the engine overlaps host and GPU work.
+  const ServingHardware h = dgx_h100();
+  ServingConfig c = tp8_fp8();
+  c.engine.host_overlapped = true;
+  c.engine.step_overhead_cuda_graph_s = 5e-3;
+  c.engine.per_sequence_overhead_s = 0;
+  const auto cluster = std::make_shared<topo::Cluster>(topo::build_cluster(h.cluster));
+  Parallelism pp8;
+  pp8.tp = 1;
+  pp8.pp = 8;
+  StepCostModel model(c, pp8, llama3_70b(), h.gpu, cluster, coll::tuning_for(h.cluster.node, h.cluster.nic), 0);
+  const StepCost one = model.cost(decodes(1));
+  ASSERT_LT(one.gpu_seconds, 40e-3);
+  EXPECT_NEAR(one.seconds, 40e-3, 1e-12);
+  // A serial engine adds its own host step to the GPU pass where that is longer.
+  c.engine.host_overlapped = false;
+  c.engine.step_overhead_cuda_graph_s = 1e-3;
+  StepCostModel serial(c, pp8, llama3_70b(), h.gpu, cluster, coll::tuning_for(h.cluster.node, h.cluster.nic), 0);
+  const StepCost s1 = serial.cost(decodes(1));
+  ASSERT_GT(s1.gpu_seconds, 8e-3);
+  EXPECT_NEAR(s1.seconds, s1.gpu_seconds + 1e-3, 1e-12);
+}
+
 }  // namespace
 }  // namespace stacksim::serving
