@@ -345,9 +345,15 @@ StepCost StepCostModel::cost(const StepShape& s) {
   }
   r.gpu_seconds = std::accumulate(r.by_category.begin(), r.by_category.end(), 0.0);
   const EngineProfile& e = config_.engine;
+  // Each attention-DP rank runs its own executor loop over its own share of the sequences.
+  const long long rank_seqs = (s.decode_seqs + s.prefill_seqs + par_.dp - 1) / par_.dp;
   const double host_s = (config_.cuda_graphs ? e.step_overhead_cuda_graph_s : e.step_overhead_s) +
-                        e.per_sequence_overhead_s * static_cast<double>(s.decode_seqs + s.prefill_seqs);
-  const double exposed_host_s = e.host_overlapped ? std::max(0.0, host_s - r.gpu_seconds) : host_s;
+                        e.per_sequence_overhead_s * static_cast<double>(rank_seqs);
+  // One executor loop per rank serves the pp micro-batches in flight in turn, so a micro-batch
+  // comes round again no sooner than pp host steps; an overlapping engine hides its host work
+  // behind the GPU pass, a serial one adds it.
+  const double pass_s = r.gpu_seconds + (e.host_overlapped ? 0.0 : host_s);
+  const double exposed_host_s = std::max(pass_s, par_.pp * host_s) - r.gpu_seconds;
   r.by_category[static_cast<size_t>(StepCategory::Host)] += exposed_host_s;
   r.seconds = r.gpu_seconds + exposed_host_s;
   return r;
