@@ -7,6 +7,7 @@ sanitizer report fails the run, and its input is copied to fuzz/regressions/<tar
 
     /usr/bin/python3 benchmarks/fuzz_run.py [--build build-sanitize] [--seconds 45] [--jobs 1]
     # a longer run, e.g. ten million executions in all: --seconds 3600 --jobs 2
+    # one target only, on one core: --only fuzz_scenario --seconds 4500
     # CI's reproducible smoke run: a fixed seed and execution count instead of a time, so the
     # inputs CI tries are the ones tried here (fuzz_cases gets a tenth: its inputs are whole case files)
     /usr/bin/python3 benchmarks/fuzz_run.py --runs 20000 --seed 1
@@ -68,6 +69,8 @@ def main():
     ap.add_argument("--runs", type=int, default=None,
                     help="executions of fuzz_scenario (fuzz_cases: a tenth) instead of --seconds")
     ap.add_argument("--seed", type=int, default=None, help="libFuzzer's random seed (reproducible with --runs)")
+    ap.add_argument("--only", choices=["fuzz_scenario", "fuzz_cases"], default=None,
+                    help="run one target (e.g. a long fuzz_scenario run on one core while the other works)")
     a = ap.parse_args()
     if a.runs and a.jobs > 1:
         ap.error("--runs counts one process's executions: use it with --jobs 1")
@@ -82,6 +85,8 @@ def main():
     ]
     failed, total = False, 0
     for binary, name, seeds, dictionary, runs in targets:
+        if a.only and binary != a.only:
+            continue
         path = os.path.join(a.build, "bin", binary)
         artifacts = os.path.join(work, "artifacts-" + name)
         start = time.monotonic()

@@ -74,7 +74,8 @@ void MaxMinSolver::fix(const std::vector<SolverConstraint>& constraints, const s
   for (uint32_t e = 0; e < sv.num_elements; ++e) {
     const SolverElement& el = sv.elements[e];
     const uint32_t c = el.constraint;
-    if (!shares(constraints[c], el)) continue;
+    // Out of the heap (private, saturated or emptied): nothing reads its sums again this solve.
+    if (!shares(constraints[c], el) || heap_pos_[c] == kNotInHeap) continue;
     remaining_[c] -= el.weight * rate;
     weight_sum_[c] -= el.weight;
     --unfixed_[c];
@@ -127,8 +128,27 @@ void MaxMinSolver::solve(const std::vector<SolverConstraint>& constraints, const
   bound_.resize(n);
   fixed_.assign(n, 0);
 
-  // Pass 1: effective bounds (own bound and every fat pipe crossed), and the sums over each shared
-  // constraint: capacity, summed weight and member count.
+  // Pass 1: the sums over each shared constraint: capacity, summed weight and member count.
+  for (uint32_t i = 0; i < n; ++i) {
+    const SolverVariable& sv = variables[vars[i]];
+    for (uint32_t e = 0; e < sv.num_elements; ++e) {
+      const SolverElement& el = sv.elements[e];
+      if (!shares(constraints[el.constraint], el)) continue;
+      if (epoch_[el.constraint] != current_epoch_) {
+        epoch_[el.constraint] = current_epoch_;
+        remaining_[el.constraint] = constraints[el.constraint].capacity;
+        weight_sum_[el.constraint] = 0;
+        unfixed_[el.constraint] = 0;
+      }
+      weight_sum_[el.constraint] += el.weight;
+      ++unfixed_[el.constraint];
+    }
+  }
+  // Effective bounds: the own bound, every fat pipe crossed and every shared constraint that no
+  // other variable of this solve crosses. Such a private constraint saturates exactly when the
+  // variable reaches capacity / weight (the level it would have in the heap, to the bit), so it is
+  // a bound and stays out of the heap: a collective's flow crossing hundreds of links of its own
+  // costs one bound instead of hundreds of heap entries.
   size_t num_members = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const SolverVariable& sv = variables[vars[i]];
@@ -137,23 +157,19 @@ void MaxMinSolver::solve(const std::vector<SolverConstraint>& constraints, const
       const SolverElement& el = sv.elements[e];
       const SolverConstraint& c = constraints[el.constraint];
       if (el.weight <= 0) continue;
-      if (c.fat_pipe) {
+      if (c.fat_pipe || unfixed_[el.constraint] == 1) {
         b = std::min(b, c.capacity / el.weight);
         continue;
       }
-      if (epoch_[el.constraint] != current_epoch_) {
-        epoch_[el.constraint] = current_epoch_;
-        remaining_[el.constraint] = c.capacity;
-        weight_sum_[el.constraint] = 0;
-        unfixed_[el.constraint] = 0;
+      if (heap_pos_[el.constraint] == kNotInHeap) {
+        heap_pos_[el.constraint] = 0;  // listed once; its real position is set below
         touched_.push_back(el.constraint);
       }
-      weight_sum_[el.constraint] += el.weight;
-      ++unfixed_[el.constraint];
       ++num_members;
     }
     bound_[i] = b;
   }
+  for (uint32_t c : touched_) heap_pos_[c] = kNotInHeap;
 
   // Pass 2: member lists in one flat array (CSR), each in variable order.
   member_list_.resize(num_members);
@@ -165,7 +181,7 @@ void MaxMinSolver::solve(const std::vector<SolverConstraint>& constraints, const
   for (uint32_t i = 0; i < n; ++i) {
     const SolverVariable& sv = variables[vars[i]];
     for (uint32_t e = 0; e < sv.num_elements; ++e)
-      if (shares(constraints[sv.elements[e].constraint], sv.elements[e]))
+      if (shares(constraints[sv.elements[e].constraint], sv.elements[e]) && unfixed_[sv.elements[e].constraint] > 1)
         member_list_[fill_[sv.elements[e].constraint]++] = i;
   }
 

@@ -5,7 +5,9 @@
 // fixed at the current level and their consumption is removed from their other constraints; a
 // variable reaching its bound is fixed there. A heap of constraint levels (remaining capacity over
 // the summed weight of unfixed variables), updated in place, finds the next saturation in
-// O(log m). Cost: O((V*d + C) log C) for V variables of degree d over C constraints.
+// O(log m). A shared constraint that only one variable of the solve crosses is that variable's
+// bound (capacity / weight) and stays out of the heap. Cost: O((V*d + C) log C) for V variables of
+// degree d over C constraints, both counting only constraints that two variables or more cross.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -131,9 +131,36 @@ TEST(Engine, ClassicMaxMinOnThreeLinks) {
   EXPECT_NEAR(e.rate(f2), 1.5, 1e-12);
 }
 
+namespace {
+
+// Max-min optimality: no capacity is exceeded, and every variable crosses a saturated constraint
+// on which it has the largest rate (or sits at its bound).
+void expect_max_min_optimal(const std::vector<SolverConstraint>& cons,
+                            const std::vector<std::vector<SolverElement>>& els, const std::vector<SolverVariable>& vars,
+                            const std::vector<double>& rates) {
+  const size_t C = cons.size(), V = vars.size();
+  std::vector<double> used(C, 0);
+  for (size_t v = 0; v < V; ++v)
+    for (const auto& e : els[v]) used[e.constraint] += e.weight * rates[v];
+  for (size_t c = 0; c < C; ++c) EXPECT_LE(used[c], cons[c].capacity * (1 + 1e-9));
+  for (size_t v = 0; v < V; ++v) {
+    if (rates[v] >= vars[v].bound * (1 - 1e-9)) continue;
+    bool bottlenecked = false;
+    for (const auto& e : els[v]) {
+      if (used[e.constraint] < cons[e.constraint].capacity * (1 - 1e-9)) continue;
+      double max_rate = 0;
+      for (size_t u = 0; u < V; ++u)
+        for (const auto& f : els[u])
+          if (f.constraint == e.constraint) max_rate = std::max(max_rate, rates[u]);
+      if (rates[v] >= max_rate * (1 - 1e-9)) bottlenecked = true;
+    }
+    EXPECT_TRUE(bottlenecked) << "variable " << v;
+  }
+}
+
+}  // namespace
+
 TEST(MaxMinSolver, EveryResourceFeasibleAndEveryFlowBottlenecked) {
-  // Max-min optimality: no capacity is exceeded, and every variable crosses a saturated
-  // constraint on which it has the largest rate (or sits at its bound).
   std::mt19937 rng(7);
   const int C = 60, V = 200;
   std::vector<SolverConstraint> cons(C);
@@ -152,23 +179,46 @@ TEST(MaxMinSolver, EveryResourceFeasibleAndEveryFlowBottlenecked) {
   std::vector<double> rates(V, 0);
   MaxMinSolver s;
   s.solve(cons, vars, idx, rates);
-  std::vector<double> used(C, 0);
-  for (int v = 0; v < V; ++v)
-    for (const auto& e : els[v]) used[e.constraint] += e.weight * rates[v];
-  for (int c = 0; c < C; ++c) EXPECT_LE(used[c], cons[c].capacity * (1 + 1e-9));
-  for (int v = 0; v < V; ++v) {
-    if (rates[v] >= vars[v].bound * (1 - 1e-9)) continue;
-    bool bottlenecked = false;
-    for (const auto& e : els[v]) {
-      if (used[e.constraint] < cons[e.constraint].capacity * (1 - 1e-9)) continue;
-      double max_rate = 0;
-      for (int u = 0; u < V; ++u)
-        for (const auto& f : els[u])
-          if (f.constraint == e.constraint) max_rate = std::max(max_rate, rates[u]);
-      if (rates[v] >= max_rate * (1 - 1e-9)) bottlenecked = true;
-    }
-    EXPECT_TRUE(bottlenecked) << "variable " << v;
+  expect_max_min_optimal(cons, els, vars, rates);
+}
+
+TEST(MaxMinSolver, ConstraintsOfOneVariableActAsItsBound) {
+  // A collective's flow crosses hundreds of links no other flow of the solve crosses; the solver
+  // takes them as bounds (capacity / weight). Closed form: flows 0 and 1 share S (cap 4); flow 0
+  // also crosses its own P (cap 1, weight 0.5: a bound of 2) and flow 1 its own Q (cap 1). Flow 1
+  // stops at 1 (Q), flow 0 at 2 (P), S keeps 1 spare. With P at cap 3 (bound 6), S saturates:
+  // flow 1 still 1, flow 0 takes S's rest, 3.
+  for (const double p_cap : {1.0, 3.0}) {
+    std::vector<SolverConstraint> cons = {{4.0, false}, {p_cap, false}, {1.0, false}};
+    std::vector<std::vector<SolverElement>> els = {{{0, 1.0}, {1, 0.5}}, {{2, 1.0}, {0, 1.0}}};
+    std::vector<SolverVariable> vars = {{els[0].data(), 2, 1e300}, {els[1].data(), 2, 1e300}};
+    std::vector<double> rates(2, 0);
+    MaxMinSolver s;
+    s.solve(cons, vars, {0, 1}, rates);
+    EXPECT_DOUBLE_EQ(rates[1], 1.0);
+    EXPECT_DOUBLE_EQ(rates[0], p_cap == 1.0 ? 2.0 : 3.0);
   }
+  // Random instances where most constraints belong to one variable: still max-min optimal.
+  std::mt19937 rng(11);
+  const int shared = 8, V = 40, own = 30;
+  std::vector<SolverConstraint> cons;
+  std::uniform_real_distribution<double> cap(1.0, 10.0);
+  for (int c = 0; c < shared + V * own; ++c) cons.push_back({cap(rng), false});
+  std::vector<std::vector<SolverElement>> els(V);
+  std::vector<SolverVariable> vars(V);
+  std::vector<uint32_t> idx(V);
+  std::uniform_int_distribution<int> pick(0, shared - 1);
+  std::uniform_real_distribution<double> w(0.5, 2.0);
+  for (int v = 0; v < V; ++v) {
+    for (int k = 0; k < 2; ++k) els[v].push_back({static_cast<uint32_t>(pick(rng)), w(rng)});
+    for (int k = 0; k < own; ++k) els[v].push_back({static_cast<uint32_t>(shared + v * own + k), w(rng)});
+    vars[v] = {els[v].data(), static_cast<uint32_t>(els[v].size()), v % 5 == 0 ? 0.3 : 1e300};
+    idx[v] = v;
+  }
+  std::vector<double> rates(V, 0);
+  MaxMinSolver s;
+  s.solve(cons, vars, idx, rates);
+  expect_max_min_optimal(cons, els, vars, rates);
 }
 
 TEST(Engine, RingAllReduceClosedForm) {
