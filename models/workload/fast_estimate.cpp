@@ -461,27 +461,51 @@ class Estimator {
                     coll_s(Group::ExpertDp, coll::CollectiveOp::AllGather, stage_param_bytes(s, true)));
   }
 
-  // ZeRO-1/2 with overlap_param_gather: the buckets' gathers run in forward order from the
-  // step's start; each layer of the first forward of a chunk waits for its bucket. The delay
-  // the first chunk's forward sees on this stage (its fill starts after the stages before it).
+  // ZeRO-1/2 with overlap_param_gather: each buffer's bucket gathers (dense, and the routed
+  // experts' own) run one after another from the step's start in forward order, chunk after
+  // chunk; each layer's first forward of the step waits for its bucket. The gathers do not wait
+  // for compute, so the delay is the latest bucket against the undelayed compute. Interleaved
+  // 1F1B runs a round of pp forwards of a chunk before the next chunk's first one, so later
+  // chunks' gathers must keep up with a round each; DualPipe's first chunk only (its second one
+  // starts well after).
   double zero12_gather_delay(int s, const std::vector<ListTime>& fwd, const std::vector<double>& F) {
     if (!zero12_gathers() || !p_.overlap_param_gather) return 0.0;
-    double start = 0;  // when the stage's first forward can begin (the fill before it)
-    for (int k = 0; k < s; ++k) start += F[k] / (dualpipe() ? 2 : p_.vp);
-    const int vs = vstage(0, s);
-    const auto [l0, l1] = layer_range(model_stage(vs));
-    double gathered = 0, compute = start + (first_position(vs) ? list(p_.pre_forward).stream_s : 0.0), delay = 0;
-    double bucket = first_position(vs) || last_position(vs) ? p_.embedding_param_bytes : 0.0;
-    int first = l0;
-    for (int l = l0; l < l1; ++l) {
-      bucket += L_[l].param_bytes;
-      if (bucket < p_.dp_bucket_bytes && l + 1 < l1) continue;
-      gathered += coll_s(Group::DpShard, coll::CollectiveOp::AllGather, bucket);
-      delay = std::max(delay, gathered - compute);
-      for (int k = first; k <= l; ++k) compute += layer_list(k, false).stream_s;
-      bucket = 0, first = l + 1;
+    double before = 0;  // compute before the chunk's first forward: the fill, then earlier rounds
+    for (int k = 0; k < s; ++k) before += F[k] / (dualpipe() ? 2 : p_.vp);
+    const int chunks = dualpipe() ? 1 : p_.vp, round = std::min(p_.pp, p_.micro_batches);
+    struct Buffer {
+      Group group;
+      double LayerProgram::*bytes;
+      double gathered = 0;  // when its latest gather ends
+    };
+    Buffer buffers[2] = {{Group::DpShard, &LayerProgram::param_bytes},
+                         {Group::ExpertDp, &LayerProgram::expert_param_bytes}};
+    double delay = 0;
+    for (int c = 0; c < chunks; ++c) {
+      const int vs = vstage(c, s);
+      const auto [l0, l1] = layer_range(model_stage(vs));
+      const double start = before + (first_position(vs) ? list(p_.pre_forward).stream_s : 0.0);
+      for (Buffer& b : buffers) {
+        double compute = start;
+        double bucket =
+            b.group == Group::DpShard && (first_position(vs) || last_position(vs)) ? p_.embedding_param_bytes : 0.0;
+        if (l1 == l0 && bucket > 0) {  // a chunk of the embedding or output layer alone
+          b.gathered += coll_s(b.group, coll::CollectiveOp::AllGather, bucket);
+          delay = std::max(delay, b.gathered - compute);
+        }
+        for (int l = l0, first = l0; l < l1; ++l) {
+          bucket += L_[l].*b.bytes;
+          if (bucket < p_.dp_bucket_bytes && l + 1 < l1) continue;
+          if (bucket > 0) {
+            b.gathered += coll_s(b.group, coll::CollectiveOp::AllGather, bucket);
+            delay = std::max(delay, b.gathered - compute);
+          }
+          for (int k = first; k <= l; ++k) compute += layer_list(k, false).stream_s;
+          bucket = 0, first = l + 1;
+        }
+      }
+      before += round * fwd[c].stream_s;
     }
-    (void)fwd;
     return std::max(0.0, delay);
   }
 
