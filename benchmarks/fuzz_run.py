@@ -55,8 +55,8 @@ def run(binary, corpus, seeds, dictionary, seconds, jobs, artifacts, runs=None, 
                UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     execs = sum(int(x) for x in re.findall(r"stat::number_of_executed_units:\s*(\d+)", p.stderr))
-    if jobs > 1:  # fork mode reports a running total instead
-        totals = re.findall(r"#(\d+):?\s.*(?:DONE|pulse|NEW|REDUCE)", p.stderr)
+    if jobs > 1:  # fork mode reports a running total instead ("#N: cov: ... job: J")
+        totals = re.findall(r"^#(\d+):?\s", p.stderr, re.MULTILINE)
         execs = max([execs] + [int(t) for t in totals])
     return p.returncode, execs, p.stderr
 

@@ -16,7 +16,8 @@
 //  - data-parallel reduction as the replay buckets it: each bucket's collective starts when its
 //    last gradient of the last micro-batch is ready, one after another on the stream, and only
 //    what runs past the stage's backward is exposed; ZeRO-1/2 gathers under the next step's first
-//    forward (or after the optimizer), FSDP's per-layer gathers and reduce-scatters paced by the
+//    forward of each chunk (interleaved: chunk after chunk, a round of pp forwards apart), or
+//    after the optimizer, FSDP's per-layer gathers and reduce-scatters paced by the
 //    layers' compute (prefetch) with the first gather and the last reduce-scatter exposed;
 //  - host launches: a stage's kernels cannot run faster than one thread launches them, and a host
 //    sync exposes the launches after it.
