@@ -82,6 +82,9 @@ def main():
         with open(out) as f:
             doc = json.load(f)
         os.unlink(out)
+        if "plans" not in doc:  # a purchase: section makes `plan` a purchase search
+            print(f"{os.path.basename(path)[:-5]:34s} skipped: its purchase: section makes plan a purchase search")
+            continue
         plans = doc["plans"]
         rep = [p for p in plans if p.get("replayed")]
         fast = [p["fast_step_time_s"] for p in rep]
