@@ -361,14 +361,20 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
       n.has("activations_dtype") ? parse_dtype_key(n, "activations_dtype") : default_activations(c.weights_dtype, gpu);
   c.kv_dtype =
       n.has("kv_cache_dtype") ? parse_dtype_key(n, "kv_cache_dtype") : default_kv_dtype(c, profile, gpu, s.notes);
+  // A part's weight format: given, or the checkpoint's unquantized part (said in a note).
   const std::optional<serving::Dtype> unquantized = default_unquantized_part(c, s.model, gpu);
-  if (n.has("attention_weights_dtype")) {
-    c.attention_weights_dtype = parse_dtype_key(n, "attention_weights_dtype");
-  } else if (unquantized) {
-    c.attention_weights_dtype = unquantized;
-    s.notes.push_back(std::string("serving.attention_weights_dtype: ") + serving::dtype_name(*unquantized) +
-                      " (not given; NVFP4 checkpoints of MLA models leave attention unquantized)");
-  }
+  const auto part_dtype = [&](const config::Node& node, const std::string& key, const std::string& part) {
+    std::optional<serving::Dtype> d;
+    if (node.has(key)) {
+      d = parse_dtype_key(node, key);
+    } else if (unquantized) {
+      d = unquantized;
+      s.notes.push_back(node.path() + "." + key + ": " + serving::dtype_name(*unquantized) +
+                        " (not given; NVFP4 checkpoints of MLA models leave " + part + " unquantized)");
+    }
+    return d;
+  };
+  c.attention_weights_dtype = part_dtype(n, "attention_weights_dtype", "attention");
   try {  // the GPU must compute in the formats named (FP8 on an A100 is an input error)
     serving::tensor_peak_flops_per_s(gpu, c.weights_dtype, c.activations_dtype);
   } catch (const std::invalid_argument& e) {
@@ -396,13 +402,7 @@ ServingSetup parse_serving_scenario(const config::Node& top, const topo::Cluster
     c.speculative.acceptance_rate = fraction(sp, "acceptance_rate", 0.7, true);
     if (!sp.has("acceptance_rate"))
       sp.fail("acceptance_rate", "missing", "give the measured acceptance rate, e.g. 0.7");
-    if (sp.has("draft_weights_dtype")) {
-      c.speculative.draft_weights_dtype = parse_dtype_key(sp, "draft_weights_dtype");
-    } else if (unquantized) {
-      c.speculative.draft_weights_dtype = unquantized;
-      s.notes.push_back(std::string("serving.speculative.draft_weights_dtype: ") + serving::dtype_name(*unquantized) +
-                        " (not given; NVFP4 checkpoints of MLA models leave the MTP layer unquantized)");
-    }
+    c.speculative.draft_weights_dtype = part_dtype(sp, "draft_weights_dtype", "the MTP layer");
     if (sp.has("draft_cost_ratio"))
       c.speculative.draft_cost_ratio = sp.non_negative("draft_cost_ratio", sp.required_number("draft_cost_ratio"));
   }

@@ -170,16 +170,19 @@ const CategorySeconds& StepCostModel::token_part(long long tokens, long long ran
   const double tp = par_.tp, dp = par_.dp;
   const double t_rank = static_cast<double>(rank_tokens);  // tokens of the busiest dp rank
   const double h = static_cast<double>(m.hidden);
+  // A GEMM's seconds go to weight reads or to compute, whichever bounds it.
+  auto gemm_category = [](const Gemm& g) {
+    return static_cast<size_t>(g.memory_bound ? StepCategory::WeightRead : StepCategory::GemmCompute);
+  };
   auto add_gemm = [&](double count, double mm, double n, double k, double wbytes) {
     const Gemm g = gemm(mm, n, k, wbytes);
-    c[static_cast<size_t>(g.memory_bound ? StepCategory::WeightRead : StepCategory::GemmCompute)] += count * g.seconds;
+    c[gemm_category(g)] += count * g.seconds;
   };
   const double layers = static_cast<double>(m.layers);
   // Attention projections: attention_gemm_params / hidden is the summed output width (q, k, v, o).
   const double attn_width = m.attention_gemm_params() / h / tp;
   const Gemm attn = gemm_at(t_rank, attn_width, h, attn_w_bytes_, attn_flops_, attn_a_bytes_);
-  c[static_cast<size_t>(attn.memory_bound ? StepCategory::WeightRead : StepCategory::GemmCompute)] +=
-      layers * attn.seconds;
+  c[gemm_category(attn)] += layers * attn.seconds;
   // ...run as separate launches, each with its floor: the fused QKV and the output GEMM (attention
   // runs between them); MLA's fused q/kv down-projection, q up-projection, the absorbed k and v
   // up-projections (two batched GEMMs) and the output GEMM, with the two latent RMSNorms between
@@ -187,8 +190,7 @@ const CategorySeconds& StepCostModel::token_part(long long tokens, long long ran
   const bool q_lora = m.is_mla() && m.mla.q_lora_rank > 0;
   const double attn_launches = m.is_mla() ? (q_lora ? 5 : 4) : 2;
   const double latent_norms = m.is_mla() ? (q_lora ? 2 : 1) : 0;
-  c[static_cast<size_t>(attn.memory_bound ? StepCategory::WeightRead : StepCategory::GemmCompute)] +=
-      layers * (attn_launches - 1) * kernel_s_;
+  c[gemm_category(attn)] += layers * (attn_launches - 1) * kernel_s_;
   c[static_cast<size_t>(StepCategory::Elementwise)] += layers * latent_norms * kernel_s_;
   // Dense MLPs (every non-MoE layer).
   const double ffn_gpu = static_cast<double>(m.ffn_hidden) / tp;

@@ -158,22 +158,23 @@ void expect_max_min_optimal(const std::vector<SolverConstraint>& cons,
   }
 }
 
-}  // namespace
-
-TEST(MaxMinSolver, EveryResourceFeasibleAndEveryFlowBottlenecked) {
-  std::mt19937 rng(7);
-  const int C = 60, V = 200;
-  std::vector<SolverConstraint> cons(C);
+// A random system: `shared` constraints that every variable picks `picks` of, and `own`
+// constraints per variable that no other crosses; every `bounded_every`-th variable has `bound`.
+// Solved, then checked for max-min optimality.
+void solve_random_and_check(uint32_t seed, int shared, int V, int picks, int own, int bounded_every, double bound) {
+  std::mt19937 rng(seed);
+  std::vector<SolverConstraint> cons;
   std::uniform_real_distribution<double> cap(1.0, 10.0);
-  for (auto& c : cons) c = {cap(rng), false};
+  for (int c = 0; c < shared + V * own; ++c) cons.push_back({cap(rng), false});
   std::vector<std::vector<SolverElement>> els(V);
   std::vector<SolverVariable> vars(V);
   std::vector<uint32_t> idx(V);
-  std::uniform_int_distribution<int> pick(0, C - 1);
+  std::uniform_int_distribution<int> pick(0, shared - 1);
   std::uniform_real_distribution<double> w(0.5, 2.0);
   for (int v = 0; v < V; ++v) {
-    for (int k = 0; k < 4; ++k) els[v].push_back({static_cast<uint32_t>(pick(rng)), w(rng)});
-    vars[v] = {els[v].data(), static_cast<uint32_t>(els[v].size()), v % 7 == 0 ? 0.05 : 1e300};
+    for (int k = 0; k < picks; ++k) els[v].push_back({static_cast<uint32_t>(pick(rng)), w(rng)});
+    for (int k = 0; k < own; ++k) els[v].push_back({static_cast<uint32_t>(shared + v * own + k), w(rng)});
+    vars[v] = {els[v].data(), static_cast<uint32_t>(els[v].size()), v % bounded_every == 0 ? bound : 1e300};
     idx[v] = v;
   }
   std::vector<double> rates(V, 0);
@@ -181,6 +182,10 @@ TEST(MaxMinSolver, EveryResourceFeasibleAndEveryFlowBottlenecked) {
   s.solve(cons, vars, idx, rates);
   expect_max_min_optimal(cons, els, vars, rates);
 }
+
+}  // namespace
+
+TEST(MaxMinSolver, EveryResourceFeasibleAndEveryFlowBottlenecked) { solve_random_and_check(7, 60, 200, 4, 0, 7, 0.05); }
 
 TEST(MaxMinSolver, ConstraintsOfOneVariableActAsItsBound) {
   // A collective's flow crosses hundreds of links no other flow of the solve crosses; the solver
@@ -199,26 +204,7 @@ TEST(MaxMinSolver, ConstraintsOfOneVariableActAsItsBound) {
     EXPECT_DOUBLE_EQ(rates[0], p_cap == 1.0 ? 2.0 : 3.0);
   }
   // Random instances where most constraints belong to one variable: still max-min optimal.
-  std::mt19937 rng(11);
-  const int shared = 8, V = 40, own = 30;
-  std::vector<SolverConstraint> cons;
-  std::uniform_real_distribution<double> cap(1.0, 10.0);
-  for (int c = 0; c < shared + V * own; ++c) cons.push_back({cap(rng), false});
-  std::vector<std::vector<SolverElement>> els(V);
-  std::vector<SolverVariable> vars(V);
-  std::vector<uint32_t> idx(V);
-  std::uniform_int_distribution<int> pick(0, shared - 1);
-  std::uniform_real_distribution<double> w(0.5, 2.0);
-  for (int v = 0; v < V; ++v) {
-    for (int k = 0; k < 2; ++k) els[v].push_back({static_cast<uint32_t>(pick(rng)), w(rng)});
-    for (int k = 0; k < own; ++k) els[v].push_back({static_cast<uint32_t>(shared + v * own + k), w(rng)});
-    vars[v] = {els[v].data(), static_cast<uint32_t>(els[v].size()), v % 5 == 0 ? 0.3 : 1e300};
-    idx[v] = v;
-  }
-  std::vector<double> rates(V, 0);
-  MaxMinSolver s;
-  s.solve(cons, vars, idx, rates);
-  expect_max_min_optimal(cons, els, vars, rates);
+  solve_random_and_check(11, 8, 40, 2, 30, 5, 0.3);
 }
 
 TEST(Engine, RingAllReduceClosedForm) {
