@@ -32,6 +32,9 @@ workload::ParallelPlan apply_shape(const workload::ParallelPlan& base, const YAM
   p.etp = x.etp < x.tp ? 1 : 0;
   p.micro_batch = x.mb;
   p.zero = x.zero;
+  // The scenario's offloads stay the user's choice; the parameter shards can live on the host
+  // only when ZeRO-3 shards them (parse_memory_options' rule), so other stages keep them on the GPU.
+  p.offload_params = base.offload_params && x.zero >= 3;
   p.sequence_parallel = x.tp > 1;
   p.schedule = x.dualpipe                                      ? workload::Schedule::DualPipe
                : base.schedule == workload::Schedule::DualPipe ? workload::Schedule::OneFOneB
@@ -49,6 +52,7 @@ workload::ParallelPlan apply_shape(const workload::ParallelPlan& base, const YAM
   set("tp", std::to_string(x.tp)), set("pp", std::to_string(x.pp)), set("dp", std::to_string(x.dp));
   set("cp", std::to_string(x.cp)), set("vp", std::to_string(x.vp)), set("micro_batch", std::to_string(x.mb));
   set("zero", std::to_string(x.zero)), set("sequence_parallel", x.tp > 1 ? "true" : "false");
+  if (base.offload_params && !p.offload_params) set("offload_params", "false");
   set("first_stage_layers", layout.first > 0 ? std::to_string(layout.first) : "null");
   set("last_stage_layers", layout.first > 0 ? std::to_string(layout.last) : "null");
   set("stage_layers", layout.stage_layers.empty() ? "null" : join_counts(layout.stage_layers));
@@ -84,8 +88,11 @@ std::vector<PlanPoint> enumerate_plans(const Scenario& s, double gpu_memory_byte
         if (pp > 1)
           for (int vp = 2; vp <= 8 && m.layers >= pp * vp; vp *= 2) schedules.push_back({vp, false});
         if (pp >= 2 && pp % 2 == 0) schedules.push_back({1, true});
-        std::vector<int> zeros{0};
-        if (dp * cp > 1) zeros = {0, 1, 2, 3};
+        // An offloaded optimizer is a ZeRO shard on the host (zero >= 1, parse_memory_options).
+        const int min_zero = t.plan.offload_optimizer ? 1 : 0;
+        std::vector<int> zeros{min_zero};
+        if (dp * cp > 1)
+          for (int z = min_zero + 1; z <= 3; ++z) zeros.push_back(z);
         // MoE: expert parallelism in powers of two dividing the experts, out of cp*dp (experts
         // split like the dense layers) or, beyond it, out of tp*cp*dp with whole experts (etp 1).
         std::vector<std::pair<int, int>> eps{{1, tp}};

@@ -180,6 +180,9 @@ struct ReplayOptions {
 int global_rank(const StepProgram& p, int tp_i, int cp_i, int dp_i, int pp_i);
 // Ranks in one group of a layer collective's kind (TP, CP or EP; data parallelism otherwise).
 int group_size(const StepProgram& p, Group g);
+// Every group of a kind on pipeline stage `stage`, each in ring order: the tp x cp (data
+// parallelism: tp) copies of a layer collective that run at once, as the replay appends them.
+std::vector<std::vector<int>> communicator_groups(const StepProgram& p, Group g, int stage);
 
 // Expert groups are ep consecutive ranks along the combined cp x dp index (cp fastest: Megatron-
 // Core's expert rank layout since MoE parallel folding, v0.10, with expert TP = tp; before it EP

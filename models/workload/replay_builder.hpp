@@ -188,15 +188,12 @@ class StepBuilder {
   // traffic (GPUDirect RDMA) and staged transfers. The other nodes copy the same over their own
   // PCIe trees and so load the collectives' routes there as these copies do here (symmetry). One
   // activity over the union of the routes, as a merged collective phase.
-  // The links of every GPU's host copy on the nodes marked in `on_node`, each over the route from
-  // (to_host: to) the GPU's nearest CPU socket, with the number of copies on each.
-  std::map<topo::LinkId, int> host_copy_links(const std::vector<char>& on_node, bool to_host) const;
-
   void build_batch_copy();
 
-  // Copies between host memory and every GPU of `node` (bytes_per_gpu each), after `deps`; one
-  // activity over the union of their routes, as build_batch_copy's.
-  sim::TaskId add_host_copies(int node, double bytes_per_gpu, bool to_host, const std::vector<sim::TaskId>& deps,
+  // Copies between host memory and every GPU of stage s on its representative's node (bytes_per_gpu
+  // each), after `deps`; one activity over the union of their routes (host_copies.hpp), as
+  // build_batch_copy's.
+  sim::TaskId add_host_copies(int s, double bytes_per_gpu, bool to_host, const std::vector<sim::TaskId>& deps,
                               const char* name, sim::TrackId track, uint16_t category = kCatOptimizer);
 
   void build_pipeline();
@@ -247,7 +244,7 @@ class StepBuilder {
   std::vector<std::vector<sim::TaskId>> activation_copies_ = std::vector<std::vector<sim::TaskId>>(p_.pp);
   // Offloaded parameters: each shard's copy from the host before its gather, per stage.
   std::vector<std::vector<sim::TaskId>> param_copies_ = std::vector<std::vector<sim::TaskId>>(p_.pp);
-  std::map<std::pair<int, bool>, std::map<topo::LinkId, int>> node_copy_links_;  // add_host_copies' routes
+  std::map<std::pair<int, bool>, std::map<topo::LinkId, int>> stage_copy_links_;  // add_host_copies' routes
   std::vector<sim::TaskId> stage_end_;  // per stage: its last task before the step's end
   std::map<uint64_t, sim::TaskId> item_entry_, item_exit_;
   std::map<uint64_t, std::vector<uint64_t>> next_items_;  // item -> the item(s) after it on its stage

@@ -5,89 +5,7 @@
 
 namespace stacksim::workload::replay_detail {
 
-std::vector<std::vector<int>> StepBuilder::groups(Group g, int s) const {
-  std::vector<std::vector<int>> out;
-  switch (g) {
-    case Group::TP:
-      for (int c = 0; c < p_.cp; ++c) {
-        std::vector<int> r;
-        for (int t = 0; t < p_.tp; ++t) r.push_back(global_rank(p_, t, c, 0, s));
-        out.push_back(r);
-      }
-      break;
-    case Group::CP:
-      for (int t = 0; t < p_.tp; ++t) {
-        std::vector<int> r;
-        for (int c = 0; c < p_.cp; ++c) r.push_back(global_rank(p_, t, c, 0, s));
-        out.push_back(r);
-      }
-      break;
-    case Group::EP:
-      // Expert parallelism is carved out of context x data parallelism (expert_span), or of
-      // tensor x context x data parallelism with whole experts.
-      if (p_.experts_folded) {
-        for (int first = 0; first < expert_span(p_); first += p_.ep) {
-          std::vector<int> r;
-          for (int e = first; e < first + p_.ep; ++e)
-            r.push_back(global_rank(p_, e % p_.tp, (e / p_.tp) % p_.cp, e / (p_.tp * p_.cp), s));
-          out.push_back(r);
-        }
-        break;
-      }
-      for (int t = 0; t < p_.tp; ++t)
-        for (int first = 0; first < expert_span(p_); first += p_.ep) {
-          std::vector<int> r;
-          for (int e = first; e < first + p_.ep; ++e) r.push_back(global_rank(p_, t, e % p_.cp, e / p_.cp, s));
-          out.push_back(r);
-        }
-      break;
-    case Group::ExpertDp: {
-      // The ranks at the same place in their expert-parallel groups (blocks of ep consecutive
-      // expert indices, as Group::EP): expert indices equal modulo ep.
-      const int width = p_.experts_folded ? p_.tp * p_.cp * p_.dp : p_.cp * p_.dp;
-      for (int t = 0; t < (p_.experts_folded ? 1 : p_.tp); ++t)
-        for (int j = 0; j < p_.ep; ++j) {
-          std::vector<int> r;
-          for (int e = j; e < width; e += p_.ep)
-            r.push_back(p_.experts_folded ? global_rank(p_, e % p_.tp, (e / p_.tp) % p_.cp, e / (p_.tp * p_.cp), s)
-                                          : global_rank(p_, t, e % p_.cp, e / p_.cp, s));
-          out.push_back(r);
-        }
-      break;
-    }
-    case Group::DP:
-    case Group::DpShard:
-    case Group::DpReplicate: {
-      // Gradients (and ZeRO/FSDP shards) are reduced over data AND context parallelism
-      // (Megatron's data-parallel-with-context-parallel group): cp ranks hold the same weights.
-      // Index e = c + cp * d; shard groups are blocks of shard_size consecutive e, replicate
-      // groups the e that are equal modulo shard_size.
-      const int n = p_.dp * p_.cp, shard = shard_ranks();
-      const auto rank_of = [&](int t, int e) { return global_rank(p_, t, e % p_.cp, e / p_.cp, s); };
-      for (int t = 0; t < p_.tp; ++t) {
-        if (g == Group::DP || (g == Group::DpShard && shard == n)) {
-          std::vector<int> r;
-          for (int e = 0; e < n; ++e) r.push_back(rank_of(t, e));
-          out.push_back(r);
-        } else if (g == Group::DpShard) {
-          for (int first = 0; first < n; first += shard) {
-            std::vector<int> r;
-            for (int e = first; e < first + shard; ++e) r.push_back(rank_of(t, e));
-            out.push_back(r);
-          }
-        } else {
-          for (int j = 0; j < shard; ++j) {
-            std::vector<int> r;
-            for (int e = j; e < n; e += shard) r.push_back(rank_of(t, e));
-            out.push_back(r);
-          }
-        }
-      }
-      break;
-    }
-  }
-  return out;
-}
+std::vector<std::vector<int>> StepBuilder::groups(Group g, int s) const { return communicator_groups(p_, g, s); }
 
 sim::TaskId StepBuilder::add_group_collective(int s, Group g, coll::CollectiveOp op, double bytes,
                                               const std::vector<sim::TaskId>& deps, sim::TrackId track,
@@ -176,8 +94,8 @@ sim::TaskId StepBuilder::fsdp_gather(int s, const LayerProgram& layer, sim::Task
     sim::TaskId fetched = sim::kNoTask;
     if (p_.offload_params && bytes > 0) {
       // The shard lives in host memory: it crosses PCIe before the gather can start.
-      fetched = add_host_copies(cluster_.node_of_gpu(st.rep), bytes / std::max(1, group_size(group)), false, deps,
-                                "parameter shard from host", st.param_track, kCatDpComm);
+      fetched = add_host_copies(s, bytes / std::max(1, group_size(group)), false, deps, "parameter shard from host",
+                                st.param_track, kCatDpComm);
       param_copies_[s].push_back(fetched);
       deps = {fetched};
     }

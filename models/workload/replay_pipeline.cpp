@@ -58,8 +58,8 @@ void StepBuilder::build_item(int s, const PipelineItem& it) {
       run_layer(l, p_.layers[l].forward);
       // The layer's saved activations to host memory, off the compute stream.
       if (to_host) {
-        (*to_host)[l - l0] = add_host_copies(cluster_.node_of_gpu(st.rep), p_.layers[l].offload_bytes, true,
-                                             {st.cursor}, "activations to host", st.offload_track, kCatOffload);
+        (*to_host)[l - l0] = add_host_copies(s, p_.layers[l].offload_bytes, true, {st.cursor}, "activations to host",
+                                             st.offload_track, kCatOffload);
         if ((*to_host)[l - l0] != sim::kNoTask) activation_copies_[s].push_back((*to_host)[l - l0]);
       }
     }
@@ -85,11 +85,10 @@ void StepBuilder::build_item(int s, const PipelineItem& it) {
         if (expert_rs != sim::kNoTask) rs = expert_rs;
         if (rs != sim::kNoTask) st.rs_cursor = rs;
         if (p_.offload_optimizer) {  // each reduced shard to the host's optimizer at once (fp32)
-          const int node = cluster_.node_of_gpu(st.rep);
           const sim::TaskId ready = rs != sim::kNoTask ? rs : st.cursor;  // nothing to reduce: one rank
           for (const auto& [group, b] : {std::pair{Group::DpShard, bytes}, {Group::ExpertDp, expert_bytes}}) {
             const sim::TaskId copy =
-                add_host_copies(node, b / std::max(1, group_size(group)) * p_.offload_d2h_per_grad_byte, true, {ready},
+                add_host_copies(s, b / std::max(1, group_size(group)) * p_.offload_d2h_per_grad_byte, true, {ready},
                                 "gradient shard to host", st.dp_track);
             if (copy != sim::kNoTask) offload_tasks_[s].push_back(copy);
           }
@@ -108,9 +107,9 @@ void StepBuilder::build_item(int s, const PipelineItem& it) {
     sim::TaskId prefetch_gate = st.cursor;
     for (int l = l1 - 1; l >= l0; --l) {
       if (offloaded != offloaded_.end()) {
-        const sim::TaskId back = add_host_copies(cluster_.node_of_gpu(st.rep), p_.layers[l].offload_bytes, false,
-                                                 {offloaded->second[l - l0], prefetch_gate}, "activations from host",
-                                                 st.offload_track, kCatOffload);
+        const sim::TaskId back =
+            add_host_copies(s, p_.layers[l].offload_bytes, false, {offloaded->second[l - l0], prefetch_gate},
+                            "activations from host", st.offload_track, kCatOffload);
         if (back != sim::kNoTask) {
           activation_copies_[s].push_back(back);
           st.cursor = add_join({st.cursor, back});

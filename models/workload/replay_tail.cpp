@@ -17,7 +17,7 @@ void StepBuilder::build_tail() {
     std::vector<sim::TaskId>& host_phase = offload_tasks_[s];
     const auto offload_bucket = [&](sim::TaskId reduced, double bytes, Group g) {
       if (!p_.offload_optimizer || reduced == sim::kNoTask) return;
-      host_phase.push_back(add_host_copies(node, bytes / group_size(g) * p_.offload_d2h_per_grad_byte, true, {reduced},
+      host_phase.push_back(add_host_copies(s, bytes / group_size(g) * p_.offload_d2h_per_grad_byte, true, {reduced},
                                            "gradient shard to host", host_track));
     };
     if (p_.zero < 3 && reduces_gradients()) {
@@ -59,7 +59,7 @@ void StepBuilder::build_tail() {
         shard16 += chunk_param_bytes(s, c) / group_size(Group::DpShard) +
                    chunk_expert_param_bytes(s, c) / std::max(1, group_size(Group::ExpertDp));
       if (host_phase.empty())  // nothing reduced (one data-parallel rank): the whole gradient, in fp32
-        host_phase.push_back(add_host_copies(node, 2.0 * shard16, true, {st.cursor}, "gradients to host", host_track));
+        host_phase.push_back(add_host_copies(s, 2.0 * shard16, true, {st.cursor}, "gradients to host", host_track));
       int node_gpus = 0;
       for (int r = 0; r < cluster_.num_gpus(); ++r) node_gpus += cluster_.node_of_gpu(r) == node;
       sim::TaskSpec adam;
@@ -74,7 +74,7 @@ void StepBuilder::build_tail() {
       host_phase.push_back(step);
       st.cursor = step;
       if (!p_.offload_params) {
-        st.cursor = add_host_copies(node, shard16, false, {step}, "updated 16-bit shard to GPU", host_track);
+        st.cursor = add_host_copies(s, shard16, false, {step}, "updated 16-bit shard to GPU", host_track);
         host_phase.push_back(st.cursor);
       }
     }

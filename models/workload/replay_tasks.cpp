@@ -1,6 +1,8 @@
 // The replay's compute tasks, the host thread's kernel launches and host<->GPU copies.
 #include "models/workload/replay_builder.hpp"
 
+#include "models/workload/host_copies.hpp"
+
 namespace stacksim::workload::replay_detail {
 
 sim::TaskId StepBuilder::add_join(const std::vector<sim::TaskId>& deps, sim::TrackId track) {
@@ -164,32 +166,14 @@ void StepBuilder::run_ops(int s, const std::vector<CostedOp>& ops) {
   }
 }
 
-std::map<topo::LinkId, int> StepBuilder::host_copy_links(const std::vector<char>& on_node, bool to_host) const {
-  std::vector<std::vector<topo::DeviceId>> sockets(cluster_.num_nodes());
-  for (topo::DeviceId d = 0; d < cluster_.num_devices(); ++d) {
-    const topo::Device& dev = cluster_.device(d);
-    if (dev.kind == topo::DeviceKind::Cpu && dev.node >= 0 && on_node[dev.node]) sockets[dev.node].push_back(d);
-  }
-  std::map<topo::LinkId, int> flows_on_link;
-  for (int r = 0; r < cluster_.num_gpus(); ++r) {
-    const int node = cluster_.node_of_gpu(r);
-    if (!on_node[node]) continue;
-    if (sockets[node].empty()) throw std::invalid_argument("replay: a host copy needs a CPU socket on the GPU's node");
-    topo::Route best;
-    for (topo::DeviceId socket : sockets[node]) {
-      topo::Route route = to_host ? cluster_.route(cluster_.gpu(r), socket) : cluster_.route(socket, cluster_.gpu(r));
-      if (best.links.empty() || route.links.size() < best.links.size()) best = std::move(route);
-    }
-    for (topo::LinkId l : best.links) ++flows_on_link[l];
-  }
-  return flows_on_link;
-}
-
 void StepBuilder::build_batch_copy() {
   if (p_.batch_copy_bytes <= 0) return;
   std::vector<char> copies_on_node(cluster_.num_nodes(), 0);
   for (const StageState& st : stages_) copies_on_node[cluster_.node_of_gpu(st.rep)] = 1;
-  const std::map<topo::LinkId, int> flows_on_link = host_copy_links(copies_on_node, false);
+  std::vector<int> ranks;
+  for (int r = 0; r < cluster_.num_gpus(); ++r)
+    if (copies_on_node[cluster_.node_of_gpu(r)]) ranks.push_back(r);
+  const std::map<topo::LinkId, int> flows_on_link = host_copy_links(cluster_, ranks, false);
   sim::TaskSpec t;
   t.activity.work = p_.batch_copy_bytes;
   t.activity.bound = p_.batch_copy_Bps;
@@ -203,16 +187,15 @@ void StepBuilder::build_batch_copy() {
     for (StageState& st : stages_) g_.add_dependency(batch_copy_, st.cursor);
 }
 
-sim::TaskId StepBuilder::add_host_copies(int node, double bytes_per_gpu, bool to_host,
+sim::TaskId StepBuilder::add_host_copies(int s, double bytes_per_gpu, bool to_host,
                                          const std::vector<sim::TaskId>& deps, const char* name, sim::TrackId track,
                                          uint16_t category) {
   if (bytes_per_gpu <= 0) return sim::kNoTask;
-  // One node's routes, each direction, worked out once (every gradient bucket copies).
-  auto cached = node_copy_links_.find({node, to_host});
-  if (cached == node_copy_links_.end()) {
-    std::vector<char> on_node(cluster_.num_nodes(), 0);
-    on_node[node] = 1;
-    cached = node_copy_links_.emplace(std::make_pair(node, to_host), host_copy_links(on_node, to_host)).first;
+  // The stage's routes, each direction, worked out once (every gradient bucket copies).
+  auto cached = stage_copy_links_.find({s, to_host});
+  if (cached == stage_copy_links_.end()) {
+    const std::vector<int> ranks = stage_ranks_on_node(p_, cluster_, s, cluster_.node_of_gpu(stages_[s].rep));
+    cached = stage_copy_links_.emplace(std::make_pair(s, to_host), host_copy_links(cluster_, ranks, to_host)).first;
   }
   sim::TaskSpec t;
   t.activity.work = bytes_per_gpu;

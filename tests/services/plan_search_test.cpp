@@ -172,3 +172,23 @@ TEST(PlanSearch, PlansThatDoNotFitAreNotSimulated) {
     EXPECT_FALSE(has_set(p, "parallelism.zero=0") && has_set(p, "parallelism.pp=1") && has_set(p, "parallelism.tp=1"));
   }
 }
+
+// A scenario that offloads the optimizer and the parameters: its plans keep the optimizer on the
+// host (ZeRO 1 to 3) and the parameters there only under ZeRO-3, and each plan's sets load as a
+// valid scenario (before, ZeRO-2 plans kept offload_params, which no scenario can state).
+TEST(PlanSearch, OffloadsStayWithinTheZeroStagesThatAllowThem) {
+  const std::string path =
+      write_job("plan_offload.yaml", 8, "", ", zero: 3, offload_optimizer: true, offload_params: true");
+  const Scenario s = load_scenario(path, {});
+  const std::vector<PlanPoint> points = enumerate_plans(s, 80e9);
+  ASSERT_FALSE(points.empty());
+  std::set<int> zeros;
+  for (const PlanPoint& p : points) {
+    zeros.insert(p.plan.zero);
+    EXPECT_TRUE(p.plan.offload_optimizer);
+    EXPECT_EQ(p.plan.offload_params, p.plan.zero == 3);
+    const Scenario again = load_scenario(path, p.sets);
+    EXPECT_EQ(again.training.plan.offload_params, p.plan.offload_params) << plan_label(p.sets);
+  }
+  EXPECT_EQ(zeros, (std::set<int>{1, 2, 3}));
+}
