@@ -365,6 +365,46 @@ double estimate_seconds(const topo::Cluster& c, const CommTuning& t, const Colle
   return choose(c, t, col).estimate_s;
 }
 
+double estimate_concurrent_seconds(const topo::Cluster& c, const CommTuning& t, const std::vector<Collective>& cols) {
+  if (cols.size() == 1) return estimate_seconds(c, t, cols.front());
+  std::vector<Choice> choices;
+  size_t phases = 0;
+  for (const Collective& col : cols) {
+    choices.push_back(choose(c, t, col));
+    phases = std::max(phases, choices.back().plan.phases.size());
+  }
+  // Each collective runs its plan as chosen alone; phase k of every plan at once (same shapes
+  // move in lockstep), its flows summed on the links they share.
+  std::vector<double> load(c.num_links(), 0.0);
+  std::vector<topo::LinkId> touched;
+  double total = 0;
+  for (const Choice& ch : choices) total = std::max(total, call_latency(t, ch.protocol, ch.plan));
+  for (size_t k = 0; k < phases; ++k) {
+    double time = 0, latency = 0;
+    for (const Choice& ch : choices) {
+      if (k >= ch.plan.phases.size()) continue;
+      const Phase& ph = ch.plan.phases[k];
+      for (const Flow& f : ph.flows) {
+        const double work = f.bytes / flow_efficiency(c, t, ch.protocol, ch.plan, ph, f);
+        for (topo::LinkId l : f.route.links) {
+          if (load[l] == 0) touched.push_back(l);
+          load[l] += work;
+        }
+        const double cap = flow_cap_Bps(ch.protocol, ch.plan, f);
+        if (cap > 0) time = std::max(time, f.bytes / cap);
+      }
+      latency = std::max(latency, max_route_latency(ph) + phase_latency(ch.protocol, ph));
+    }
+    for (topo::LinkId l : touched) {
+      time = std::max(time, load[l] / c.link(l).bandwidth_Bps);
+      load[l] = 0;
+    }
+    touched.clear();
+    total += time + latency;
+  }
+  return total;
+}
+
 CollectiveTiming time_collective(const topo::Cluster& c, const CommTuning& t, const Collective& col) {
   const Choice ch = choose(c, t, col);
   sim::Engine engine;

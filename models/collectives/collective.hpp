@@ -154,6 +154,12 @@ sim::TaskId append_collective(sim::TaskGraph& graph, const topo::Cluster& cluste
                               sim::TrackId track, CollectiveCache& cache);
 
 double estimate_seconds(const topo::Cluster& cluster, const CommTuning& tuning, const Collective& c);
+// The same for collectives of one shape on different groups started together (the tp x cp copies
+// of a data-parallel reduction): each runs the plan the tuner picks for it alone, and a phase's
+// flows of all of them share the links they cross, so the most loaded link paces the phase.
+// Equals estimate_seconds for groups whose routes are disjoint.
+double estimate_concurrent_seconds(const topo::Cluster& cluster, const CommTuning& tuning,
+                                   const std::vector<Collective>& collectives);
 
 // One collective alone on a fresh engine (nccl-tests style).
 CollectiveTiming time_collective(const topo::Cluster& cluster, const CommTuning& tuning, const Collective& c);

@@ -1,5 +1,7 @@
 #include "models/workload/fast_estimate.hpp"
 
+#include "models/workload/host_copies.hpp"
+
 #include <algorithm>
 
 #include "models/workload/dualpipe_walk.hpp"
@@ -145,7 +147,8 @@ class Estimator {
     } else {
       // 1F1B: (m - 1) periods of the slowest stage plus every stage's fill and drain; interleaving
       // divides the fill and drain by vp.
-      pipe = m * c_max + (fb_sum - c_max) / p_.vp + 2 * (pp - 1) * p2p_max;
+      pipe = m * c_max + (fb_sum - c_max) / p_.vp + 2 * (pp - 1) * p2p_max +
+             interleaved_stalls(F, B, p2p, first_fwd_extra);
       for (int s = 1; s < pp; ++s) drain[s] = drain[s - 1] + B[s - 1] / p_.vp + p2p[s - 1];
     }
     // The step's start: its fixed host work and first launch, a blocking batch copy.
@@ -194,6 +197,35 @@ class Estimator {
     return dualpipe_rank_ends(p_.pp, p_.micro_batches, dual, p2p);
   }
   bool paired() const { return dualpipe() || p_.pair_forward_backward; }
+
+  // Interleaved 1F1B's warm-up and cool-down run forwards (backwards) alone, in rounds of pp
+  // micro-batches per chunk (Megatron's schedule). The first micro-batch's next chunk needs it
+  // back from the last stage: a round lasts at least one trip around the ring (every stage's
+  // chunk and every send, and a chunk's first forward waits for its kept FSDP gathers, which
+  // start once its input is there) as well as pp chunks of the slowest stage. Warm-up and
+  // cool-down each cross vp - 1 chunk boundaries; the trips beyond pp chunks stall the first stage.
+  double interleaved_stalls(const std::vector<double>& F, const std::vector<double>& B, const std::vector<double>& p2p,
+                            const std::vector<std::vector<double>>& first_fwd_extra) const {
+    const int pp = p_.pp, vp = p_.vp;
+    if (vp < 2 || pp < 2) return 0.0;
+    double stalls = 0;
+    for (const std::vector<double>* items : {&F, &B}) {
+      double trip = 0, slowest = 0;
+      for (int s = 0; s < pp; ++s) {
+        const double chunk = (*items)[s] / vp;  // a blocking send is already in the item
+        trip += chunk + (p_.blocking_p2p ? 0.0 : p2p[s]);
+        slowest = std::max(slowest, chunk);
+      }
+      for (int c = 1; c < vp; ++c) {
+        double gathers = 0;
+        if (items == &F)
+          for (int s = 0; s < pp; ++s) gathers += first_fwd_extra[s][c];
+        stalls += std::max(0.0, trip + gathers - pp * slowest);
+      }
+    }
+    return stalls;
+  }
+
   int positions() const { return dualpipe() ? 2 * p_.pp : p_.pp * p_.vp; }
   int vstage(int chunk, int s) const { return dualpipe() ? (chunk == 0 ? s : 2 * p_.pp - 1 - s) : chunk * p_.pp + s; }
   int model_stage(int vs) const { return dualpipe() ? vs % p_.pp : vs; }
@@ -207,60 +239,42 @@ class Estimator {
   int shard_ranks() const { return p_.shard_size > 0 ? p_.shard_size : p_.dp * p_.cp; }
   bool reduces_gradients() const { return p_.dp * p_.cp > 1 || group_size(p_, Group::ExpertDp) > 1; }
 
-  // The first group of a kind on stage 0 (every group of a kind is the same shape: symmetry).
-  std::vector<int> first_group(Group g) const {
-    std::vector<int> r;
-    switch (g) {
-      case Group::TP:
-        for (int t = 0; t < p_.tp; ++t) r.push_back(global_rank(p_, t, 0, 0, 0));
-        break;
-      case Group::CP:
-        for (int c = 0; c < p_.cp; ++c) r.push_back(global_rank(p_, 0, c, 0, 0));
-        break;
-      case Group::EP:
-        for (int e = 0; e < p_.ep; ++e)
-          r.push_back(p_.experts_folded ? global_rank(p_, e % p_.tp, (e / p_.tp) % p_.cp, e / (p_.tp * p_.cp), 0)
-                                        : global_rank(p_, 0, e % p_.cp, e / p_.cp, 0));
-        break;
-      case Group::ExpertDp: {
-        const int width = p_.experts_folded ? p_.tp * p_.cp * p_.dp : p_.cp * p_.dp;
-        for (int e = 0; e < width; e += p_.ep)
-          r.push_back(p_.experts_folded ? global_rank(p_, e % p_.tp, (e / p_.tp) % p_.cp, e / (p_.tp * p_.cp), 0)
-                                        : global_rank(p_, 0, e % p_.cp, e / p_.cp, 0));
-        break;
-      }
-      case Group::DP:
-      case Group::DpShard:
-      case Group::DpReplicate: {
-        const int n = p_.dp * p_.cp, shard = shard_ranks();
-        const auto rank_of = [&](int e) { return global_rank(p_, 0, e % p_.cp, e / p_.cp, 0); };
-        if (g == Group::DP || shard == n) {
-          for (int e = 0; e < n; ++e) r.push_back(rank_of(e));
-        } else if (g == Group::DpShard) {
-          for (int e = 0; e < shard; ++e) r.push_back(rank_of(e));
-        } else {
-          for (int e = 0; e < n; e += shard) r.push_back(rank_of(e));
+  std::vector<std::vector<int>> node_sharing_groups(Group g) const {
+    const topo::Cluster& c = ct_.cluster();
+    std::vector<std::vector<int>> out;
+    std::vector<char> first_nodes(c.num_nodes(), 0);
+    for (int s = 0; s < p_.pp; ++s)
+      for (std::vector<int>& r : communicator_groups(p_, g, s)) {
+        if (out.empty()) {
+          for (int rank : r) first_nodes[c.node_of_gpu(rank)] = 1;
+        } else if (std::none_of(r.begin(), r.end(), [&](int rank) { return first_nodes[c.node_of_gpu(rank)]; })) {
+          continue;
         }
-        break;
+        out.push_back(std::move(r));
       }
-    }
-    return r;
+    return out;
   }
 
   double coll_s(Group g, coll::CollectiveOp op, double bytes, const coll::MoeDispatch& d = {}) {
     if (bytes <= 0 || group_size(p_, g) < 2) return 0.0;
     const int gi = static_cast<int>(g);
-    if (groups_[gi].empty()) groups_[gi] = first_group(g);
-    if (groups_[gi].size() < 2) return 0.0;
+    // The groups of the kind that run at once with stage 0's first and share one of its nodes
+    // (the tp copies of a data-parallel reduction, the stages of a pipeline inside one PCIe
+    // server): where their routes share links they slow each other. Groups on other nodes meet
+    // it only in the fabric, which rail-aligned layouts keep apart.
+    if (groups_[gi].empty()) groups_[gi] = ct_.sharing_first(node_sharing_groups(g));
+    if (groups_[gi].empty() || groups_[gi].front().size() < 2) return 0.0;
     // The plan's own collectives repeat every layer: look them up here before the shared cache.
     for (const Known& k : known_)
       if (k.group == gi && k.op == op && k.bytes == bytes && k.dispatch == d) return k.s;
-    coll::Collective c;
-    c.op = op;
-    c.ranks = groups_[gi];
-    c.bytes = bytes;
-    c.dispatch = d;
-    known_.push_back({gi, op, bytes, d, ct_.seconds(c)});
+    std::vector<coll::Collective> at_once(groups_[gi].size());
+    for (size_t i = 0; i < at_once.size(); ++i) {
+      at_once[i].op = op;
+      at_once[i].ranks = groups_[gi][i];
+      at_once[i].bytes = bytes;
+      at_once[i].dispatch = d;
+    }
+    known_.push_back({gi, op, bytes, d, ct_.seconds(at_once)});
     return known_.back().s;
   }
 
@@ -367,7 +381,13 @@ class Estimator {
   }
   double gather_s(const LayerProgram& L) {
     const int pieces = std::max(1, p_.fsdp_gathers_per_layer);  // one after another (replay_comm.cpp)
-    return pieces * coll_s(Group::DpShard, coll::CollectiveOp::AllGather, L.param_bytes / pieces) +
+    // Offloaded parameters: the shard crosses from host memory before its gather (stage 0's
+    // rate: the stages' nodes are alike).
+    const double fetch = p_.offload_params ? (L.param_bytes / std::max(1, group_size(p_, Group::DpShard)) +
+                                              L.expert_param_bytes / std::max(1, group_size(p_, Group::ExpertDp))) *
+                                                 host_copy_s(0, false)
+                                           : 0.0;
+    return fetch + pieces * coll_s(Group::DpShard, coll::CollectiveOp::AllGather, L.param_bytes / pieces) +
            coll_s(Group::ExpertDp, coll::CollectiveOp::AllGather, L.expert_param_bytes);
   }
   double reduce_scatter_s(const LayerProgram& L) {
@@ -379,13 +399,32 @@ class Estimator {
   // per-layer reduce-scatters under a pipeline) start as their last gradient of the last
   // micro-batch is ready, one after another on their stream (the routed experts' on their own).
   double reduction_tail(int s, const std::vector<ListTime>& bwd, bool fsdp_kept) {
-    if (!reduces_gradients() || (p_.zero >= 3 && !fsdp_kept)) {
-      if (p_.zero >= 3 && reduces_gradients()) {  // FSDP per micro-batch: the last reduce-scatter
-        const int vs = vstage(0, s);
-        const auto [l0, l1] = layer_range(model_stage(vs));
-        return l1 > l0 ? reduce_scatter_s(L_[l0]) : 0.0;
+    if (!reduces_gradients()) {
+      // Nothing reduced: ZeRO-Offload copies the whole gradient to the host, in fp32.
+      return p_.offload_optimizer ? 2.0 * shard16(s) * host_copy_s(s, true) : 0.0;
+    }
+    if (p_.zero >= 3 && !fsdp_kept) {
+      // FSDP per micro-batch: the last reduce-scatter; ZeRO-Offload's copies of each reduced
+      // layer to the host run under the last backward as far as it lasts.
+      const int vs = vstage(0, s);
+      const auto [l0, l1] = layer_range(model_stage(vs));
+      double tail = l1 > l0 ? reduce_scatter_s(L_[l0]) : 0.0;
+      if (p_.offload_optimizer) {
+        double under = 0;
+        for (const ListTime& b : bwd) under += b.stream_s;
+        double bytes = 0, expert_bytes = 0;
+        for (int c = 0; c < (dualpipe() ? 2 : p_.vp); ++c) {
+          const int v = vstage(c, s);
+          const auto [a, b] = layer_range(model_stage(v));
+          for (int l = a; l < b; ++l) bytes += L_[l].grad_bytes, expert_bytes += L_[l].expert_grad_bytes;
+          if (first_position(v)) bytes += p_.embedding_grad_bytes;
+          if (last_position(v)) bytes += p_.head_grad_bytes;
+        }
+        const double copies = grads_to_host_s(s, bytes, expert_bytes);
+        const double last = l1 > l0 ? grads_to_host_s(s, L_[l0].grad_bytes, L_[l0].expert_grad_bytes) : 0.0;
+        tail += std::max(last, copies - under);
       }
-      return 0.0;
+      return tail;
     }
     const int chunks = dualpipe() ? 2 : p_.vp;
     struct Ready {
@@ -413,6 +452,10 @@ class Estimator {
     }
     std::stable_sort(ready.begin(), ready.end(), [](const Ready& a, const Ready& b) { return a.t > b.t; });
     double free_at = -1e30, expert_free_at = -1e30, bucket = 0, expert_bucket = 0;
+    double copied_at = -1e30;  // ZeRO-Offload: each reduced shard to the host once it is reduced
+    const auto to_host = [&](double reduced_at, double bytes, double expert_bytes) {
+      if (p_.offload_optimizer) copied_at = std::max(copied_at, reduced_at) + grads_to_host_s(s, bytes, expert_bytes);
+    };
     const bool rs = p_.zero >= 1;
     for (size_t i = 0; i < ready.size(); ++i) {
       const double at = p_.overlap_grad_reduce ? -ready[i].t : 0.0;
@@ -422,6 +465,7 @@ class Estimator {
         L.grad_bytes = ready[i].bytes;
         L.expert_grad_bytes = ready[i].expert_bytes;
         free_at = std::max(free_at, at) + reduce_scatter_s(L);
+        to_host(free_at, L.grad_bytes, L.expert_grad_bytes);
         continue;
       }
       bucket += ready[i].bytes, expert_bucket += ready[i].expert_bytes;
@@ -429,16 +473,18 @@ class Estimator {
         const double d =
             rs ? reduce_scatter_over_shards_s(bucket) : coll_s(Group::DP, coll::CollectiveOp::AllReduce, bucket);
         free_at = std::max(free_at, at) + d;
+        to_host(free_at, bucket, 0.0);
         bucket = 0;
       }
       if (expert_bucket >= p_.dp_bucket_bytes || (last && expert_bucket > 0)) {
         const double d = coll_s(Group::ExpertDp, rs ? coll::CollectiveOp::ReduceScatter : coll::CollectiveOp::AllReduce,
                                 expert_bucket);
         expert_free_at = std::max(expert_free_at, at) + d;
+        to_host(expert_free_at, 0.0, expert_bucket);
         expert_bucket = 0;
       }
     }
-    return std::max({0.0, free_at, expert_free_at});
+    return std::max({0.0, free_at, expert_free_at, copied_at});
   }
 
   double stage_param_bytes(int s, bool experts) const {
@@ -509,19 +555,43 @@ class Estimator {
     return std::max(0.0, delay);
   }
 
-  // ZeRO-Offload: the host's Adam over the node's shards, after the last gradients.
-  double offload_s(int s) const {
+  // ZeRO-Offload: the host's Adam over the node's shards, after the last gradients, then the
+  // updated 16-bit shard back to the GPU (offloaded parameters stay on the host).
+  double offload_s(int s) {
     if (!p_.offload_optimizer || p_.host_memory_Bps <= 0) return 0.0;
-    const double shard16 = stage_param_bytes(s, false) / std::max(1, group_size(p_, Group::DpShard)) +
-                           stage_param_bytes(s, true) / std::max(1, group_size(p_, Group::ExpertDp));
     const int node_gpus = ct_.cluster().gpus_per_node();
-    return node_gpus * shard16 / 2.0 * p_.offload_host_bytes_per_param / p_.host_memory_Bps;
+    const double adam = node_gpus * shard16(s) / 2.0 * p_.offload_host_bytes_per_param / p_.host_memory_Bps;
+    return adam + (p_.offload_params ? 0.0 : shard16(s) * host_copy_s(s, false));
+  }
+  // This rank's 16-bit parameter shard on stage s, dense and expert.
+  double shard16(int s) const {
+    return stage_param_bytes(s, false) / std::max(1, group_size(p_, Group::DpShard)) +
+           stage_param_bytes(s, true) / std::max(1, group_size(p_, Group::ExpertDp));
+  }
+  // Reduced gradients of `bytes` (dense) and `expert_bytes` to the host: this rank's shards.
+  double grads_to_host_s(int s, double bytes, double expert_bytes) {
+    return (bytes / std::max(1, group_size(p_, Group::DpShard)) +
+            expert_bytes / std::max(1, group_size(p_, Group::ExpertDp))) *
+           p_.offload_d2h_per_grad_byte * host_copy_s(s, true);
+  }
+  // Seconds per byte of a host copy of each GPU of stage s on its node, all at once
+  // (host_copies.hpp, as the replay's add_host_copies).
+  double host_copy_s(int s, bool to_host) {
+    std::vector<double>& memo = to_host ? d2h_s_ : h2d_s_;
+    if (memo.empty()) memo.assign(p_.pp, -1.0);
+    if (memo[s] < 0) {
+      const topo::Cluster& c = ct_.cluster();
+      const int node = c.node_of_gpu(global_rank(p_, 0, 0, 0, s));
+      memo[s] = host_copy_seconds_per_byte(c, stage_ranks_on_node(p_, c, s, node), to_host);
+    }
+    return memo[s];
   }
 
   const StepProgram& p_;
   const std::vector<LayerProgram>& L_;
   CollectiveTimes& ct_;
-  std::vector<int> groups_[7];
+  std::vector<std::vector<int>> groups_[7];  // per Group: its groups on every stage
+  std::vector<double> d2h_s_, h2d_s_;        // per stage: host_copy_s
   const LayerKinds& kinds_;
   std::vector<ListTime> memo_;
   std::vector<int> forward_memo_, backward_memo_;  // per kind's first layer: its entry in memo_ (-1: not yet)

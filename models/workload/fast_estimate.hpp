@@ -7,12 +7,16 @@
 //    (CP's ring, async TP backward) as the longer of the two, plus the SMs an off-stream
 //    collective takes (CommTuning::sm_fraction of its time, as the replay's companion task);
 //  - the pipeline in closed form: (m - 1) periods of the slowest stage plus every stage's fill
-//    and drain (1F1B), the fill divided by vp (interleaved), F&B pairs hiding each other's
+//    and drain (1F1B), the fill divided by vp (interleaved, plus the warm-up's and cool-down's
+//    waits at each chunk boundary for a micro-batch to come round the ring), F&B pairs hiding each other's
 //    communication (DualPipe, ep_overlap; fb_pair.hpp: the GPU shared max-min, and one group's
 //    links when both chunks' collectives of that group run at once); blocking sends add their
 //    transfer to every item; DualPipe's item order walked with these item times and its blocking
 //    sends (dualpipe_walk.hpp), not the report's bubble formula, which that order does not reach;
 //  - collectives that run at once beside one op share their group's links: their times add up;
+//  - a collective runs on every group of its kind at once, on every stage (the tp copies of a
+//    data-parallel reduction, the stages of a pipeline in one server): where their routes share
+//    links, the most loaded link paces it (coll::estimate_concurrent_seconds);
 //  - data-parallel reduction as the replay buckets it: each bucket's collective starts when its
 //    last gradient of the last micro-batch is ready, one after another on the stream, and only
 //    what runs past the stage's backward is exposed; ZeRO-1/2 gathers under the next step's first
@@ -20,10 +24,14 @@
 //    after the optimizer, FSDP's per-layer gathers and reduce-scatters paced by the
 //    layers' compute (prefetch) with the first gather and the last reduce-scatter exposed;
 //  - host launches: a stage's kernels cannot run faster than one thread launches them, and a host
-//    sync exposes the launches after it.
-// What it leaves out (small where plans are ranked): link contention between concurrent
-// collectives of different groups, the pipeline's exact warm-up under unbalanced stages. The
-// replay confirms the plans that rank best (plan_search.cpp).
+//    sync exposes the launches after it;
+//  - ZeRO-Offload: each reduced shard to the host as it is reduced, the host's Adam, the updated
+//    shard back, offloaded parameters fetched before each gather, over the PCIe routes the stage's
+//    GPUs on a node share (host_copies.hpp).
+// What it leaves out (small where plans are ranked): link contention between collectives of
+// different kinds (a reduction beside pipeline sends), the pipeline's exact warm-up under
+// unbalanced stages, activation offloading. The replay confirms the plans that rank best
+// (plan_search.cpp).
 #pragma once
 #include <map>
 #include <mutex>
@@ -43,6 +51,11 @@ class CollectiveTimes {
  public:
   CollectiveTimes(const topo::Cluster& cluster, const coll::CommTuning& tuning) : cluster_(cluster), tuning_(tuning) {}
   double seconds(const coll::Collective& c);
+  // Collectives of one shape on several groups started together (coll::estimate_concurrent_seconds).
+  double seconds(const std::vector<coll::Collective>& at_once);
+  // Of groups that run a collective at once, the first and those whose ring routes cross one of
+  // its links: the ones that can slow it (disjoint groups leave its time alone).
+  std::vector<std::vector<int>> sharing_first(const std::vector<std::vector<int>>& groups);
   const topo::Cluster& cluster() const { return cluster_; }
   const coll::CommTuning& tuning() const { return tuning_; }
 
@@ -50,12 +63,12 @@ class CollectiveTimes {
   const topo::Cluster& cluster_;
   const coll::CommTuning& tuning_;
   std::mutex mutex_;
-  std::map<std::tuple<int, int, coll::MoeDispatch, double, std::vector<int>>, double> cache_;
+  std::map<std::tuple<int, int, coll::MoeDispatch, double, std::vector<std::vector<int>>>, double> cache_;
+  std::map<std::vector<std::vector<int>>, std::vector<std::vector<int>>> sharing_;
 };
 
 struct FastEstimate {
   double step_time_s = 0;
-  std::vector<double> breakdown_s;  // per Category, an approximation of the replay's; sums to the step
   int critical_stage = 0;
 };
 

@@ -443,3 +443,29 @@ TEST(Collectives, ARingOnAnOddMeshUsesEveryLinkBothWays) {
   const topo::Cluster c = full_mesh(n, B);
   EXPECT_NEAR(time_collective(c, ideal(), make(CollectiveOp::AllGather, n, S)).seconds, 4.0 / 5 * S / (4 * B), 1e-9);
 }
+
+TEST(Collectives, ConcurrentGroupsShareTheLinksTheyCross) {
+  // Disjoint groups (two halves of a star): each runs as if alone.
+  const topo::Cluster s = star(8, 100e9);
+  Collective a = make(CollectiveOp::AllGather, 4, 1e9), b = a;
+  b.ranks = {4, 5, 6, 7};
+  EXPECT_DOUBLE_EQ(estimate_concurrent_seconds(s, ideal(), {a, b}), estimate_seconds(s, ideal(), a));
+  // Two rails' rings on a 4:1 oversubscribed fat tree (one node per leaf) leave every leaf through
+  // the same few uplinks: together they take about twice as long as one alone, and as long as
+  // the engine takes to run them all at once (max-min over the shared links).
+  const Built f = built("node: dgx-h100\nnodes: 4\nfabric: {topology: fat_tree, radix: 16, oversubscription: 4}\n");
+  std::vector<Collective> rails;
+  for (int rail = 0; rail < 8; ++rail) {
+    Collective c = make(CollectiveOp::AllGather, 4, 1e9);
+    c.ranks = {rail, 8 + rail, 16 + rail, 24 + rail};
+    rails.push_back(c);
+  }
+  const double alone = estimate_seconds(f.cluster, f.tuning, rails[0]);
+  const double together = estimate_concurrent_seconds(f.cluster, f.tuning, rails);
+  EXPECT_GT(together, 1.5 * alone) << alone;
+  sim::Engine engine;
+  const auto links = f.cluster.bind(engine);
+  sim::TaskGraph g;
+  for (const Collective& c : rails) append_collective(g, f.cluster, links, f.tuning, c, {}, 0, sim::kNoTrack, nullptr);
+  EXPECT_NEAR(sim::execute(engine, g).makespan.seconds(), together, 0.02 * together) << alone;
+}
