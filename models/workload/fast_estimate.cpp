@@ -6,6 +6,7 @@
 
 #include "models/workload/dualpipe_walk.hpp"
 #include "models/workload/fb_pair.hpp"
+#include "models/workload/pipeline_walk.hpp"
 
 namespace stacksim::workload {
 
@@ -45,6 +46,7 @@ class Estimator {
     // Per stage and chunk: forward and backward of one micro-batch.
     std::vector<std::vector<ListTime>> fwd(pp, std::vector<ListTime>(chunks)), bwd = fwd;
     std::vector<std::vector<double>> first_fwd_extra(pp, std::vector<double>(chunks, 0.0));
+    std::vector<double> last_bwd_extra(pp, 0.0);
     const bool fsdp = p_.zero >= 3 && (reduces_gradients() || p_.offload_params);
     const bool keep_gathered = fsdp && pp > 1;
     for (int s = 0; s < pp; ++s)
@@ -68,8 +70,11 @@ class Estimator {
               lb.stream_s = std::max(lb.stream_s + copy + L.fsdp_grad_prep_s + sm * (ag + rs), ag + rs);
               if (l == l0) lf.stream_s += ag, lb.stream_s += ag;  // nothing to hide the first gather under
             } else {
+              // Kept gathered for every micro-batch: gathered before the chunk's first forward,
+              // reduced after its last backward only (the cast/copy and the reduce-scatter's SMs
+              // slow that one).
               first_fwd_extra[s][c] += std::max(0.0, ag - lf.stream_s) + (l == l0 ? ag : 0.0) + copy;
-              lb.stream_s += L.fsdp_grad_prep_s + sm * rs;
+              last_bwd_extra[s] += L.fsdp_grad_prep_s + sm * rs;
             }
           }
           f += lf, b += lb;
@@ -134,6 +139,7 @@ class Estimator {
     double c_max = 0, fb_sum = 0;
     for (int s = 0; s < pp; ++s) c_max = std::max(c_max, C[s]), fb_sum += FB[s];
     double pipe = 0;
+    bool walked = false;  // the item walk holds the chunks' first-forward gathers
     std::vector<double> drain(pp, 0.0);
     if (p_.schedule == ScheduleKind::GPipe) {
       double fmax = 0, bmax = 0, fs = 0, bs = 0;
@@ -144,11 +150,17 @@ class Estimator {
       const std::vector<double> ends = dualpipe_ends(fwd, bwd, dual, p2p);
       pipe = *std::max_element(ends.begin(), ends.end());
       for (int s = 0; s < pp; ++s) drain[s] = pipe - ends[s];
+    } else if (pp > 1 && !paired()) {
+      // 1F1B and interleaved 1F1B: the item order walked with these item times (pipeline_walk.hpp),
+      // each chunk's kept FSDP gathers in its first forward.
+      const std::vector<double> ends = pipeline_ends(fwd, bwd, p2p, first_fwd_extra);
+      pipe = *std::max_element(ends.begin(), ends.end());
+      for (int s = 0; s < pp; ++s) drain[s] = pipe - ends[s];
+      walked = true;
     } else {
-      // 1F1B: (m - 1) periods of the slowest stage plus every stage's fill and drain; interleaving
-      // divides the fill and drain by vp.
-      pipe = m * c_max + (fb_sum - c_max) / p_.vp + 2 * (pp - 1) * p2p_max +
-             interleaved_stalls(F, B, p2p, first_fwd_extra);
+      // 1F1B's closed form (one stage, or F&B pairs): (m - 1) periods of the slowest stage plus
+      // every stage's fill and drain; interleaving divides the fill and drain by vp.
+      pipe = m * c_max + (fb_sum - c_max) / p_.vp + 2 * (pp - 1) * p2p_max;
       for (int s = 1; s < pp; ++s) drain[s] = drain[s - 1] + B[s - 1] / p_.vp + p2p[s - 1];
     }
     // The step's start: its fixed host work and first launch, a blocking batch copy.
@@ -161,11 +173,11 @@ class Estimator {
     double gather_delay = 0;
     for (int s = 0; s < pp; ++s) {
       double extra = 0;
-      for (int c = 0; c < chunks; ++c) extra = std::max(extra, first_fwd_extra[s][c]);
+      for (int c = 0; c < chunks && !walked; ++c) extra = std::max(extra, first_fwd_extra[s][c]);
       gather_delay = std::max(gather_delay, extra + zero12_gather_delay(s, fwd[s], F));
     }
     for (int s = 0; s < pp; ++s) {
-      const double end_b = pipe - drain[s];
+      const double end_b = pipe - drain[s] + last_bwd_extra[s];
       double end = end_b + reduction_tail(s, bwd[s], keep_gathered) + optimizer + offload_s(s) +
                    zero12_gather_after_optimizer(s);
       if (end > out.step_time_s || s == 0) out.step_time_s = end, out.critical_stage = s;
@@ -198,32 +210,23 @@ class Estimator {
   }
   bool paired() const { return dualpipe() || p_.pair_forward_backward; }
 
-  // Interleaved 1F1B's warm-up and cool-down run forwards (backwards) alone, in rounds of pp
-  // micro-batches per chunk (Megatron's schedule). The first micro-batch's next chunk needs it
-  // back from the last stage: a round lasts at least one trip around the ring (every stage's
-  // chunk and every send, and a chunk's first forward waits for its kept FSDP gathers, which
-  // start once its input is there) as well as pp chunks of the slowest stage. Warm-up and
-  // cool-down each cross vp - 1 chunk boundaries; the trips beyond pp chunks stall the first stage.
-  double interleaved_stalls(const std::vector<double>& F, const std::vector<double>& B, const std::vector<double>& p2p,
-                            const std::vector<std::vector<double>>& first_fwd_extra) const {
-    const int pp = p_.pp, vp = p_.vp;
-    if (vp < 2 || pp < 2) return 0.0;
-    double stalls = 0;
-    for (const std::vector<double>* items : {&F, &B}) {
-      double trip = 0, slowest = 0;
-      for (int s = 0; s < pp; ++s) {
-        const double chunk = (*items)[s] / vp;  // a blocking send is already in the item
-        trip += chunk + (p_.blocking_p2p ? 0.0 : p2p[s]);
-        slowest = std::max(slowest, chunk);
-      }
-      for (int c = 1; c < vp; ++c) {
-        double gathers = 0;
-        if (items == &F)
-          for (int s = 0; s < pp; ++s) gathers += first_fwd_extra[s][c];
-        stalls += std::max(0.0, trip + gathers - pp * slowest);
+  // Each rank's end of its 1F1B or interleaved items (pipeline_walk.hpp): each chunk's forward
+  // and backward alone, no faster than their launches.
+  std::vector<double> pipeline_ends(const std::vector<std::vector<ListTime>>& fwd,
+                                    const std::vector<std::vector<ListTime>>& bwd, const std::vector<double>& p2p,
+                                    const std::vector<std::vector<double>>& first_fwd_extra) const {
+    const double h = p_.host_launch_s;
+    const auto alone = [h](const ListTime& t) { return std::max(t.stream_s, t.launches * h) + t.syncs * h; };
+    std::vector<PipelineRankTimes> times(p_.pp);
+    for (int s = 0; s < p_.pp; ++s) {
+      times[s].first_forward_extra = first_fwd_extra[s];
+      for (int c = 0; c < p_.vp; ++c) {
+        times[s].forward.push_back(alone(fwd[s][c]));
+        times[s].backward.push_back(alone(bwd[s][c]));
       }
     }
-    return stalls;
+    const ScheduleKind kind = p_.vp > 1 ? ScheduleKind::Interleaved : ScheduleKind::OneFOneB;
+    return pipeline_rank_ends(kind, p_.pp, p_.vp, p_.micro_batches, times, p2p, p_.blocking_p2p);
   }
 
   int positions() const { return dualpipe() ? 2 * p_.pp : p_.pp * p_.vp; }

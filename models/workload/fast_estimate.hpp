@@ -6,17 +6,18 @@
 //    CP all-gather/all-to-all) collectives on the stream, a collective that overlaps the next op
 //    (CP's ring, async TP backward) as the longer of the two, plus the SMs an off-stream
 //    collective takes (CommTuning::sm_fraction of its time, as the replay's companion task);
-//  - the pipeline in closed form: (m - 1) periods of the slowest stage plus every stage's fill
-//    and drain (1F1B), the fill divided by vp (interleaved, plus the warm-up's and cool-down's
-//    waits at each chunk boundary for a micro-batch to come round the ring), F&B pairs hiding each other's
-//    communication (DualPipe, ep_overlap; fb_pair.hpp: the GPU shared max-min, and one group's
-//    links when both chunks' collectives of that group run at once); blocking sends add their
-//    transfer to every item; DualPipe's item order walked with these item times and its blocking
-//    sends (dualpipe_walk.hpp), not the report's bubble formula, which that order does not reach;
+//  - the pipeline from each rank's item order (1F1B, interleaved: pipeline_walk.hpp; DualPipe:
+//    dualpipe_walk.hpp) walked with these item times and the sends between stages, so the sends
+//    on the critical path, the warm-up's waits at each chunk boundary and a heavier chunk (the loss
+//    head) count as in the replay; in closed form for one stage or F&B pairs (ep_overlap): (m - 1)
+//    periods of the slowest stage plus every stage's fill and drain, the fill divided by vp,
+//    F&B pairs hiding each other's communication (fb_pair.hpp: the GPU shared max-min, and one
+//    group's links when both chunks' collectives of that group run at once); GPipe's closed form;
 //  - collectives that run at once beside one op share their group's links: their times add up;
-//  - a collective runs on every group of its kind at once, on every stage (the tp copies of a
-//    data-parallel reduction, the stages of a pipeline in one server): where their routes share
-//    links, the most loaded link paces it (coll::estimate_concurrent_seconds);
+//  - a collective runs on every group of its kind at once, on every stage: those on the first
+//    group's nodes whose routes cross its links (the tp copies of a data-parallel reduction, the
+//    stages of a pipeline in one server) share them, the most loaded link pacing each phase
+//    (CollectiveTimes::sharing_first, coll::estimate_concurrent_seconds);
 //  - data-parallel reduction as the replay buckets it: each bucket's collective starts when its
 //    last gradient of the last micro-batch is ready, one after another on the stream, and only
 //    what runs past the stage's backward is exposed; ZeRO-1/2 gathers under the next step's first
@@ -29,9 +30,8 @@
 //    shard back, offloaded parameters fetched before each gather, over the PCIe routes the stage's
 //    GPUs on a node share (host_copies.hpp).
 // What it leaves out (small where plans are ranked): link contention between collectives of
-// different kinds (a reduction beside pipeline sends), the pipeline's exact warm-up under
-// unbalanced stages, activation offloading. The replay confirms the plans that rank best
-// (plan_search.cpp).
+// different kinds (a reduction beside pipeline sends), activation offloading. The replay confirms
+// the plans that rank best (plan_search.cpp).
 #pragma once
 #include <map>
 #include <mutex>

@@ -1,0 +1,80 @@
+#include "models/workload/pipeline_walk.hpp"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+namespace stacksim::workload {
+namespace {
+
+using RankItems = std::vector<std::vector<PipelineItem>>;
+
+// Every rank's items, built once per shape: plans of one pipeline shape share them.
+std::shared_ptr<const RankItems> schedule_of(ScheduleKind kind, int pp, int vp, int m) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, int, int, int>, std::shared_ptr<const RankItems>> cache;
+  const auto key = std::make_tuple(static_cast<int>(kind), pp, vp, m);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  auto items = std::make_shared<RankItems>(pp);
+  for (int r = 0; r < pp; ++r) (*items)[r] = stage_schedule(kind, pp, vp, m, r);
+  std::lock_guard<std::mutex> lock(mutex);
+  return cache.emplace(key, std::move(items)).first->second;
+}
+
+}  // namespace
+
+std::vector<double> pipeline_rank_ends(ScheduleKind kind, int pp, int vp, int m,
+                                       const std::vector<PipelineRankTimes>& times, const std::vector<double>& send_s,
+                                       bool blocking_sends) {
+  const std::shared_ptr<const RankItems> schedule = schedule_of(kind, pp, vp, m);
+  const RankItems& items = *schedule;
+  const int stages = pp * vp;  // virtual stages: chunk c of rank r is c * pp + r
+  // When a micro-batch's forward (backward) output of a virtual stage is at the rank that needs
+  // it; -1 while not yet.
+  std::vector<double> forward_out(static_cast<size_t>(m) * stages, -1.0), backward_out = forward_out;
+  const auto at = [stages](int mb, int v) { return static_cast<size_t>(mb) * stages + v; };
+  std::vector<size_t> next(pp, 0);
+  std::vector<double> clock(pp, 0.0);
+  std::vector<std::vector<char>> seen(pp, std::vector<char>(vp, 0));
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int r = 0; r < pp; ++r)
+      while (next[r] < items[r].size()) {
+        const PipelineItem& it = items[r][next[r]];
+        const int v = virtual_stage(it.chunk, r, pp);
+        double in = 0;
+        if (!it.backward && v > 0) in = forward_out[at(it.micro_batch, v - 1)];
+        if (it.backward)
+          in = v == stages - 1 ? forward_out[at(it.micro_batch, v)] : backward_out[at(it.micro_batch, v + 1)];
+        if (in < 0) break;  // waits for a neighbour: go on with the other ranks
+        const PipelineRankTimes& t = times[r];
+        double length = it.backward ? t.backward[it.chunk] : t.forward[it.chunk];
+        if (!it.backward && !seen[r][it.chunk]) {
+          seen[r][it.chunk] = 1;
+          length += t.first_forward_extra[it.chunk];
+        }
+        const double end = std::max(clock[r], in) + length;
+        double send = 0;
+        if (!it.backward) {
+          // The last virtual stage's output is its own backward's input, no send.
+          send = v == stages - 1 ? 0.0 : send_s[r];
+          forward_out[at(it.micro_batch, v)] = end + send;
+        } else if (v > 0) {
+          send = send_s[(r + pp - 1) % pp];
+          backward_out[at(it.micro_batch, v)] = end + send;
+        }
+        clock[r] = blocking_sends ? end + send : end;
+        ++next[r];
+        progress = true;
+      }
+  }
+  return clock;
+}
+
+}  // namespace stacksim::workload
