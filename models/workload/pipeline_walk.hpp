@@ -19,7 +19,8 @@ struct PipelineRankTimes {
   std::vector<double> forward, backward, first_forward_extra;
 };
 
-// Each rank's end (its last item, and its send if blocking), from the step's first item at 0.
+// Each rank's end (its last item, and its send if blocking), from the step's first item at 0; past
+// eight rounds of pp micro-batches extended linearly from two shorter walks (periodic after the fill).
 // `send_s[r]`: one micro-batch's activations or gradients between ranks r and r + 1 (mod pp),
 // either way. `kind`: OneFOneB or Interleaved (m % pp == 0 when vp > 1: the plan's check).
 std::vector<double> pipeline_rank_ends(ScheduleKind kind, int pp, int vp, int m,

@@ -141,19 +141,20 @@ TEST(FastEstimate, DualPipeIsItsItemOrderWalked) {
 // micro-batch's activations and gradients cross on the critical path every period (and at every
 // chunk boundary of the warm-up and cool-down), not only in the fill and drain, as the per-stage
 // closed form (m periods of the slowest stage, the fill over vp, 2 (pp - 1) sends) had it. The
-// walked item order is the replay's, to rounding.
+// walked item order is the replay's, to rounding, also where it extends a long step linearly
+// from two shorter walks (m 40 > eight rounds of pp).
 TEST(FastEstimate, PipelineWalkPutsTheSendsOnTheCriticalPath) {
   const topo::Cluster c = ideal_cluster(2, 1e11);
   const int pp = 2;
   const double t_f = 1e-3, send = 3e7 / 1e11;
   for (int vp : {1, 4})
-    for (int m : {4, 8}) {
+    for (int m : {4, 8, 40}) {
       StepProgram p = pipeline(pp, vp, m, t_f);
       p.p2p_bytes = 3e7;
       const double per_mb = vp * 3 * t_f;
       const double closed = m * per_mb + (pp - 1) * per_mb / vp + 2 * (pp - 1) * send;
       const double replay = replayed(p, c);
-      EXPECT_GT(replay, 1.03 * closed) << "vp " << vp << " m " << m;
+      if (m <= 8) EXPECT_GT(replay, 1.03 * closed) << "vp " << vp << " m " << m;
       EXPECT_NEAR(fast(p, c), replay, 1e-3 * replay) << "vp " << vp << " m " << m;
     }
 }
