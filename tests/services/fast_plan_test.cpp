@@ -213,9 +213,9 @@ TEST(FastPlanSearch, DeepSeekStyleMoeStepWithinThreePercentOfTheReplay) {
 // of pp forwards after the previous chunk's) waits for its layers' buckets. Here (tp 8, one
 // data-parallel rank per node) gathering a layer takes about ten times its forward, so the later
 // chunks' gathers hold the warm-up back, not the first chunk's, which the fast tier alone read
-// before: -12.3 % here then, -3.3 % now (the rest: the replay's gathers of the two stages share
-// fabric links, which the fast tier leaves out). The bundled 405B's tp 4 pp 4 cp 8 vp 8 plan
-// went from -7.3 % to within 3 %.
+// before: -12.3 % here then, -3.3 % with every chunk's gathers, -0.6 % since the pipeline is
+// walked item by item (pipeline_walk.hpp). The bundled 405B's tp 4 pp 4 cp 8 vp 8 plan went from
+// -7.3 % to within 3 %.
 TEST(FastPlanSearch, InterleavedZero2GathersOfEveryChunkDelayTheWarmUp) {
   const std::string path = test_tmp("fast_zero2_interleaved.yaml");
   std::ofstream(path) << "cluster: {node: dgx-h100, nodes: 16}\n"
@@ -228,7 +228,7 @@ TEST(FastPlanSearch, InterleavedZero2GathersOfEveryChunkDelayTheWarmUp) {
   const stacksim::workload::ParallelPlan plan = plan_as_run(sc.training, tier.gpu_memory_bytes());
   const double fast = tier.estimate(plan).step_time_s;
   const double replay = simulate_training(tier.setup_for(plan), RunOptions::step_only()).step_time_s;
-  EXPECT_NEAR(fast, replay, 0.05 * replay);
+  EXPECT_NEAR(fast, replay, 0.02 * replay);
 }
 
 namespace {
