@@ -1,11 +1,10 @@
 #include "models/workload/fast_estimate.hpp"
 
-#include "models/workload/host_copies.hpp"
-
 #include <algorithm>
 
 #include "models/workload/dualpipe_walk.hpp"
 #include "models/workload/fb_pair.hpp"
+#include "models/workload/host_copies.hpp"
 #include "models/workload/pipeline_walk.hpp"
 
 namespace stacksim::workload {
@@ -242,6 +241,7 @@ class Estimator {
   int shard_ranks() const { return p_.shard_size > 0 ? p_.shard_size : p_.dp * p_.cp; }
   bool reduces_gradients() const { return p_.dp * p_.cp > 1 || group_size(p_, Group::ExpertDp) > 1; }
 
+  // Every stage's groups of a kind that have a rank on one of the first group's nodes, the first first.
   std::vector<std::vector<int>> node_sharing_groups(Group g) const {
     const topo::Cluster& c = ct_.cluster();
     std::vector<std::vector<int>> out;
@@ -418,8 +418,8 @@ class Estimator {
         double bytes = 0, expert_bytes = 0;
         for (int c = 0; c < (dualpipe() ? 2 : p_.vp); ++c) {
           const int v = vstage(c, s);
-          const auto [a, b] = layer_range(model_stage(v));
-          for (int l = a; l < b; ++l) bytes += L_[l].grad_bytes, expert_bytes += L_[l].expert_grad_bytes;
+          const auto [first, end] = layer_range(model_stage(v));
+          for (int l = first; l < end; ++l) bytes += L_[l].grad_bytes, expert_bytes += L_[l].expert_grad_bytes;
           if (first_position(v)) bytes += p_.embedding_grad_bytes;
           if (last_position(v)) bytes += p_.head_grad_bytes;
         }
@@ -593,7 +593,7 @@ class Estimator {
   const StepProgram& p_;
   const std::vector<LayerProgram>& L_;
   CollectiveTimes& ct_;
-  std::vector<std::vector<int>> groups_[7];  // per Group: its groups on every stage
+  std::vector<std::vector<int>> groups_[7];  // per Group: the first group and those sharing its links
   std::vector<double> d2h_s_, h2d_s_;        // per stage: host_copy_s
   const LayerKinds& kinds_;
   std::vector<ListTime> memo_;
