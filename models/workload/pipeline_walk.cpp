@@ -4,6 +4,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 
 namespace stacksim::workload {
@@ -72,6 +74,9 @@ std::vector<double> walk(ScheduleKind kind, int pp, int vp, int m, const std::ve
         progress = true;
       }
   }
+  for (int r = 0; r < pp; ++r)
+    if (next[r] < items[r].size())
+      throw std::logic_error("pipeline walk: rank " + std::to_string(r) + " waits for an input no rank produces");
   return clock;
 }
 
