@@ -515,13 +515,16 @@ class Estimator {
   // chunk; each layer's first forward of the step waits for its bucket. The gathers do not wait
   // for compute, so the delay is the latest bucket against the undelayed compute. Interleaved
   // 1F1B runs a round of pp forwards of a chunk before the next chunk's first one, so later
-  // chunks' gathers must keep up with a round each; DualPipe's first chunk only (its second one
-  // starts well after).
+  // chunks' gathers must keep up with a round each; DualPipe's rank runs (pp/2 - h - 1) * 2 + 1
+  // forwards of its first direction before the second's first (h: the rank's distance from the
+  // nearer end; dualpipe.py's steps 1-2), one forward on the middle ranks.
   double zero12_gather_delay(int s, const std::vector<ListTime>& fwd, const std::vector<double>& F) {
     if (!zero12_gathers() || !p_.overlap_param_gather) return 0.0;
     double before = 0;  // compute before the chunk's first forward: the fill, then earlier rounds
     for (int k = 0; k < s; ++k) before += F[k] / (dualpipe() ? 2 : p_.vp);
-    const int chunks = dualpipe() ? 1 : p_.vp, round = std::min(p_.pp, p_.micro_batches);
+    const int chunks = dualpipe() ? 2 : p_.vp;
+    const int round =
+        dualpipe() ? (p_.pp / 2 - std::min(s, p_.pp - 1 - s) - 1) * 2 + 1 : std::min(p_.pp, p_.micro_batches);
     struct Buffer {
       Group group;
       double LayerProgram::*bytes;
