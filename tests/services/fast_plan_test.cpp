@@ -261,7 +261,7 @@ TEST(FastPlanSearch, InterleavedWarmUpWaitsForTheRing) {
   const double err = fast_error("story-dp-oversubscribed-fabric.yaml",
                                 {"parallelism.pp=2", "parallelism.vp=8", "parallelism.dp=128", "parallelism.zero=2",
                                  "parallelism.stage_layers=[1,2,2,2,2,2,2,2,2,1,1,1,1,1,1,1]"});
-  EXPECT_NEAR(err, 0.0, 0.05);
+  EXPECT_NEAR(err, 0.0, 0.03);
 }
 
 // Story (g)'s offloaded optimizer with tp 2 pp 2 dp 2 on one DGX A100: each reduced gradient shard
