@@ -109,12 +109,11 @@ double flow_cap_Bps(const Protocol& p, const Plan& plan, const Flow& f) {
   return p.bus_cap_Bps * f.bytes / plan.bus_bytes;
 }
 
-// Bandwidth time of a phase without other traffic: the most loaded link (bytes / efficiency over
-// its rate) or the protocol cap. `load` is scratch space, one entry per link, all zero.
-double phase_bandwidth_time(const topo::Cluster& c, const CommTuning& t, const Protocol& p, const Plan& plan,
-                            const Phase& ph, std::vector<double>& load) {
-  std::vector<topo::LinkId> touched;
-  double time = 0;
+// Adds a phase's flows (bytes / efficiency) to the links they cross (`touched` lists the links
+// first loaded) and returns the longest time a flow's protocol cap allows it (0 without caps).
+double add_phase_load(const topo::Cluster& c, const CommTuning& t, const Protocol& p, const Plan& plan, const Phase& ph,
+                      std::vector<double>& load, std::vector<topo::LinkId>& touched) {
+  double capped = 0;
   for (const Flow& f : ph.flows) {
     const double work = f.bytes / flow_efficiency(c, t, p, plan, ph, f);
     for (topo::LinkId l : f.route.links) {
@@ -122,13 +121,29 @@ double phase_bandwidth_time(const topo::Cluster& c, const CommTuning& t, const P
       load[l] += work;
     }
     const double cap = flow_cap_Bps(p, plan, f);
-    if (cap > 0) time = std::max(time, f.bytes / cap);
+    if (cap > 0) capped = std::max(capped, f.bytes / cap);
   }
+  return capped;
+}
+
+// The most loaded of the `touched` links' time; clears their load and the list.
+double drain_load(const topo::Cluster& c, std::vector<double>& load, std::vector<topo::LinkId>& touched) {
+  double time = 0;
   for (topo::LinkId l : touched) {
     time = std::max(time, load[l] / c.link(l).bandwidth_Bps);
     load[l] = 0;
   }
+  touched.clear();
   return time;
+}
+
+// Bandwidth time of a phase without other traffic: the most loaded link (bytes / efficiency over
+// its rate) or the protocol cap. `load` is scratch space, one entry per link, all zero.
+double phase_bandwidth_time(const topo::Cluster& c, const CommTuning& t, const Protocol& p, const Plan& plan,
+                            const Phase& ph, std::vector<double>& load) {
+  std::vector<topo::LinkId> touched;
+  const double capped = add_phase_load(c, t, p, plan, ph, load, touched);
+  return std::max(capped, drain_load(c, load, touched));
 }
 
 double max_route_latency(const Phase& ph) {
@@ -384,22 +399,10 @@ double estimate_concurrent_seconds(const topo::Cluster& c, const CommTuning& t, 
     for (const Choice& ch : choices) {
       if (k >= ch.plan.phases.size()) continue;
       const Phase& ph = ch.plan.phases[k];
-      for (const Flow& f : ph.flows) {
-        const double work = f.bytes / flow_efficiency(c, t, ch.protocol, ch.plan, ph, f);
-        for (topo::LinkId l : f.route.links) {
-          if (load[l] == 0) touched.push_back(l);
-          load[l] += work;
-        }
-        const double cap = flow_cap_Bps(ch.protocol, ch.plan, f);
-        if (cap > 0) time = std::max(time, f.bytes / cap);
-      }
+      time = std::max(time, add_phase_load(c, t, ch.protocol, ch.plan, ph, load, touched));
       latency = std::max(latency, max_route_latency(ph) + phase_latency(ch.protocol, ph));
     }
-    for (topo::LinkId l : touched) {
-      time = std::max(time, load[l] / c.link(l).bandwidth_Bps);
-      load[l] = 0;
-    }
-    touched.clear();
+    time = std::max(time, drain_load(c, load, touched));
     total += time + latency;
   }
   return total;

@@ -1,39 +1,15 @@
 #include "models/workload/dualpipe_walk.hpp"
 
 #include <algorithm>
-#include <map>
-#include <memory>
-#include <mutex>
 
 #include "models/workload/pipeline_schedule.hpp"
 
 namespace stacksim::workload {
-namespace {
-
-using RankItems = std::vector<std::vector<PipelineItem>>;
-
-// Every rank's items, built once per (pp, m): plans of one pipeline shape share them (building
-// them took as long as walking them).
-std::shared_ptr<const RankItems> schedule_of(int pp, int m) {
-  static std::mutex mutex;
-  static std::map<std::pair<int, int>, std::shared_ptr<const RankItems>> cache;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    const auto it = cache.find({pp, m});
-    if (it != cache.end()) return it->second;
-  }
-  auto items = std::make_shared<RankItems>(pp);
-  for (int r = 0; r < pp; ++r) (*items)[r] = stage_schedule(ScheduleKind::DualPipe, pp, 1, m, r);
-  std::lock_guard<std::mutex> lock(mutex);
-  return cache.emplace(std::make_pair(pp, m), std::move(items)).first->second;
-}
-
-}  // namespace
 
 std::vector<double> dualpipe_rank_ends(int pp, int m, const std::vector<DualPipeRankTimes>& times,
                                        const std::vector<double>& send_s) {
-  const std::shared_ptr<const RankItems> schedule = schedule_of(pp, m);
-  const RankItems& items = *schedule;
+  const auto schedule = rank_schedules(ScheduleKind::DualPipe, pp, 1, m);
+  const std::vector<std::vector<PipelineItem>>& items = *schedule;
   // When a micro-batch's forward (backward) output of a position is at the position that needs
   // it: the next position's forward (the previous position's backward); -1 while not yet.
   std::vector<double> forward_in(static_cast<size_t>(m) * pp, -1.0), backward_in = forward_in;

@@ -195,33 +195,34 @@ class Estimator {
   std::vector<double> dualpipe_ends(const std::vector<std::vector<ListTime>>& fwd,
                                     const std::vector<std::vector<ListTime>>& bwd, std::vector<DualPipeRankTimes>& dual,
                                     const std::vector<double>& p2p) const {
-    const double h = p_.host_launch_s;
-    const auto alone = [h](const ListTime& t) { return std::max(t.stream_s, t.launches * h) + t.syncs * h; };
     for (int s = 0; s < p_.pp; ++s)
       for (int c = 0; c < 2; ++c) {
         DualPipeRankTimes& d = dual[s];
-        d.forward[c] = alone(fwd[s][c]);
-        d.backward[c] = alone(bwd[s][c]);
+        d.forward[c] = item_s(fwd[s][c]);
+        d.backward[c] = item_s(bwd[s][c]);
         d.weight[c] = bwd[s][c].wgrad_s;
         d.backward_input[c] = std::max(0.0, d.backward[c] - d.weight[c]);
       }
     return dualpipe_rank_ends(p_.pp, p_.micro_batches, dual, p2p);
   }
   bool paired() const { return dualpipe() || p_.pair_forward_backward; }
+  // A pipeline item alone: its stream time, no faster than its launches, plus its host syncs.
+  double item_s(const ListTime& t) const {
+    const double h = p_.host_launch_s;
+    return std::max(t.stream_s, t.launches * h) + t.syncs * h;
+  }
 
   // Each rank's end of its 1F1B or interleaved items (pipeline_walk.hpp): each chunk's forward
   // and backward alone, no faster than their launches.
   std::vector<double> pipeline_ends(const std::vector<std::vector<ListTime>>& fwd,
                                     const std::vector<std::vector<ListTime>>& bwd, const std::vector<double>& p2p,
                                     const std::vector<std::vector<double>>& first_fwd_extra) const {
-    const double h = p_.host_launch_s;
-    const auto alone = [h](const ListTime& t) { return std::max(t.stream_s, t.launches * h) + t.syncs * h; };
     std::vector<PipelineRankTimes> times(p_.pp);
     for (int s = 0; s < p_.pp; ++s) {
       times[s].first_forward_extra = first_fwd_extra[s];
       for (int c = 0; c < p_.vp; ++c) {
-        times[s].forward.push_back(alone(fwd[s][c]));
-        times[s].backward.push_back(alone(bwd[s][c]));
+        times[s].forward.push_back(item_s(fwd[s][c]));
+        times[s].backward.push_back(item_s(bwd[s][c]));
       }
     }
     const ScheduleKind kind = p_.vp > 1 ? ScheduleKind::Interleaved : ScheduleKind::OneFOneB;

@@ -1,7 +1,10 @@
 #include "models/workload/pipeline_schedule.hpp"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <stdexcept>
+#include <tuple>
 
 namespace stacksim::workload {
 namespace {
@@ -122,6 +125,23 @@ std::vector<PipelineItem> stage_schedule(ScheduleKind kind, int pp, int vp, int 
   }
   while (b < total) items.push_back(interleaved_item(b++, pp, vp, true));
   return items;
+}
+
+std::shared_ptr<const std::vector<std::vector<PipelineItem>>> rank_schedules(ScheduleKind kind, int pp, int vp,
+                                                                             int micro_batches) {
+  using RankItems = std::vector<std::vector<PipelineItem>>;
+  static std::mutex mutex;
+  static std::map<std::tuple<int, int, int, int>, std::shared_ptr<const RankItems>> cache;
+  const auto key = std::make_tuple(static_cast<int>(kind), pp, vp, micro_batches);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  auto items = std::make_shared<RankItems>(pp);
+  for (int r = 0; r < pp; ++r) (*items)[r] = stage_schedule(kind, pp, vp, micro_batches, r);
+  std::lock_guard<std::mutex> lock(mutex);
+  return cache.emplace(key, std::move(items)).first->second;
 }
 
 }  // namespace stacksim::workload

@@ -16,6 +16,7 @@
 // The bubble of 1F1B is (pp-1)/(m+pp-1) of the step, interleaving divides it by vp; DualPipe's is
 // (pp/2 - 1)(F&B + B - 3W) (the report's Table 2).
 #pragma once
+#include <memory>
 #include <vector>
 
 namespace stacksim::workload {
@@ -40,6 +41,11 @@ struct PipelineItem {
 // vp 1, m even and m >= 2 pp; checked by the plan.
 std::vector<PipelineItem> stage_schedule(ScheduleKind kind, int pp, int vp, int micro_batches, int stage,
                                          bool pair_forward_backward = false);
+
+// Every rank's stage_schedule, built once per (kind, pp, vp, m) and shared (thread-safe): the fast
+// tier's walks of many plans of one pipeline shape reuse it (building took as long as walking).
+std::shared_ptr<const std::vector<std::vector<PipelineItem>>> rank_schedules(ScheduleKind kind, int pp, int vp,
+                                                                             int micro_batches);
 
 // The virtual stage index of a chunk on a rank (layers are assigned in this order).
 inline int virtual_stage(int chunk, int stage, int pp) { return chunk * pp + stage; }

@@ -1,39 +1,17 @@
 #include "models/workload/pipeline_walk.hpp"
 
 #include <algorithm>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 
 namespace stacksim::workload {
 namespace {
 
-using RankItems = std::vector<std::vector<PipelineItem>>;
-
-// Every rank's items, built once per shape: plans of one pipeline shape share them.
-std::shared_ptr<const RankItems> schedule_of(ScheduleKind kind, int pp, int vp, int m) {
-  static std::mutex mutex;
-  static std::map<std::tuple<int, int, int, int>, std::shared_ptr<const RankItems>> cache;
-  const auto key = std::make_tuple(static_cast<int>(kind), pp, vp, m);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    const auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-  }
-  auto items = std::make_shared<RankItems>(pp);
-  for (int r = 0; r < pp; ++r) (*items)[r] = stage_schedule(kind, pp, vp, m, r);
-  std::lock_guard<std::mutex> lock(mutex);
-  return cache.emplace(key, std::move(items)).first->second;
-}
-
 // Each rank's end of the walk of all m micro-batches.
 std::vector<double> walk(ScheduleKind kind, int pp, int vp, int m, const std::vector<PipelineRankTimes>& times,
                          const std::vector<double>& send_s, bool blocking_sends) {
-  const std::shared_ptr<const RankItems> schedule = schedule_of(kind, pp, vp, m);
-  const RankItems& items = *schedule;
+  const auto schedule = rank_schedules(kind, pp, vp, m);
+  const std::vector<std::vector<PipelineItem>>& items = *schedule;
   const int stages = pp * vp;  // virtual stages: chunk c of rank r is c * pp + r
   // When a micro-batch's forward (backward) output of a virtual stage is at the rank that needs
   // it; -1 while not yet.
