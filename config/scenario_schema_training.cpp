@@ -75,6 +75,14 @@ void add_model(std::vector<KeySpec>& t) {
   t.push_back(integer("model.mla.qk_nope_head_dim", "", "", -kNoLimit, kNoLimit, "non-rotary Q/K head dim (required)"));
   t.push_back(integer("model.mla.qk_rope_head_dim", "", "", -kNoLimit, kNoLimit, "rotary Q/K head dim (required)"));
   t.push_back(integer("model.mla.v_head_dim", "", "", -kNoLimit, kNoLimit, "value head dim (required)"));
+  t.push_back(
+      section("model.sparse_attention", "DeepSeek Sparse Attention: an indexer picks the keys (DeepSeek-V3.2)"));
+  t.push_back(
+      integer("model.sparse_attention.index_heads", "heads", "", -kNoLimit, kNoLimit, "indexer heads (required)"));
+  t.push_back(
+      integer("model.sparse_attention.index_head_dim", "", "", -kNoLimit, kNoLimit, "indexer head dim (required)"));
+  t.push_back(integer("model.sparse_attention.topk_tokens", "tokens", "", -kNoLimit, kNoLimit,
+                      "keys each query attends (required)"));
   t.push_back(section("model.moe", "mixture of experts"));
   t.push_back(integer("model.moe.experts", "experts", "", -kNoLimit, kNoLimit, "routed experts (required)"));
   t.push_back(integer("model.moe.top_k", "experts", "", -kNoLimit, kNoLimit, "experts per token (required)"));

@@ -21,10 +21,26 @@ std::vector<long> version_parts(const std::string& v) {
 
 // Entries override the keys they list on top of the previous entry's profile.
 void apply_entry(const config::Node& e, EngineProfile& p) {
-  e.check_keys({"version", "max_num_seqs", "max_num_batched_tokens", "block_size_tokens", "gpu_memory_utilization",
-                "kv_free_memory_fraction", "chunked_prefill", "prefix_caching", "scheduler", "kv_admission",
-                "host_overlapped", "step_overhead_s", "step_overhead_cuda_graph_s", "per_sequence_overhead_s",
-                "gemm_efficiency", "attention_efficiency", "quantized_checkpoint_kv_cache_dtype", "sources"});
+  e.check_keys({"version",
+                "max_num_seqs",
+                "max_num_batched_tokens",
+                "block_size_tokens",
+                "gpu_memory_utilization",
+                "kv_free_memory_fraction",
+                "chunked_prefill",
+                "prefix_caching",
+                "scheduler",
+                "kv_admission",
+                "host_overlapped",
+                "step_overhead_s",
+                "step_overhead_cuda_graph_s",
+                "per_sequence_overhead_s",
+                "gemm_efficiency",
+                "attention_efficiency",
+                "quantized_checkpoint_kv_cache_dtype",
+                "sparse_prefill_latent",
+                "sparse_prefill_min_heads",
+                "sources"});
   p.version = e.required_string("version");
   if (auto v = e.optional_int("max_num_seqs")) p.max_num_seqs = static_cast<int>(e.positive("max_num_seqs", *v));
   if (auto v = e.optional_int("max_num_batched_tokens"))
@@ -64,6 +80,9 @@ void apply_entry(const config::Node& e, EngineProfile& p) {
   if (auto v = e.optional_number("gemm_efficiency")) p.gemm_efficiency = e.positive("gemm_efficiency", *v);
   if (auto v = e.optional_number("attention_efficiency"))
     p.attention_efficiency = e.positive("attention_efficiency", *v);
+  p.sparse_prefill_latent = e.bool_or("sparse_prefill_latent", p.sparse_prefill_latent);
+  if (auto v = e.optional_int("sparse_prefill_min_heads"))
+    p.sparse_prefill_min_heads = static_cast<int>(e.positive("sparse_prefill_min_heads", *v));
   if (e.has("quantized_checkpoint_kv_cache_dtype")) {
     const std::string s = e.required_string("quantized_checkpoint_kv_cache_dtype");
     try {

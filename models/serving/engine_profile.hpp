@@ -23,6 +23,9 @@
 //     per_sequence_overhead_s: 5.0e-6    # scheduler/sampling host work per running sequence per step
 //     gemm_efficiency: 1.0               # share of the GPU's calibrated GEMM rate its kernels reach
 //     attention_efficiency: 1.0          # share of the GPU's fused-attention rate
+//     sparse_prefill_latent: false       # sparse (DSA) MLA prefill attends in the latent (absorbed)
+//                                        #  form, as its decode does, not with per-head K/V
+//     sparse_prefill_min_heads: 1        # that kernel's head tile: fewer heads per GPU are padded
 //     sources: [...]
 #pragma once
 #include <optional>
@@ -62,6 +65,11 @@ struct EngineProfile {
   // 8- or 4-bit checkpoint: TensorRT-LLM reads the checkpoint's kv_cache_quant_algo (ModelOpt's
   // FP8/NVFP4 checkpoints ship an FP8 KV cache); vLLM and SGLang ('auto') keep the model's 16 bits.
   std::optional<Dtype> quantized_checkpoint_kv_dtype;
+  // How the engine runs sparse-attention (DeepSeek-V3.2) MLA prefill: in the latent, absorbed
+  // form the top-k gather needs (576-wide keys, 512-wide values per head, like decode), and with
+  // the kernel's heads padded up to sparse_prefill_min_heads per GPU.
+  bool sparse_prefill_latent = false;
+  int sparse_prefill_min_heads = 1;
   std::vector<std::string> sources;
   std::string file;
 };

@@ -128,6 +128,7 @@ StepOutcome Instance::step(double now, std::vector<Seq>& done) {
   }
   // The step's shape.
   StepShape& sh = out.shape;
+  const double cap = cost_->attended_keys_cap();
   for (const Item& it : items) {
     const Seq& s = running_[it.index];
     sh.largest_item_tokens = std::max(sh.largest_item_tokens, it.tokens);
@@ -138,11 +139,15 @@ StepOutcome Instance::step(double now, std::vector<Seq>& done) {
       sh.prefill_pair_tokens += c * (prior + c / 2);
       sh.prefill_context_tokens += prior + c;
       sh.largest_prefill_pairs = std::max(sh.largest_prefill_pairs, c * (prior + c / 2));
+      sh.prefill_attended_pairs += capped_pairs(prior, c, cap);
+      sh.prefill_attended_context += capped_context(prior, c, cap);
       if (s.computed + it.tokens >= s.prompt_tokens) ++sh.logits_tokens;
     } else {
       ++sh.decode_seqs;
       sh.decode_query_tokens += it.tokens;
       sh.decode_context_tokens += static_cast<double>(s.kv_tokens + it.tokens);
+      sh.decode_attended_tokens += cap > 0 ? std::min(cap, static_cast<double>(s.kv_tokens + it.tokens))
+                                           : static_cast<double>(s.kv_tokens + it.tokens);
       sh.logits_tokens += it.tokens;
     }
   }

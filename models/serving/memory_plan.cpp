@@ -70,8 +70,9 @@ MemoryPlan plan_memory(const ServingConfig& config, const workload::ModelConfig&
   p.kv_bytes = std::max(0.0, free_bytes) * config.kv_free_memory_fraction;
   // KV per token on one GPU: its layers, its KV heads (replicated when tp > kv_heads), MLA's latent.
   const double kvb = dtype_bytes(config.kv_dtype);
-  const double per_layer_kv = m.is_mla() ? static_cast<double>(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * kvb
-                                         : 2 * std::max(1.0, std::ceil(m.kv_heads / tp)) * m.head_dim * kvb;
+  const double per_layer_kv = (m.is_mla() ? static_cast<double>(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * kvb
+                                          : 2 * std::max(1.0, std::ceil(m.kv_heads / tp)) * m.head_dim * kvb) +
+                              m.indexer_key_bytes();
   p.kv_bytes_per_token = layers_gpu * per_layer_kv;
   const double tokens_cap = std::floor(p.kv_bytes / p.kv_bytes_per_token) * dp;
   p.kv_blocks = static_cast<long long>(std::floor(tokens_cap / config.block_size_tokens));

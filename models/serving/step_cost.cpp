@@ -59,6 +59,17 @@ const char* step_category_name(StepCategory c) {
   return "?";
 }
 
+double capped_pairs(double prior, double chunk, double cap) {
+  const double end = prior + chunk;
+  if (cap <= 0 || end <= cap) return chunk * (prior + chunk / 2);
+  if (prior >= cap) return chunk * cap;
+  return (cap - prior) * (prior + (cap - prior) / 2) + (end - cap) * cap;
+}
+
+double capped_context(double prior, double chunk, double cap) {
+  return cap <= 0 ? prior + chunk : std::min(prior + chunk, cap + chunk);
+}
+
 StepCostModel::StepCostModel(const ServingConfig& config, const Parallelism& parallel,
                              const workload::ModelConfig& model, const hw::GpuSpec& gpu,
                              std::shared_ptr<const topo::Cluster> cluster, const coll::CommTuning& tuning,
@@ -101,6 +112,12 @@ StepCostModel::StepCostModel(const ServingConfig& config, const Parallelism& par
     draft_model_ = std::make_unique<StepCostModel>(d, parallel, model, gpu, cluster_, tuning, first_rank);
   }
   kv_bytes_ = dtype_bytes(config.kv_dtype);
+  for (int l = 0; l < model.layers; ++l) {
+    const int64_t cap = model.attended_keys_cap(l);
+    if (cap <= 0) continue;
+    keys_cap_ = static_cast<double>(cap);
+    ++capped_layers_;
+  }
   if (model.is_mla()) {
     // MLA caches the joint latent and the shared rotary key, whole on every TP rank.
     kv_token_layer_bytes_ = static_cast<double>(model.mla.kv_lora_rank + model.mla.qk_rope_head_dim) * kv_bytes_;
@@ -269,37 +286,60 @@ const CategorySeconds& StepCostModel::token_part(long long tokens, long long ran
 
 void StepCostModel::attention(const StepShape& s, CategorySeconds& out) const {
   const workload::ModelConfig& m = model_;
-  const double tp = par_.tp, dp = par_.dp, layers = m.layers;
+  const double tp = par_.tp, dp = par_.dp;
   const double heads_gpu = std::ceil(static_cast<double>(m.heads) / tp);
   const double eff_peak = f16_flops_ * gpu_.attention_forward_efficiency * config_.engine.attention_efficiency;
-  auto add = [&](double flops, double bytes, double blocks_visited) {
-    if (flops <= 0 && bytes <= 0) return;
+  auto add = [&](double layers, double flops, double bytes, double blocks_visited, double peak) {
+    if (layers <= 0 || (flops <= 0 && bytes <= 0)) return;
     const double plateau = blocks_visited / (blocks_visited + kAttentionTileOverhead);
-    const double compute_s = flops / (eff_peak * std::max(plateau, 0.05));
+    const double compute_s = flops / (peak * std::max(plateau, 0.05));
     const double memory_s = bytes / hbm_Bps_;
     const double t = layers * (std::sqrt(compute_s * compute_s + memory_s * memory_s) + kernel_s_);
     out[static_cast<size_t>(memory_s >= compute_s ? StepCategory::KvRead : StepCategory::AttentionCompute)] += t;
   };
+  const double full_layers = m.layers - capped_layers_;
   // Score + value FLOPs per (query, key) pair and head: MLA's absorbed decode works in the latent.
-  const double qk_pv_dims =
-      m.is_mla() ? 2.0 * static_cast<double>(m.mla.kv_lora_rank) + static_cast<double>(m.mla.qk_rope_head_dim)
-                 : static_cast<double>(m.head_dim + m.v_head_dim());
+  const double latent_dims = static_cast<double>(2 * m.mla.kv_lora_rank) + static_cast<double>(m.mla.qk_rope_head_dim);
+  const double qk_pv_dims = m.is_mla() ? latent_dims : static_cast<double>(m.head_dim + m.v_head_dim());
+  // The sparse-attention indexer scores every cached key in FP8 (DeepGEMM's MQA logits kernels),
+  // with its heads whole on every GPU, and reads the indexer keys.
+  const double index_dims = static_cast<double>(m.sparse.index_heads * m.sparse.index_head_dim);
+  const double index_peak = m.is_sparse_attention() ? 2 * eff_peak : 0;
   if (s.decode_seqs > 0) {
     const double q_per_seq = static_cast<double>(s.decode_query_tokens) / static_cast<double>(s.decode_seqs);
     // The busiest rank holds ceil(seqs / dp) of the sequences (a sequence lives on one rank).
-    const double seqs_rank = std::ceil(static_cast<double>(s.decode_seqs) / dp);
-    const double ctx = s.decode_context_tokens / static_cast<double>(s.decode_seqs) * seqs_rank;
-    const double flops = 2 * heads_gpu * qk_pv_dims * ctx * q_per_seq;
-    const double bytes = ctx * kv_token_layer_bytes_;
-    add(flops, bytes, std::max(1.0, s.decode_context_tokens / static_cast<double>(s.decode_seqs) / kAttentionBlock));
+    const double rank_share = std::ceil(static_cast<double>(s.decode_seqs) / dp) / static_cast<double>(s.decode_seqs);
+    auto decode = [&](double layers, double context_sum) {
+      const double ctx = context_sum * rank_share;
+      add(layers, 2 * heads_gpu * qk_pv_dims * ctx * q_per_seq, ctx * kv_token_layer_bytes_,
+          std::max(1.0, context_sum / static_cast<double>(s.decode_seqs) / kAttentionBlock), eff_peak);
+    };
+    decode(full_layers, s.decode_context_tokens);
+    decode(capped_layers_, s.decode_attended_tokens);
+    if (m.is_sparse_attention()) {
+      const double ctx = s.decode_context_tokens * rank_share;
+      add(m.layers, 2 * index_dims * ctx * q_per_seq, ctx * m.indexer_key_bytes(),
+          std::max(1.0, s.decode_context_tokens / static_cast<double>(s.decode_seqs) / kAttentionBlock), index_peak);
+    }
   }
   if (s.prefill_tokens > 0) {
-    const double prefill_dims = static_cast<double>(m.head_dim + m.v_head_dim());  // MLA prefill runs unabsorbed
+    // MLA prefill runs unabsorbed, with per-head K and V, unless the engine's sparse kernel works
+    // in the latent form (then with its head tile's padding).
+    const bool latent = m.is_mla() && m.is_sparse_attention() && config_.engine.sparse_prefill_latent;
+    const double heads = latent ? std::max<double>(heads_gpu, config_.engine.sparse_prefill_min_heads) : heads_gpu;
+    const double dims = latent ? latent_dims : static_cast<double>(m.head_dim + m.v_head_dim());
     const double share = std::max(1.0 / dp, s.largest_prefill_pairs / std::max(1.0, s.prefill_pair_tokens));
-    const double flops = 2 * heads_gpu * prefill_dims * s.prefill_pair_tokens * share;
-    const double bytes = s.prefill_context_tokens * share * kv_token_layer_bytes_ +
-                         static_cast<double>(s.prefill_tokens) * share * heads_gpu * prefill_dims * kActivationBytes;
-    add(flops, bytes, std::max(1.0, s.prefill_pair_tokens / static_cast<double>(s.prefill_tokens) / kAttentionBlock));
+    const double tokens = static_cast<double>(s.prefill_tokens);
+    auto prefill = [&](double layers, double pairs, double context) {
+      const double bytes = context * share * kv_token_layer_bytes_ + tokens * share * heads * dims * kActivationBytes;
+      add(layers, 2 * heads * dims * pairs * share, bytes, std::max(1.0, pairs / tokens / kAttentionBlock), eff_peak);
+    };
+    prefill(full_layers, s.prefill_pair_tokens, s.prefill_context_tokens);
+    prefill(capped_layers_, s.prefill_attended_pairs, s.prefill_attended_context);
+    if (m.is_sparse_attention())
+      add(m.layers, 2 * index_dims * s.prefill_pair_tokens * share,
+          s.prefill_context_tokens * share * m.indexer_key_bytes(),
+          std::max(1.0, s.prefill_pair_tokens / tokens / kAttentionBlock), index_peak);
   }
 }
 

@@ -66,7 +66,17 @@ struct StepShape {
   // a sequence lives on one rank; the busiest rank runs max(ceil(tokens / dp), this).
   long long largest_item_tokens = 0;
   double largest_prefill_pairs = 0;  // the largest chunk's share of prefill_pair_tokens
+  // The same three sums with each query's keys capped at StepCostModel::attended_keys_cap() (a
+  // sliding window, or sparse attention's top-k); equal to them when the model has no cap.
+  double decode_attended_tokens = 0;
+  double prefill_attended_pairs = 0;
+  double prefill_attended_context = 0;
 };
+
+// Score pairs of a prompt chunk of `chunk` tokens after `prior` cached ones, each query attending
+// at most `cap` keys (0 = all earlier ones), and the keys the chunk reads.
+double capped_pairs(double prior, double chunk, double cap);
+double capped_context(double prior, double chunk, double cap);
 
 struct StepCost {
   double seconds = 0;
@@ -82,7 +92,11 @@ class StepCostModel {
                 int first_rank);
   StepCost cost(const StepShape& shape);
   // Bytes of KV cache one token takes on each GPU (its layers, its share of the KV heads).
-  double kv_bytes_per_token_per_gpu() const { return kv_token_layer_bytes_ * layers_per_stage_; }
+  double kv_bytes_per_token_per_gpu() const {
+    return (kv_token_layer_bytes_ + model_.indexer_key_bytes()) * layers_per_stage_;
+  }
+  // Keys one query attends at most in the capped layers (0 = none capped), and how many layers.
+  double attended_keys_cap() const { return keys_cap_; }
   // Estimated seconds of a point-to-point copy of `bytes` from this instance's GPU to `dst_rank`.
   double transfer_seconds(int dst_rank, double bytes) const;
 
@@ -115,6 +129,8 @@ class StepCostModel {
   double attn_w_bytes_ = 2, attn_a_bytes_ = 2, attn_flops_ = 0;  // attention projections' format
   std::unique_ptr<StepCostModel> draft_model_;                   // an MTP module kept at another format
   double kv_token_layer_bytes_ = 0;
+  double keys_cap_ = 0;
+  double capped_layers_ = 0;
   std::unordered_map<uint64_t, CategorySeconds> memo_;  // by (rank tokens, tokens)
   std::map<std::tuple<int, double, size_t>, double> coll_memo_;
   std::unordered_map<long long, Gemm> lm_head_memo_;  // by row count

@@ -65,6 +65,16 @@ void validate(const ModelConfig& m, const Fail& fail) {
     positive("mla.v_head_dim", m.mla.v_head_dim);
     if (m.mla.q_lora_rank < 0) fail("mla.q_lora_rank", "must be >= 0", "use 0 for a full-rank Q projection");
   }
+  if (m.is_sparse_attention()) {
+    positive("sparse_attention.index_head_dim", m.sparse.index_head_dim);
+    positive("sparse_attention.topk_tokens", m.sparse.topk_tokens);
+    at_most("sparse_attention.index_heads", m.sparse.index_heads, 1 << 16);
+    if (m.sliding_window > 0)
+      fail("sparse_attention", "a model has either a sliding window or sparse attention, not both",
+           "drop sliding_window or sparse_attention");
+  } else if (m.sparse.index_heads < 0) {
+    fail("sparse_attention.index_heads", "must be positive", "give the indexer's head count (DeepSeek-V3.2: 64)");
+  }
   if (m.is_moe()) {
     at_most("moe.experts", m.moe.experts, 1 << 16);
     if (m.moe.top_k < 1 || m.moe.top_k > m.moe.experts)
@@ -121,9 +131,16 @@ double ModelConfig::attention_gemm_params() const {
     const double q = mla.q_lora_rank > 0 ? h * mla.q_lora_rank + static_cast<double>(mla.q_lora_rank) * qk : h * qk;
     const double kv = h * (mla.kv_lora_rank + mla.qk_rope_head_dim) +
                       static_cast<double>(mla.kv_lora_rank) * heads * (mla.qk_nope_head_dim + mla.v_head_dim);
-    return q + kv + static_cast<double>(attn_out_width()) * h;
+    return q + kv + static_cast<double>(attn_out_width()) * h + indexer_params();
   }
   return h * (q_width() + 2.0 * kv_width()) + static_cast<double>(attn_out_width()) * h;
+}
+
+double ModelConfig::indexer_params() const {
+  if (!is_sparse_attention()) return 0;
+  const double q_in = is_mla() && mla.q_lora_rank > 0 ? static_cast<double>(mla.q_lora_rank) : hidden;
+  return q_in * sparse.index_heads * sparse.index_head_dim +
+         static_cast<double>(hidden) * (sparse.index_head_dim + sparse.index_heads);
 }
 
 double ModelConfig::attention_params() const {
@@ -247,6 +264,14 @@ ModelConfig parse_model(const config::Node& n, const std::string& base_dir) {
       n.fail("attention_kind", "unknown attention kind '" + s + "'", "use mha, gqa or mla");
     if (s != "mla" && m.is_mla())
       n.fail("attention_kind", s + " contradicts the mla: section", "use attention_kind: mla");
+  }
+  if (n.has("sparse_attention")) {
+    const config::Node a = n["sparse_attention"];
+    a.require_map();
+    a.check_keys(config::scenario_keys("model.sparse_attention"));
+    m.sparse.index_heads = a.required_int("index_heads");
+    m.sparse.index_head_dim = a.required_int("index_head_dim");
+    m.sparse.topk_tokens = a.required_int("topk_tokens");
   }
   m.sliding_window = int_or("sliding_window", m.sliding_window);
   m.full_attention_every = static_cast<int>(int_or("full_attention_every", m.full_attention_every));
@@ -391,6 +416,12 @@ ModelConfig parse_hf_config(const std::string& path) {
       }
       m.full_attention_every = first_full;
     }
+  }
+  // DeepSeek-V3.2's sparse attention (config.json: index_n_heads, index_head_dim, index_topk).
+  m.sparse.index_heads = get({"index_n_heads"}, 0, false);
+  if (m.sparse.index_heads > 0) {
+    m.sparse.index_head_dim = get({"index_head_dim"}, 0, true);
+    m.sparse.topk_tokens = get({"index_topk"}, 0, true);
   }
   m.mtp_layers = static_cast<int>(get({"num_nextn_predict_layers", "mtp_num_layers"}, 0, false));
   const int64_t experts = get({"num_local_experts", "n_routed_experts", "num_experts"}, 0, false);

@@ -21,6 +21,7 @@
 //                            #  mla when an `mla:` section is given)
 //     mla: {q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, qk_rope_head_dim: 64,
 //           v_head_dim: 128}
+//     sparse_attention: {index_heads: 64, index_head_dim: 128, topk_tokens: 2048}   # DeepSeek-V3.2's DSA
 //     moe: {experts: 8, top_k: 2, shared_experts: 0, expert_ffn_hidden: 14336,
 //           first_dense_layers: 0, layer_freq: 1, imbalance: 1.1, capacity_factor: 0}
 //   or  model: {hf_config: configs/llama3-8b.json, seq_len: 8192}   (keys given beside
@@ -59,6 +60,16 @@ struct MlaConfig {
   int64_t qk_nope_head_dim = 0;
   int64_t qk_rope_head_dim = 0;
   int64_t v_head_dim = 0;
+};
+
+// DeepSeek Sparse Attention (DeepSeek-V3.2 report, section 2.1): a lightning indexer (index_heads
+// small heads of index_head_dim, FP8, its own cached key per token) scores every earlier token,
+// and the main attention then attends only the topk_tokens best of them. The indexer stays
+// quadratic in the context but is cheap per pair; the main attention's pairs are capped.
+struct SparseAttentionConfig {
+  int64_t index_heads = 0;  // 0: dense attention
+  int64_t index_head_dim = 0;
+  int64_t topk_tokens = 0;
 };
 
 struct MoeConfig {
@@ -102,6 +113,7 @@ struct ModelConfig {
   // layer like the model's last, and the shared output head with its own loss.
   int mtp_layers = 0;
   MlaConfig mla;
+  SparseAttentionConfig sparse;
   MoeConfig moe;
 
   bool is_moe() const { return moe.experts > 0; }
@@ -114,6 +126,17 @@ struct ModelConfig {
     if (sliding_window <= 0 || (full_attention_every > 0 && (layer + 1) % full_attention_every == 0)) return 0;
     return sliding_window;
   }
+  bool is_sparse_attention() const { return sparse.index_heads > 0; }
+  // Keys one query of `layer` attends at most (0 = its whole causal context): a sliding window or
+  // the sparse attention's top-k.
+  int64_t attended_keys_cap(int layer) const {
+    return is_sparse_attention() ? sparse.topk_tokens : attention_window(layer);
+  }
+  // The indexer's projections (q from the query latent, one shared key, per-head weights).
+  double indexer_params() const;
+  // Bytes the indexer caches per token and layer: its key in FP8 with one FP32 scale (DeepSeek's
+  // V3.2 inference code), whatever the main KV cache's format.
+  double indexer_key_bytes() const { return is_sparse_attention() ? sparse.index_head_dim + 4.0 : 0.0; }
   int64_t v_head_dim() const { return is_mla() ? mla.v_head_dim : head_dim; }
   int64_t q_width() const { return heads * head_dim; }             // Q (and MLA's per-head K) width
   int64_t kv_width() const { return kv_heads * head_dim; }         // K width (= V width unless MLA)

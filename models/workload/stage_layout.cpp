@@ -18,7 +18,7 @@ double layer_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int la
   if (m.is_mla()) {
     const MlaConfig& a = m.mla;
     const double replicated = static_cast<double>(m.hidden) * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim) +
-                              static_cast<double>(a.q_lora_rank) + a.kv_lora_rank;
+                              static_cast<double>(a.q_lora_rank) + a.kv_lora_rank + m.indexer_params();
     attention = (m.attention_params() - replicated) / p.tp + replicated;
   }
   double params = attention + 2.0 * m.norm_params();

@@ -52,6 +52,9 @@ void expect_same_shape(const ModelConfig& a, const ModelConfig& b) {
   EXPECT_EQ(a.full_attention_every, b.full_attention_every);
   EXPECT_EQ(a.mla.q_lora_rank, b.mla.q_lora_rank);
   EXPECT_EQ(a.mla.kv_lora_rank, b.mla.kv_lora_rank);
+  EXPECT_EQ(a.sparse.index_heads, b.sparse.index_heads);
+  EXPECT_EQ(a.sparse.index_head_dim, b.sparse.index_head_dim);
+  EXPECT_EQ(a.sparse.topk_tokens, b.sparse.topk_tokens);
   EXPECT_EQ(a.moe.experts, b.moe.experts);
   EXPECT_EQ(a.moe.top_k, b.moe.top_k);
   EXPECT_EQ(a.moe.shared_experts, b.moe.shared_experts);
@@ -73,6 +76,8 @@ TEST(ModelCatalog, EntriesMatchTheHuggingFaceConfigs) {
   expect_same_shape(entry("Qwen2 7B"), parse_hf_config(hf("qwen2-7b.json")));
   expect_same_shape(entry("GPT-OSS 120B"), parse_hf_config(hf("gpt-oss-120b.json")));
   expect_same_shape(entry("DeepSeek-V3"), parse_hf_config(hf("deepseek-v3.json")));
+  // deepseek-v3.2-exp.json: V3's config.json with the three index_* fields V3.2-Exp's adds.
+  expect_same_shape(entry("DeepSeek-V3.2"), parse_hf_config(hf("deepseek-v3.2-exp.json")));
 }
 
 TEST(ModelCatalog, ParameterCountsAreThePublishedOnes) {

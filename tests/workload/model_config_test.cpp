@@ -6,6 +6,7 @@
 
 #include "config/error.hpp"
 #include "config/yaml.hpp"
+#include "models/workload/model_catalog.hpp"
 #include "models/workload/model_config.hpp"
 
 namespace stacksim::workload {
@@ -93,6 +94,19 @@ TEST(HfConfig, DeepSeekV3) {
   // DeepSeek-V3 report: 671B total (without the 14B multi-token-prediction module), 37B active.
   EXPECT_NEAR(m.total_params() / 671e9, 1.0, 0.02);
   EXPECT_NEAR(m.active_params() / 37e9, 1.0, 0.03);
+}
+
+TEST(HfConfig, DeepSeekV32AddsTheSparseAttentionIndexer) {
+  // deepseek-ai/DeepSeek-V3.2-Exp's config.json is V3's plus index_n_heads, index_head_dim and
+  // index_topk (the test file: V3's copy with those three added); the catalogue says the same.
+  const ModelConfig m = parse_hf_config(hf("deepseek-v3.2-exp.json"));
+  EXPECT_TRUE(m.is_sparse_attention());
+  EXPECT_EQ(m.sparse.index_heads, 64);
+  EXPECT_EQ(m.sparse.index_head_dim, 128);
+  EXPECT_EQ(m.sparse.topk_tokens, 2048);
+  EXPECT_DOUBLE_EQ(m.total_params(), bundled_models().find("DeepSeek-V3.2")->config.total_params());
+  // V3.2 report: the same 671B main model as V3.1 plus the indexer (under 1B).
+  EXPECT_NEAR(m.total_params() / 672e9, 1.0, 0.01);
 }
 
 TEST(HfConfig, MissingFileAndFieldAreInputErrors) {
