@@ -92,7 +92,7 @@ TEST(ModelCatalog, ParameterCountsAreThePublishedOnes) {
   // DBRX (132B, 36B active); MT-NLG (530B); the Megatron-LM SC'21 Table 1 sizes; MPT-7B (6.7B);
   // Kimi K2 (1.04T, 32.6B active); GLM-4.5 (355B, 32B active; its MTP layer not counted here);
   // the Pythia README's table; Gemma and Gemma 2 reports (Table 2: embedding + non-embedding);
-  // TinyLlama, InternLM2 (checkpoint counts); DeepSeekMoE (16.4B, 2.8B active); Grok-1 (314B).
+  // TinyLlama, InternLM2 (checkpoint counts); GPT-J's model card; DeepSeekMoE (16.4B, 2.8B active); Grok-1 (314B).
   const Published published[] = {
       {"Llama 3 8B", 8.03e9, 0, 0.01},
       {"Llama 3 70B", 70.6e9, 0, 0.01},
@@ -106,6 +106,7 @@ TEST(ModelCatalog, ParameterCountsAreThePublishedOnes) {
       {"Qwen3 235B-A22B", 235e9, 22e9, 0.02},
       {"Qwen3 30B-A3B", 30.5e9, 3.3e9, 0.03},
       {"GPT-3 175B", 175e9, 0, 0.01},
+      {"GPT-J 6B", 6.053e9, 0, 0.01},
       {"BLOOM 176B", 176e9, 0, 0.01},
       {"Nemotron-4 340B", 341e9, 0, 0.01},
       {"DBRX", 132e9, 36e9, 0.02},
