@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/workload/bucket_fill.hpp"
 #include "models/workload/dualpipe_walk.hpp"
 #include "models/workload/fb_pair.hpp"
 #include "models/workload/host_copies.hpp"
@@ -455,7 +456,8 @@ class Estimator {
       if (first_position(vs)) ready.push_back({chunk_end, p_.embedding_grad_bytes, 0.0});
     }
     std::stable_sort(ready.begin(), ready.end(), [](const Ready& a, const Ready& b) { return a.t > b.t; });
-    double free_at = -1e30, expert_free_at = -1e30, bucket = 0, expert_bucket = 0;
+    double free_at = -1e30, expert_free_at = -1e30;
+    BucketFill dense(p_.dp_bucket_bytes), experts(p_.dp_bucket_bytes);
     double copied_at = -1e30;  // ZeRO-Offload: each reduced shard to the host once it is reduced
     const auto to_host = [&](double reduced_at, double bytes, double expert_bytes) {
       if (p_.offload_optimizer) copied_at = std::max(copied_at, reduced_at) + grads_to_host_s(s, bytes, expert_bytes);
@@ -472,20 +474,18 @@ class Estimator {
         to_host(free_at, L.grad_bytes, L.expert_grad_bytes);
         continue;
       }
-      bucket += ready[i].bytes, expert_bucket += ready[i].expert_bytes;
-      if (bucket >= p_.dp_bucket_bytes || last) {
+      if (dense.add(ready[i].bytes, last)) {
+        const double bucket = dense.take();
         const double d =
             rs ? reduce_scatter_over_shards_s(bucket) : coll_s(Group::DP, coll::CollectiveOp::AllReduce, bucket);
         free_at = std::max(free_at, at) + d;
         to_host(free_at, bucket, 0.0);
-        bucket = 0;
       }
-      if (expert_bucket >= p_.dp_bucket_bytes || (last && expert_bucket > 0)) {
-        const double d = coll_s(Group::ExpertDp, rs ? coll::CollectiveOp::ReduceScatter : coll::CollectiveOp::AllReduce,
-                                expert_bucket);
+      if (double bucket = 0; experts.add(ready[i].expert_bytes, last) && (bucket = experts.take()) > 0) {
+        const double d =
+            coll_s(Group::ExpertDp, rs ? coll::CollectiveOp::ReduceScatter : coll::CollectiveOp::AllReduce, bucket);
         expert_free_at = std::max(expert_free_at, at) + d;
-        to_host(expert_free_at, 0.0, expert_bucket);
-        expert_bucket = 0;
+        to_host(expert_free_at, 0.0, bucket);
       }
     }
     return std::max({0.0, free_at, expert_free_at, copied_at});
@@ -540,21 +540,21 @@ class Estimator {
       const double start = before + (first_position(vs) ? list(p_.pre_forward).stream_s : 0.0);
       for (Buffer& b : buffers) {
         double compute = start;
-        double bucket =
+        const double head =
             b.group == Group::DpShard && (first_position(vs) || last_position(vs)) ? p_.embedding_param_bytes : 0.0;
-        if (l1 == l0 && bucket > 0) {  // a chunk of the embedding or output layer alone
-          b.gathered += coll_s(b.group, coll::CollectiveOp::AllGather, bucket);
+        if (l1 == l0 && head > 0) {  // a chunk of the embedding or output layer alone
+          b.gathered += coll_s(b.group, coll::CollectiveOp::AllGather, head);
           delay = std::max(delay, b.gathered - compute);
         }
+        BucketFill bucket(p_.dp_bucket_bytes, head);
         for (int l = l0, first = l0; l < l1; ++l) {
-          bucket += L_[l].*b.bytes;
-          if (bucket < p_.dp_bucket_bytes && l + 1 < l1) continue;
-          if (bucket > 0) {
-            b.gathered += coll_s(b.group, coll::CollectiveOp::AllGather, bucket);
+          if (!bucket.add(L_[l].*b.bytes, l + 1 == l1)) continue;
+          if (const double bytes = bucket.take(); bytes > 0) {
+            b.gathered += coll_s(b.group, coll::CollectiveOp::AllGather, bytes);
             delay = std::max(delay, b.gathered - compute);
           }
           for (int k = first; k <= l; ++k) compute += layer_list(k, false).stream_s;
-          bucket = 0, first = l + 1;
+          first = l + 1;
         }
       }
       before += round * fwd[c].stream_s;

@@ -1,4 +1,5 @@
 // The replay's pipeline: each schedule item's ops on its stage, and the order the schedule puts them in.
+#include "models/workload/bucket_fill.hpp"
 #include "models/workload/replay_builder.hpp"
 
 namespace stacksim::workload::replay_detail {
@@ -164,13 +165,11 @@ void StepBuilder::build_pipeline() {
       // after `leading` bytes) in buckets of dp_bucket_bytes, whole layers, in forward order.
       auto bucketed = [&](Buffer& b, int l0, int l1, double leading, double LayerProgram::*field) {
         std::vector<sim::TaskId> of_layer(l1 - l0, sim::kNoTask);
-        double bucket = leading;
+        BucketFill bucket(p_.dp_bucket_bytes, leading);
         for (int l = l0, first = l0; l < l1; ++l) {
-          bucket += p_.layers[l].*field;
-          if (bucket < p_.dp_bucket_bytes && l + 1 < l1) continue;
-          const sim::TaskId g = gather(b, bucket);
+          if (!bucket.add(p_.layers[l].*field, l + 1 == l1)) continue;
+          const sim::TaskId g = gather(b, bucket.take());
           for (int k = first; k <= l; ++k) of_layer[k - l0] = g;
-          bucket = 0;
           first = l + 1;
         }
         return of_layer;

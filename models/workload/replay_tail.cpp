@@ -1,4 +1,5 @@
 // The step's tail (data-parallel reductions, optimizer, offloaded phases) and the per-stage breakdown.
+#include "models/workload/bucket_fill.hpp"
 #include "models/workload/replay_builder.hpp"
 
 namespace stacksim::workload::replay_detail {
@@ -23,27 +24,24 @@ void StepBuilder::build_tail() {
     if (p_.zero < 3 && reduces_gradients()) {
       // Gradient buckets in backward order, each reduced once its last gradient is ready; the
       // routed experts' buffers over their own group, on their own communicator's stream.
-      double bucket = 0, expert_bucket = 0;
+      BucketFill dense(p_.dp_bucket_bytes), experts(p_.dp_bucket_bytes);
       for (size_t i = 0; i < st.grads_ready.size(); ++i) {
-        bucket += st.grads_ready[i].bytes;
-        expert_bucket += st.grads_ready[i].expert_bytes;
         const sim::TaskId ready = p_.overlap_grad_reduce ? st.grads_ready[i].task : st.cursor;
         const bool last = i + 1 == st.grads_ready.size();
-        if (bucket >= p_.dp_bucket_bytes || last) {
+        if (dense.add(st.grads_ready[i].bytes, last)) {
+          const double bucket = dense.take();
           const sim::TaskId e = p_.zero == 0 ? add_group_collective(s, Group::DP, coll::CollectiveOp::AllReduce, bucket,
                                                                     {st.dp_cursor, ready}, st.dp_track, kCatDpComm)
                                              : reduce_scatter_gradients(s, bucket, {st.dp_cursor, ready});
           if (e != sim::kNoTask) st.dp_cursor = e;
           offload_bucket(e, bucket, Group::DpShard);
-          bucket = 0;
         }
-        if (expert_bucket >= p_.dp_bucket_bytes || (last && expert_bucket > 0)) {
+        if (double bucket = 0; experts.add(st.grads_ready[i].expert_bytes, last) && (bucket = experts.take()) > 0) {
           const sim::TaskId e = add_group_collective(
               s, Group::ExpertDp, p_.zero == 0 ? coll::CollectiveOp::AllReduce : coll::CollectiveOp::ReduceScatter,
-              expert_bucket, {st.edp_cursor, ready}, st.dp_track, kCatDpComm);
+              bucket, {st.edp_cursor, ready}, st.dp_track, kCatDpComm);
           if (e != sim::kNoTask) st.edp_cursor = e;
-          offload_bucket(e, expert_bucket, Group::ExpertDp);
-          expert_bucket = 0;
+          offload_bucket(e, bucket, Group::ExpertDp);
         }
       }
       before_optimizer.push_back(st.dp_cursor);
