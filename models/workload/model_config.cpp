@@ -65,15 +65,15 @@ void validate(const ModelConfig& m, const Fail& fail) {
     positive("mla.v_head_dim", m.mla.v_head_dim);
     if (m.mla.q_lora_rank < 0) fail("mla.q_lora_rank", "must be >= 0", "use 0 for a full-rank Q projection");
   }
-  if (m.is_sparse_attention()) {
+  // A sparse_attention section needs all three sizes (a zero would silently mean dense attention).
+  if (m.sparse.index_heads != 0 || m.sparse.index_head_dim != 0 || m.sparse.topk_tokens != 0) {
+    positive("sparse_attention.index_heads", m.sparse.index_heads);
     positive("sparse_attention.index_head_dim", m.sparse.index_head_dim);
     positive("sparse_attention.topk_tokens", m.sparse.topk_tokens);
     at_most("sparse_attention.index_heads", m.sparse.index_heads, 1 << 16);
     if (m.sliding_window > 0)
       fail("sparse_attention", "a model has either a sliding window or sparse attention, not both",
            "drop sliding_window or sparse_attention");
-  } else if (m.sparse.index_heads < 0) {
-    fail("sparse_attention.index_heads", "must be positive", "give the indexer's head count (DeepSeek-V3.2: 64)");
   }
   if (m.is_moe()) {
     at_most("moe.experts", m.moe.experts, 1 << 16);

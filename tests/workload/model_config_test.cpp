@@ -194,6 +194,19 @@ TEST(ModelYaml, InputErrorsNameKeyAndFix) {
         "model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, sliding_window: 4, attention: unfused}\n");
   });
   EXPECT_NE(unfused.find("needs a fused kernel"), std::string::npos) << unfused;
+  // A sparse_attention section with a zero size would silently be dense attention: refused.
+  const std::string sparse = error_of([] {
+    from_yaml(
+        "model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8,"
+        " sparse_attention: {index_heads: 0, index_head_dim: 128, topk_tokens: 2048}}\n");
+  });
+  EXPECT_NE(sparse.find("sparse_attention.index_heads"), std::string::npos) << sparse;
+  const std::string sparse_missing = error_of([] {
+    from_yaml(
+        "model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8,"
+        " sparse_attention: {index_heads: 4, index_head_dim: 128}}\n");
+  });
+  EXPECT_NE(sparse_missing.find("topk_tokens"), std::string::npos) << sparse_missing;
   const std::string mtp = error_of(
       [] { from_yaml("model: {layers: 2, hidden: 1024, heads: 16, vocab: 10, seq_len: 8, mtp_layers: 17}\n"); });
   EXPECT_NE(mtp.find("mtp_layers"), std::string::npos) << mtp;
