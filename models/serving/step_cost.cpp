@@ -323,19 +323,28 @@ void StepCostModel::attention(const StepShape& s, CategorySeconds& out) const {
     }
   }
   if (s.prefill_tokens > 0) {
-    // MLA prefill runs unabsorbed, with per-head K and V, unless the engine's sparse kernel works
-    // in the latent form (then with its head tile's padding).
-    const bool latent = m.is_mla() && m.is_sparse_attention() && config_.engine.sparse_prefill_latent;
-    const double heads = latent ? std::max<double>(heads_gpu, config_.engine.sparse_prefill_min_heads) : heads_gpu;
-    const double dims = latent ? latent_dims : static_cast<double>(m.head_dim + m.v_head_dim());
     const double share = std::max(1.0 / dp, s.largest_prefill_pairs / std::max(1.0, s.prefill_pair_tokens));
     const double tokens = static_cast<double>(s.prefill_tokens);
-    auto prefill = [&](double layers, double pairs, double context) {
-      const double bytes = context * share * kv_token_layer_bytes_ + tokens * share * heads * dims * kActivationBytes;
+    auto prefill = [&](double layers, double heads, double dims, double pairs, double key_rows) {
+      const double bytes = key_rows * share * kv_token_layer_bytes_ + tokens * share * heads * dims * kActivationBytes;
       add(layers, 2 * heads * dims * pairs * share, bytes, std::max(1.0, pairs / tokens / kAttentionBlock), eff_peak);
     };
-    prefill(full_layers, s.prefill_pair_tokens, s.prefill_context_tokens);
-    prefill(capped_layers_, s.prefill_attended_pairs, s.prefill_attended_context);
+    // MLA prefill runs unabsorbed, with per-head K and V; a tile of queries shares its keys, so a
+    // chunk reads its context once (a window's keys: the window's).
+    const double dims = static_cast<double>(m.head_dim + m.v_head_dim());
+    if (!m.is_sparse_attention()) {
+      prefill(full_layers, heads_gpu, dims, s.prefill_pair_tokens, s.prefill_context_tokens);
+      prefill(capped_layers_, heads_gpu, dims, s.prefill_attended_pairs, s.prefill_attended_context);
+    } else if (m.is_mla() && config_.engine.sparse_prefill_latent) {
+      // The engine's sparse kernel attends in the latent form with its head tile's padding; each
+      // query's top-k differ, so every (query, key) pair gathers its latent row (once for all heads).
+      const double heads = std::max<double>(heads_gpu, config_.engine.sparse_prefill_min_heads);
+      prefill(m.layers, heads, latent_dims, s.prefill_attended_pairs, s.prefill_attended_pairs);
+    } else {
+      // Otherwise the top-k is applied as a mask on dense attention (the V3.2 report's "masked MHA
+      // mode" for short prefill): every causal pair is computed.
+      prefill(m.layers, heads_gpu, dims, s.prefill_pair_tokens, s.prefill_context_tokens);
+    }
     if (m.is_sparse_attention())
       add(m.layers, 2 * index_dims * s.prefill_pair_tokens * share,
           s.prefill_context_tokens * share * m.indexer_key_bytes(),

@@ -23,10 +23,14 @@ double attention_s(const StepCost& c) {
          c.by_category[static_cast<size_t>(StepCategory::KvRead)];
 }
 
-StepCostModel step_model(const ServingConfig& c, const workload::ModelConfig& m) {
+StepCostModel step_model(const ServingConfig& c, const workload::ModelConfig& m, const hw::GpuSpec& gpu) {
   const ServingHardware h = dgx_h100();
-  return StepCostModel(c, c.parallel, m, h.gpu, std::make_shared<topo::Cluster>(topo::build_cluster(h.cluster)),
+  return StepCostModel(c, c.parallel, m, gpu, std::make_shared<topo::Cluster>(topo::build_cluster(h.cluster)),
                        coll::tuning_for(h.cluster.node, h.cluster.nic), 0);
+}
+
+StepCostModel step_model(const ServingConfig& c, const workload::ModelConfig& m) {
+  return step_model(c, m, dgx_h100().gpu);
 }
 
 // One decode step of `seqs` sequences at `context` tokens each, with the instance's capped sums.
@@ -104,8 +108,10 @@ TEST(SparseAttention, LongContextDecodeAttendsTopKNotTheWholeContext) {
 
 TEST(SparseAttention, LatentPrefillPaysTheAbsorbedWidthAndThePaddedHeads) {
   // An engine whose sparse prefill kernel works in the latent form (576-wide keys, 512-wide values)
-  // with at least 128 heads: at TP 2 (64 heads per GPU) its prefill attention does
-  // 128 x 1088 / (64 x 320) = 6.8x the score and value FLOPs of unabsorbed MLA.
+  // with at least 128 heads, against one that masks dense MLA attention (per-head 192 + 128): at
+  // TP 2 (64 heads per GPU) and a prompt within top-k (every pair attended either way) the
+  // latent form does 128 x 1088 / (64 x 320) = 6.8x the score and value FLOPs. HBM made free so
+  // the FLOPs alone set the time.
   ServingConfig c = tp8_fp8();
   c.parallel.tp = 2;
   c.weights_dtype = c.activations_dtype = c.kv_dtype = Dtype::BF16;
@@ -114,11 +120,31 @@ TEST(SparseAttention, LatentPrefillPaysTheAbsorbedWidthAndThePaddedHeads) {
   ServingConfig latent = c;
   latent.engine.sparse_prefill_latent = true;
   latent.engine.sparse_prefill_min_heads = 128;
-  StepCostModel unabsorbed = step_model(c, m), absorbed = step_model(latent, m);
+  hw::GpuSpec gpu = dgx_h100().gpu;
+  gpu.hbm_Bps *= 1e6;
+  StepCostModel masked = step_model(c, m, gpu), absorbed = step_model(latent, m, gpu);
+  const StepShape p = prompt(2048, 2048);
+  EXPECT_NEAR(attention_s(absorbed.cost(p)) / attention_s(masked.cost(p)), 6.8, 0.05 * 6.8);
+}
+
+TEST(SparseAttention, LatentPrefillGathersALatentRowPerAttendedPair) {
+  // Each query's top-k differ: the latent kernel reads one 1152-byte row (bf16 latent + rope) per
+  // (query, key) pair and layer, 2048 keys per query past top-k, besides each token's 16-bit
+  // queries and outputs over the 128 padded heads' 1088 latent dims. Compute made free.
+  ServingConfig c = tp8_fp8();
+  c.weights_dtype = c.activations_dtype = c.kv_dtype = Dtype::BF16;
+  c.engine.sparse_prefill_latent = true;
+  c.engine.sparse_prefill_min_heads = 128;
+  c.parallel.tp = 8;
+  workload::ModelConfig m = catalogue("DeepSeek-V3.2");
+  m.sparse.index_heads = 1;
+  hw::GpuSpec gpu = dgx_h100().gpu;
+  gpu.attention_forward_efficiency = 1e6;
+  StepCostModel model = step_model(c, m, gpu);
   const StepShape p = prompt(16384, 2048);
-  const double a = absorbed.cost(p).by_category[static_cast<size_t>(StepCategory::AttentionCompute)];
-  const double u = unabsorbed.cost(p).by_category[static_cast<size_t>(StepCategory::AttentionCompute)];
-  EXPECT_NEAR(a / u, 128.0 * 1088 / (64 * 320), 0.05 * 6.8);
+  const double pairs = capped_pairs(0, 16384, 2048);
+  const double expected_s = 61.0 * (pairs * 1152 + 16384.0 * 128 * 1088 * 2) / (gpu.hbm_Bps * gpu.hbm_efficiency);
+  EXPECT_NEAR(attention_s(model.cost(p)), expected_s, 0.05 * expected_s);
 }
 
 TEST(SlidingWindow, ServingDecodeOfWindowedLayersReadsTheWindowOnly) {
