@@ -19,6 +19,17 @@ Instance::Instance(const ServingConfig& config, StepCostModel* cost, long long b
   if (config.speculative.draft_tokens > 0) tokens_per_step_ = config.speculative.tokens_per_step();
 }
 
+long long Instance::admission_blocks(const Seq& w, long long tokens) const {
+  const long long need = config_.engine.kv_admission == KvAdmission::ReserveFull
+                             ? blocks_for(w.prompt_tokens + (w.output_tokens - w.generated)) - w.blocks
+                             : blocks_for(w.kv_tokens + tokens) - w.blocks;
+  return std::max(0LL, need);
+}
+
+bool Instance::admits(long long need) const {
+  return need <= free_blocks_ - (running_.empty() ? 0 : total_blocks_ / 100);
+}
+
 bool Instance::next_waiting() {
   if (!waiting_.empty()) return true;
   if (!pull || source_dry_) return false;
@@ -58,12 +69,15 @@ StepOutcome Instance::step(double now, std::vector<Seq>& done) {
   };
   std::vector<Item> items;
   items.reserve(running_.size() + 8);
-  // prefill_first: a step of prompts alone whenever the queue's head can be admitted.
+  // prefill_first: a step of prompts alone whenever the queue's head can be admitted, by the
+  // admission's own test below (else the running decodes would be skipped for a prompt that then
+  // does not get in, and nothing would free blocks).
   bool prompts_only = false;
   if (config_.engine.scheduler == SchedulerPolicy::PrefillFirst && static_cast<int>(running_.size()) < max_seqs_ &&
       next_waiting()) {
     const Seq& head = waiting_.front();
-    prompts_only = blocks_for(std::min(head.prompt_tokens, budget)) <= free_blocks_;
+    const long long left = head.prompt_tokens - head.computed;
+    prompts_only = admits(admission_blocks(head, config_.chunked_prefill ? std::min(left, budget) : left));
   }
   for (size_t i = 0; i < running_.size(); ++i) {
     Seq& s = running_[i];
@@ -83,7 +97,6 @@ StepOutcome Instance::step(double now, std::vector<Seq>& done) {
     budget -= tokens;
   }
   // Admission, oldest first.
-  const long long watermark = total_blocks_ / 100;
   while (budget > 0 && static_cast<int>(running_.size()) < max_seqs_ && next_waiting()) {
     Seq& w = waiting_.front();
     if (!w.prefix_applied) {
@@ -108,12 +121,8 @@ StepOutcome Instance::step(double now, std::vector<Seq>& done) {
       // Unchunked engines size their token limit to the longest prompt (vLLM V0 requires
       // max_num_batched_tokens >= max_model_len): a longer prompt runs whole, as the step's only one.
     }
-    long long need = blocks_for(w.kv_tokens + tokens) - w.blocks;
-    if (config_.engine.kv_admission == KvAdmission::ReserveFull)
-      need = blocks_for(w.prompt_tokens + (w.output_tokens - w.generated)) - w.blocks;
-    need = std::max(0LL, need);
-    const bool alone = running_.empty();
-    if (need > free_blocks_ - (alone ? 0 : watermark)) {
+    const long long need = admission_blocks(w, tokens);
+    if (!admits(need)) {
       out.kv_blocked = true;
       break;
     }

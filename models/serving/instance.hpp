@@ -67,6 +67,11 @@ class Instance {
   void retire(const std::vector<char>& leaving, double end_s, std::vector<Seq>& done);
   bool next_waiting();
   void preempt(size_t index);
+  // Blocks a waiting sequence takes to be admitted with `tokens` of its prompt (reserve_full: its
+  // whole prompt and output), and whether they fit: the free blocks, less a 1 % watermark unless
+  // the instance is empty (vLLM's watermark against immediate preemption).
+  long long admission_blocks(const Seq& w, long long tokens) const;
+  bool admits(long long need) const;
   const ServingConfig& config_;
   StepCostModel* cost_;
   long long total_blocks_, free_blocks_;

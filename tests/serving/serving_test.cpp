@@ -191,6 +191,26 @@ TEST(KvCache, PreemptsWhenTheCacheIsTiny) {
   EXPECT_EQ(simulate_serving(c, fixed_lengths(ArrivalMode::Offline, 200, 500, 1500), m, h).preemptions, 0);
 }
 
+TEST(KvCache, PrefillFirstNeverSkipsDecodesForAPromptItCannotAdmit) {
+  // A prefill_first engine runs a step of prompts alone when the waiting head can be admitted. It
+  // used to test that against the free blocks while admission keeps a 1 % watermark: with the free
+  // blocks in between, the decodes were skipped, the prompt refused, and nothing ever freed a
+  // block (a stall, found by the max-rate search on the DeepSeek-R1 scenario at 4k prompts).
+  const ServingHardware h = dgx_h100();
+  ServingConfig c = tp8_fp8();
+  const workload::ModelConfig m = llama3_70b();
+  const MemoryPlan full = plan_memory(c, m, h.gpu);
+  c.gpu_memory_utilization =
+      (full.weights_bytes + full.workspace_bytes + 20000 * full.kv_bytes_per_token) / h.gpu.memory_bytes;
+  c.max_num_seqs = 256;
+  c.block_size_tokens = 1;  // SGLang's token-granular pool: the free count can land anywhere
+  c.engine.scheduler = SchedulerPolicy::PrefillFirst;
+  for (long long input : {500, 700, 900, 1100}) {
+    const ServingResult r = simulate_serving(c, fixed_lengths(ArrivalMode::Offline, 300, input, 1500), m, h);
+    EXPECT_EQ(r.completed_requests, 300) << input;
+  }
+}
+
 TEST(Speculative, TokensPerStepClosedForm) {
   SpeculativeConfig s;
   s.draft_tokens = 3;
