@@ -7,7 +7,7 @@ namespace stacksim::workload {
 double attention_core_forward_flops_per_token(const ModelConfig& m, int layer, AttentionCount count) {
   const double per_key = 2.0 * m.heads * (m.head_dim + m.v_head_dim());
   const double s = static_cast<double>(m.seq_len);
-  const int64_t window = m.attention_window(layer);
+  const int64_t window = m.attended_keys_cap(layer);
   if (window <= 0 || window >= m.seq_len) {
     const double full = per_key * s;
     return count == AttentionCount::CausalHalf ? 0.5 * full : full;
@@ -24,7 +24,9 @@ double layer_forward_flops_per_token(const ModelConfig& m, int layer, AttentionC
     weights += m.expert_params() * (m.moe.top_k + m.moe.shared_experts);
   else
     weights += m.dense_mlp_params();
-  return 2.0 * weights + attention_core_forward_flops_per_token(m, layer, count);
+  // DSA's indexer scores every earlier key (its projections are in attention_gemm_params).
+  const double indexer = 2.0 * m.sparse.index_heads * m.sparse.index_head_dim * 0.5 * static_cast<double>(m.seq_len);
+  return 2.0 * weights + attention_core_forward_flops_per_token(m, layer, count) + indexer;
 }
 
 double model_flops_per_step(const ModelConfig& m, int64_t global_batch, AttentionCount count) {

@@ -74,6 +74,9 @@ void validate(const ModelConfig& m, const Fail& fail) {
     if (m.sliding_window > 0)
       fail("sparse_attention", "a model has either a sliding window or sparse attention, not both",
            "drop sliding_window or sparse_attention");
+    if (m.attention == AttentionImpl::Unfused)
+      fail("sparse_attention", "unfused attention computes the whole score matrix; top-k needs a fused kernel",
+           "use attention: flash (or flash2), or drop sparse_attention");
   }
   if (m.is_moe()) {
     at_most("moe.experts", m.moe.experts, 1 << 16);
@@ -133,7 +136,7 @@ double ModelConfig::attention_gemm_params() const {
                       static_cast<double>(mla.kv_lora_rank) * heads * (mla.qk_nope_head_dim + mla.v_head_dim);
     return q + kv + static_cast<double>(attn_out_width()) * h + indexer_params();
   }
-  return h * (q_width() + 2.0 * kv_width()) + static_cast<double>(attn_out_width()) * h;
+  return h * (q_width() + 2.0 * kv_width()) + static_cast<double>(attn_out_width()) * h + indexer_params();
 }
 
 double ModelConfig::indexer_params() const {

@@ -182,6 +182,18 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
     b.inner.back().mm_parts = {q, k, v};
     b.inner.push_back(rotary_op(p, static_cast<double>(d.T) * (q + k)));
   }
+  if (m.is_sparse_attention()) {
+    // DSA's lightning indexer (DeepSeek-V3.2 report, section 2.1), whole on every TP rank: per-head
+    // queries from the query latent, one shared key and per-head weights from the hidden states;
+    // then every query scores every earlier key (the causal half on average) and keeps the top-k.
+    const SparseAttentionConfig& x = m.sparse;
+    const int64_t q_in = m.is_mla() && m.mla.q_lora_rank > 0 ? m.mla.q_lora_rank : d.h;
+    b.inner.push_back(gemm("indexer q projection", d.T, x.index_heads * x.index_head_dim, q_in));
+    b.inner.push_back(gemm("indexer k and head weights", d.T, x.index_head_dim + x.index_heads, d.h));
+    Op logits = gemm("indexer logits", d.T, std::max<int64_t>(1, m.seq_len / 2), x.index_head_dim, x.index_heads);
+    logits.cls = OpClass::Attention;
+    b.inner.push_back(logits);
+  }
   // Ulysses: the sequence shards of Q, K and V all-to-all into whole sequences of heads/cp heads
   // (K/V groups fewer than cp are replicated), the output back after the attention.
   const bool ulysses = p.cp > 1 && p.cp_comm == CpComm::AllToAll;
@@ -203,7 +215,7 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
                           m.head_dim,
                           m.v_head_dim(),
                           true,
-                          m.attention_window(layer)};
+                          m.attended_keys_cap(layer)};
   if (m.attention == AttentionImpl::Unfused) {
     // Megatron's unfused core attention on b*(a/t) heads: scores over the full s x s (masked, not
     // skipped), softmax and dropout as memory-bound passes over the 16-bit scores (+ a 1-byte mask).
@@ -221,7 +233,7 @@ Block attention_block(const ModelConfig& m, const ParallelPlan& p, const Dims& d
     a.kind = OpKind::Attention;
     a.cls = OpClass::Attention;
     a.attention = sh;
-    // Model FLOPs count every key a query may attend (the whole context, or its window).
+    // Model FLOPs count every key a query may attend (the whole context, its window or top-k).
     const int64_t keys = sh.window > 0 ? std::min(sh.window, sh.seq_kv) : sh.seq_kv;
     a.flops = 2.0 * sh.batch * sh.heads * sh.seq_q * keys * (sh.head_dim + sh.v_head_dim);
     b.inner.push_back(a);

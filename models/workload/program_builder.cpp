@@ -220,13 +220,13 @@ StepProgram build_step_program(const ModelConfig& model, const ParallelPlan& pla
 
   // Identical layers share one costed program (costing is the expensive part for big models).
   // Kinds: dense or MoE, times recomputed or not (full recomputation of some layers per chunk),
-  // times windowed attention or not.
+  // times windowed (or sparse) attention or not.
   std::vector<LayerProgram> by_kind(8);
   std::vector<bool> costed(8, false);
   if (with_layers) p.layers.reserve(model.layers);
   for (int l = 0; l < (with_layers ? model.layers : 0); ++l) {
     const int kind = (model.is_moe_layer(l) ? 1 : 0) + 2 * (layer_recompute(model, plan, l) == plan.recompute ? 0 : 1) +
-                     4 * (model.attention_window(l) > 0 ? 1 : 0);
+                     4 * (model.attended_keys_cap(l) > 0 ? 1 : 0);
     if (!costed[kind]) {
       LayerProgram& lp = by_kind[kind];
       lp.forward = coster.cost_all(layer_forward_ops(model, plan, l));

@@ -13,14 +13,15 @@ double layer_expert_params_per_rank(const ModelConfig& m, const ParallelPlan& p,
 
 double layer_params_per_rank(const ModelConfig& m, const ParallelPlan& p, int layer) {
   // Split by heads over tp: Q (or Q up), K/V (or KV up), output projection and biases; MLA's
-  // down projections and latent norms are replicated, as are the layer norms.
-  double attention = m.attention_params() / p.tp;
+  // down projections and latent norms are replicated, as are the layer norms and a sparse-attention
+  // indexer (whole on every rank).
+  double replicated = m.indexer_params();
   if (m.is_mla()) {
     const MlaConfig& a = m.mla;
-    const double replicated = static_cast<double>(m.hidden) * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim) +
-                              static_cast<double>(a.q_lora_rank) + a.kv_lora_rank + m.indexer_params();
-    attention = (m.attention_params() - replicated) / p.tp + replicated;
+    replicated += static_cast<double>(m.hidden) * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim) +
+                  static_cast<double>(a.q_lora_rank) + a.kv_lora_rank;
   }
+  const double attention = (m.attention_params() - replicated) / p.tp + replicated;
   double params = attention + 2.0 * m.norm_params();
   if (m.is_moe_layer(layer))
     params +=

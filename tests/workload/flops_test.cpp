@@ -54,6 +54,21 @@ TEST(Flops, SlidingWindowLayersCountTheirWindow) {
                    full_layer / s * (w * (w + 1) / 2 + (s - w) * w) / s);
 }
 
+TEST(Flops, SparseAttentionCountsTopKKeysAndTheIndexer) {
+  // DeepSeek Sparse Attention on a GPT shape: each query attends its top-k keys (as a window of k
+  // would, by count), and the indexer scores the causal half of the context per token:
+  // 2 x index_heads x index_head_dim FLOPs per scored key.
+  ModelConfig m = gpt3();
+  const double full_layer = attention_core_forward_flops_per_token(m, 0);
+  const double dense_layer = layer_forward_flops_per_token(m, 0, AttentionCount::Full);
+  m.sparse = {64, 128, m.seq_len / 4};
+  EXPECT_DOUBLE_EQ(attention_core_forward_flops_per_token(m, 0), full_layer / 4);
+  const double projections = m.indexer_params();  // its q, k and head-weight GEMMs
+  const double indexer = 2.0 * 64 * 128 * 0.5 * m.seq_len;
+  EXPECT_DOUBLE_EQ(layer_forward_flops_per_token(m, 0, AttentionCount::Full),
+                   dense_layer - full_layer * 3 / 4 + 2.0 * projections + indexer);
+}
+
 TEST(Flops, Sc21FormulaIsFullRecomputationHardwareFlops) {
   // 96Bslh^2(1 + s/6h + V/16lh) = 4 passes x l x (24bsh^2 + 4bs^2h) + 3 passes x 2bshV: our
   // hardware FLOPs with full recomputation for a GPT (MHA, ffn = 4h) model, exactly.

@@ -64,6 +64,23 @@ TEST(LayerOps, ForwardFlopsMatchTheMegatronClosedForm) {
   EXPECT_NEAR(total / (b * s) / layer_forward_flops_per_token(m, 0), 1.0, 1e-12);
 }
 
+TEST(LayerOps, SparseAttentionOpsMatchTheFlopCount) {
+  // With DeepSeek Sparse Attention the layer adds the indexer's projections and logits, and its
+  // attention kernel attends top-k keys: the ops' FLOPs still equal flops.hpp's per-token count,
+  // and at tp 4 the indexer is whole on every rank (its logits are not divided).
+  ModelConfig m = gpt();
+  m.sparse = {16, 64, 512};
+  const auto fwd = layer_forward_ops(m, plan(1, false, 2), 0);
+  const double total = flops_of(fwd, OpKind::Gemm) + flops_of(fwd, OpKind::Attention);
+  EXPECT_NEAR(total / (2.0 * 2048) / layer_forward_flops_per_token(m, 0), 1.0, 1e-12);
+  auto logits = [](const std::vector<Op>& ops) {
+    return sum(
+        ops, [](const Op& o) { return o.name == "indexer logits"; }, [](const Op& o) { return o.flops; });
+  };
+  EXPECT_GT(logits(fwd), 0);
+  EXPECT_DOUBLE_EQ(logits(layer_forward_ops(m, plan(4), 0)), logits(layer_forward_ops(m, plan(1), 0)));
+}
+
 TEST(LayerOps, BackwardIsTwiceForward) {
   for (auto impl : {AttentionImpl::Flash, AttentionImpl::Unfused}) {
     ModelConfig m = gpt();
