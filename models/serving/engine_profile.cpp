@@ -40,6 +40,7 @@ void apply_entry(const config::Node& e, EngineProfile& p) {
                 "quantized_checkpoint_kv_cache_dtype",
                 "sparse_prefill_latent",
                 "sparse_prefill_min_heads",
+                "sparse_prefill_dense_max_tokens",
                 "sources"});
   p.version = e.required_string("version");
   if (auto v = e.optional_int("max_num_seqs")) p.max_num_seqs = static_cast<int>(e.positive("max_num_seqs", *v));
@@ -83,6 +84,9 @@ void apply_entry(const config::Node& e, EngineProfile& p) {
   p.sparse_prefill_latent = e.bool_or("sparse_prefill_latent", p.sparse_prefill_latent);
   if (auto v = e.optional_int("sparse_prefill_min_heads"))
     p.sparse_prefill_min_heads = static_cast<int>(e.positive("sparse_prefill_min_heads", *v));
+  if (auto v = e.optional_int("sparse_prefill_dense_max_tokens"))
+    p.sparse_prefill_dense_max_tokens =
+        static_cast<long long>(e.non_negative("sparse_prefill_dense_max_tokens", static_cast<double>(*v)));
   if (e.has("quantized_checkpoint_kv_cache_dtype")) {
     const std::string s = e.required_string("quantized_checkpoint_kv_cache_dtype");
     try {

@@ -26,6 +26,7 @@
 //     sparse_prefill_latent: false       # sparse (DSA) MLA prefill attends in the latent (absorbed)
 //                                        #  form, as its decode does, not with per-head K/V
 //     sparse_prefill_min_heads: 1        # that kernel's head tile: fewer heads per GPU are padded
+//     sparse_prefill_dense_max_tokens: 0 # a prompt chunk whose context is at most this runs dense MHA
 //     sources: [...]
 #pragma once
 #include <optional>
@@ -70,6 +71,9 @@ struct EngineProfile {
   // the kernel's heads padded up to sparse_prefill_min_heads per GPU.
   bool sparse_prefill_latent = false;
   int sparse_prefill_min_heads = 1;
+  // Short prompts skip the sparse kernel: a chunk whose whole context (cached + new tokens) is at
+  // most this many tokens runs dense MHA (every key is in its top-k anyway).
+  long long sparse_prefill_dense_max_tokens = 0;
   std::vector<std::string> sources;
   std::string file;
 };

@@ -150,6 +150,11 @@ StepOutcome Instance::step(double now, std::vector<Seq>& done) {
       sh.largest_prefill_pairs = std::max(sh.largest_prefill_pairs, c * (prior + c / 2));
       sh.prefill_attended_pairs += capped_pairs(prior, c, cap);
       sh.prefill_attended_context += capped_context(prior, c, cap);
+      if (prior + c <= static_cast<double>(config_.engine.sparse_prefill_dense_max_tokens)) {
+        sh.short_prefill_tokens += it.tokens;
+        sh.short_prefill_pairs += c * (prior + c / 2);
+        sh.short_prefill_context += prior + c;
+      }
       if (s.computed + it.tokens >= s.prompt_tokens) ++sh.logits_tokens;
     } else {
       ++sh.decode_seqs;

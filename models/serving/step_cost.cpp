@@ -325,25 +325,32 @@ void StepCostModel::attention(const StepShape& s, CategorySeconds& out) const {
   if (s.prefill_tokens > 0) {
     const double share = std::max(1.0 / dp, s.largest_prefill_pairs / std::max(1.0, s.prefill_pair_tokens));
     const double tokens = static_cast<double>(s.prefill_tokens);
-    auto prefill = [&](double layers, double heads, double dims, double pairs, double key_rows) {
-      const double bytes = key_rows * share * kv_token_layer_bytes_ + tokens * share * heads * dims * kActivationBytes;
-      add(layers, 2 * heads * dims * pairs * share, bytes, std::max(1.0, pairs / tokens / kAttentionBlock), eff_peak);
+    // `n` prompt tokens with `pairs` score pairs over `key_rows` cached rows read.
+    auto prefill = [&](double layers, double heads, double dims, double n, double pairs, double key_rows) {
+      if (n <= 0 || pairs <= 0) return;
+      const double bytes = key_rows * share * kv_token_layer_bytes_ + n * share * heads * dims * kActivationBytes;
+      add(layers, 2 * heads * dims * pairs * share, bytes, std::max(1.0, pairs / n / kAttentionBlock), eff_peak);
     };
     // MLA prefill runs unabsorbed, with per-head K and V; a tile of queries shares its keys, so a
     // chunk reads its context once (a window's keys: the window's).
     const double dims = static_cast<double>(m.head_dim + m.v_head_dim());
     if (!m.is_sparse_attention()) {
-      prefill(full_layers, heads_gpu, dims, s.prefill_pair_tokens, s.prefill_context_tokens);
-      prefill(capped_layers_, heads_gpu, dims, s.prefill_attended_pairs, s.prefill_attended_context);
+      prefill(full_layers, heads_gpu, dims, tokens, s.prefill_pair_tokens, s.prefill_context_tokens);
+      prefill(capped_layers_, heads_gpu, dims, tokens, s.prefill_attended_pairs, s.prefill_attended_context);
     } else if (m.is_mla() && config_.engine.sparse_prefill_latent) {
       // The engine's sparse kernel attends in the latent form with its head tile's padding; each
       // query's top-k differ, so every (query, key) pair gathers its latent row (once for all heads).
+      // Chunks whose context is within the engine's dense limit run dense MHA (within top-k, the
+      // capped pairs are all of their pairs).
       const double heads = std::max<double>(heads_gpu, config_.engine.sparse_prefill_min_heads);
-      prefill(m.layers, heads, latent_dims, s.prefill_attended_pairs, s.prefill_attended_pairs);
+      const double sparse_pairs = s.prefill_attended_pairs - s.short_prefill_pairs;
+      const double short_tokens = static_cast<double>(s.short_prefill_tokens);
+      prefill(m.layers, heads, latent_dims, tokens - short_tokens, sparse_pairs, sparse_pairs);
+      prefill(m.layers, heads_gpu, dims, short_tokens, s.short_prefill_pairs, s.short_prefill_context);
     } else {
       // Otherwise the top-k is applied as a mask on dense attention (the V3.2 report's "masked MHA
       // mode" for short prefill): every causal pair is computed.
-      prefill(m.layers, heads_gpu, dims, s.prefill_pair_tokens, s.prefill_context_tokens);
+      prefill(m.layers, heads_gpu, dims, tokens, s.prefill_pair_tokens, s.prefill_context_tokens);
     }
     if (m.is_sparse_attention())
       add(m.layers, 2 * index_dims * s.prefill_pair_tokens * share,

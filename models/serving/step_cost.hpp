@@ -71,6 +71,11 @@ struct StepShape {
   double decode_attended_tokens = 0;
   double prefill_attended_pairs = 0;
   double prefill_attended_context = 0;
+  // The part of the prefill sums from chunks whose whole context is within the engine's
+  // sparse_prefill_dense_max_tokens (run as dense MHA by an engine with a sparse kernel).
+  long long short_prefill_tokens = 0;
+  double short_prefill_pairs = 0;
+  double short_prefill_context = 0;
 };
 
 // Score pairs of a prompt chunk of `chunk` tokens after `prior` cached ones, each query attending

@@ -42,7 +42,9 @@ StepShape decodes(long long seqs, double context, double cap) {
   return s;
 }
 
-StepShape prompt(double tokens, double cap) {
+// One prompt of `tokens` in one chunk, as Instance::step sums it (dense_max: the engine's
+// sparse_prefill_dense_max_tokens).
+StepShape prompt(double tokens, double cap, double dense_max = 0) {
   StepShape s;
   s.prefill_seqs = 1;
   s.prefill_tokens = s.largest_item_tokens = static_cast<long long>(tokens);
@@ -50,6 +52,11 @@ StepShape prompt(double tokens, double cap) {
   s.prefill_context_tokens = tokens;
   s.prefill_attended_pairs = capped_pairs(0, tokens, cap);
   s.prefill_attended_context = capped_context(0, tokens, cap);
+  if (tokens <= dense_max) {
+    s.short_prefill_tokens = s.prefill_tokens;
+    s.short_prefill_pairs = s.prefill_pair_tokens;
+    s.short_prefill_context = s.prefill_context_tokens;
+  }
   s.logits_tokens = 1;
   return s;
 }
@@ -125,6 +132,26 @@ TEST(SparseAttention, LatentPrefillPaysTheAbsorbedWidthAndThePaddedHeads) {
   StepCostModel masked = step_model(c, m, gpu), absorbed = step_model(latent, m, gpu);
   const StepShape p = prompt(2048, 2048);
   EXPECT_NEAR(attention_s(absorbed.cost(p)) / attention_s(masked.cost(p)), 6.8, 0.05 * 6.8);
+}
+
+TEST(SparseAttention, ShortPromptsRunDenseMhaUnderTheEnginesLimit) {
+  // SGLang's nsa backend runs prompts of up to 2048 tokens as standard MHA and longer ones with
+  // the sparse latent kernel: a 1024-token prompt costs what the masked dense path costs, a
+  // 16k-token one what the latent kernel costs.
+  ServingConfig c = tp8_fp8();
+  c.weights_dtype = c.activations_dtype = c.kv_dtype = Dtype::BF16;
+  c.parallel.tp = 8;
+  const workload::ModelConfig m = catalogue("DeepSeek-V3.2");
+  ServingConfig latent = c, adaptive = c;
+  latent.engine.sparse_prefill_latent = adaptive.engine.sparse_prefill_latent = true;
+  latent.engine.sparse_prefill_min_heads = adaptive.engine.sparse_prefill_min_heads = 128;
+  adaptive.engine.sparse_prefill_dense_max_tokens = 2048;
+  StepCostModel masked_m = step_model(c, m), latent_m = step_model(latent, m), adaptive_m = step_model(adaptive, m);
+  EXPECT_DOUBLE_EQ(attention_s(adaptive_m.cost(prompt(1024, 2048, 2048))),
+                   attention_s(masked_m.cost(prompt(1024, 2048))));
+  EXPECT_NE(attention_s(latent_m.cost(prompt(1024, 2048))), attention_s(masked_m.cost(prompt(1024, 2048))));
+  EXPECT_DOUBLE_EQ(attention_s(adaptive_m.cost(prompt(16384, 2048, 2048))),
+                   attention_s(latent_m.cost(prompt(16384, 2048))));
 }
 
 TEST(SparseAttention, LatentPrefillGathersALatentRowPerAttendedPair) {
