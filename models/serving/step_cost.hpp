@@ -100,7 +100,7 @@ class StepCostModel {
   double kv_bytes_per_token_per_gpu() const {
     return (kv_token_layer_bytes_ + model_.indexer_key_bytes()) * layers_per_stage_;
   }
-  // Keys one query attends at most in the capped layers (0 = none capped), and how many layers.
+  // Keys one query attends at most in the model's capped layers (0 = none capped).
   double attended_keys_cap() const { return keys_cap_; }
   // Estimated seconds of a point-to-point copy of `bytes` from this instance's GPU to `dst_rank`.
   double transfer_seconds(int dst_rank, double bytes) const;

@@ -7,12 +7,12 @@ namespace stacksim::workload {
 double attention_core_forward_flops_per_token(const ModelConfig& m, int layer, AttentionCount count) {
   const double per_key = 2.0 * m.heads * (m.head_dim + m.v_head_dim());
   const double s = static_cast<double>(m.seq_len);
-  const int64_t window = m.attended_keys_cap(layer);
-  if (window <= 0 || window >= m.seq_len) {
+  const int64_t cap = m.attended_keys_cap(layer);  // a sliding window or sparse attention's top-k
+  if (cap <= 0 || cap >= m.seq_len) {
     const double full = per_key * s;
     return count == AttentionCount::CausalHalf ? 0.5 * full : full;
   }
-  const double w = static_cast<double>(window);
+  const double w = static_cast<double>(cap);
   return per_key * (count == AttentionCount::CausalHalf ? (w * (w + 1.0) / 2.0 + (s - w) * w) / s : w);
 }
 

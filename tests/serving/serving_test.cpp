@@ -173,15 +173,21 @@ TEST(Determinism, SameInputSameOutput) {
   EXPECT_NE(simulate_serving(c, w, llama3_70b(), h).ttft_ms.p99, a.ttft_ms.p99);
 }
 
-TEST(KvCache, PreemptsWhenTheCacheIsTiny) {
-  const ServingHardware h = dgx_h100();
+// TP8 FP8 with room for ~20k tokens of KV and 256 sequences: 256 sequences growing to 2k tokens
+// cannot all fit.
+ServingConfig tiny_kv_cache(const ServingHardware& h, const workload::ModelConfig& m) {
   ServingConfig c = tp8_fp8();
-  const workload::ModelConfig m = llama3_70b();
-  // Leave room for ~20k tokens of KV: 256 sequences growing to 2k tokens cannot all fit.
   const MemoryPlan full = plan_memory(c, m, h.gpu);
   c.gpu_memory_utilization =
       (full.weights_bytes + full.workspace_bytes + 20000 * full.kv_bytes_per_token) / h.gpu.memory_bytes;
   c.max_num_seqs = 256;
+  return c;
+}
+
+TEST(KvCache, PreemptsWhenTheCacheIsTiny) {
+  const ServingHardware h = dgx_h100();
+  const workload::ModelConfig m = llama3_70b();
+  ServingConfig c = tiny_kv_cache(h, m);
   const ServingResult r = simulate_serving(c, fixed_lengths(ArrivalMode::Offline, 600, 500, 1500), m, h);
   EXPECT_EQ(r.completed_requests, 600);
   EXPECT_GT(r.preemptions, 0);
@@ -197,12 +203,8 @@ TEST(KvCache, PrefillFirstNeverSkipsDecodesForAPromptItCannotAdmit) {
   // blocks in between, the decodes were skipped, the prompt refused, and nothing ever freed a
   // block (a stall, found by the max-rate search on the DeepSeek-R1 scenario at 4k prompts).
   const ServingHardware h = dgx_h100();
-  ServingConfig c = tp8_fp8();
   const workload::ModelConfig m = llama3_70b();
-  const MemoryPlan full = plan_memory(c, m, h.gpu);
-  c.gpu_memory_utilization =
-      (full.weights_bytes + full.workspace_bytes + 20000 * full.kv_bytes_per_token) / h.gpu.memory_bytes;
-  c.max_num_seqs = 256;
+  ServingConfig c = tiny_kv_cache(h, m);
   c.block_size_tokens = 1;  // SGLang's token-granular pool: the free count can land anywhere
   c.engine.scheduler = SchedulerPolicy::PrefillFirst;
   for (long long input : {500, 700, 900, 1100}) {
